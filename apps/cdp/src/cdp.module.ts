@@ -1,0 +1,19 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { AccountsBootstrap, AccountsModule, CREATE_FIRST_ACCOUNT } from '@cdp/accounts';
+import type { AppConfig } from '@cdp/config';
+import { DriversModule } from '@cdp/drivers';
+import { HttpApiModule } from '@cdp/http-api';
+import type { Logger } from '@cdp/logger';
+import { ProcessorModule } from '@cdp/processor';
+
+/** The all-in-one process: every role in one process, on the drivers the configuration names. */
+@Module({})
+export class CdpModule {
+  static forRoot(config: AppConfig, logger: Logger): DynamicModule {
+    return {
+      module: CdpModule,
+      imports: [DriversModule.forRoot(config, logger), AccountsModule, HttpApiModule, ProcessorModule],
+      providers: [AccountsBootstrap, { provide: CREATE_FIRST_ACCOUNT, useValue: true }],
+    };
+  }
+}

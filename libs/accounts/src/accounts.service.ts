@@ -1,0 +1,192 @@
+import { Injectable } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
+import { ApiError } from '@cdp/contracts';
+import { MetadataConflictError, MetadataStore } from '@cdp/metadata';
+import { constantTimeEqual, hashSecret, isUrlSafeToken, randomToken, splitPrivateKey } from './keys.js';
+
+/** A revoked private key keeps working this long (spec "Authentication" rule 5). */
+export const REVOKED_KEY_GRACE_MS = 12 * 60 * 60 * 1000;
+
+export interface PrivateKeyRecord {
+  id: string;
+  salt: string;
+  hash: string;
+  createdAt: string;
+  revokedAt?: string;
+}
+
+export interface Account {
+  id: string;
+  name: string;
+  trackerId: string;
+  createdAt: string;
+  keys: PrivateKeyRecord[];
+}
+
+/** What a key authenticated: the account, and whether it was the private key. */
+export interface Principal {
+  account: string;
+  trackerId: string;
+  private: boolean;
+}
+
+/** The account as the admin API shows it: never a secret or its hash. */
+export interface AccountView {
+  id: string;
+  name: string;
+  tracker_id: string;
+  created_at: string;
+  keys: { id: string; created_at: string; revoked_at?: string; expires_at?: string }[];
+}
+
+const ACCOUNTS = 'accounts';
+const TRACKERS = 'trackers';
+
+@Injectable()
+export class AccountsService {
+  constructor(private readonly metadata: MetadataStore) {}
+
+  async create(
+    input: { name?: string; trackerId?: string; secret?: string } = {},
+  ): Promise<{ account: Account; privateKey: string }> {
+    const trackerId = input.trackerId ?? randomToken(12).replaceAll('.', '');
+    const secret = input.secret ?? randomToken(32);
+    if (!isUrlSafeToken(trackerId))
+      throw ApiError.invalid([{ field: 'tracker_id', reason: 'must be URL-safe (A-Z, a-z, 0-9, _ and -)' }]);
+    if (!isUrlSafeToken(secret))
+      throw ApiError.invalid([{ field: 'secret', reason: 'must be URL-safe (A-Z, a-z, 0-9, _ and -)' }]);
+    const id = `a${randomBytes(8).toString('hex')}`;
+    const account: Account = {
+      id,
+      name: input.name ?? trackerId,
+      trackerId,
+      createdAt: new Date().toISOString(),
+      keys: [newKey(secret)],
+    };
+    try {
+      // The tracker id is claimed first, create-if-absent: two concurrent creations cannot both get it.
+      await this.metadata.create(TRACKERS, trackerId, id);
+    } catch (err) {
+      if (err instanceof MetadataConflictError) {
+        throw ApiError.invalid([{ field: 'tracker_id', reason: 'already used by another account' }]);
+      }
+      throw err;
+    }
+    await this.metadata.create(ACCOUNTS, id, account);
+    return { account, privateKey: `${trackerId}.${secret}` };
+  }
+
+  async list(): Promise<Account[]> {
+    return (await this.metadata.list<Account>(ACCOUNTS)).map((v) => v.value);
+  }
+
+  async get(id: string): Promise<Account> {
+    const found = await this.metadata.get<Account>(ACCOUNTS, id);
+    if (!found) throw ApiError.notFound(`unable to locate account ${id}`);
+    return found.value;
+  }
+
+  async byTrackerId(trackerId: string): Promise<Account | undefined> {
+    const link = await this.metadata.get<string>(TRACKERS, trackerId);
+    if (!link) return undefined;
+    return (await this.metadata.get<Account>(ACCOUNTS, link.value))?.value;
+  }
+
+  /**
+   * Resolves an API key: a tracker id (public key) or `<tracker id>.<secret>` (private key).
+   * Anything else, or a key past its revocation grace, is not authenticated.
+   */
+  async authenticate(key: string | undefined, now = Date.now()): Promise<Principal> {
+    if (!key) throw ApiError.unauthorized();
+    const parts = splitPrivateKey(key);
+    const account = await this.byTrackerId(parts ? parts.trackerId : key);
+    if (!account) throw ApiError.unauthorized();
+    if (!parts) return { account: account.id, trackerId: account.trackerId, private: false };
+    const valid = account.keys.some(
+      (k) =>
+        constantTimeEqual(hashSecret(parts.secret, k.salt), k.hash) &&
+        (k.revokedAt === undefined || Date.parse(k.revokedAt) + REVOKED_KEY_GRACE_MS > now),
+    );
+    if (!valid) throw ApiError.unauthorized();
+    return { account: account.id, trackerId: account.trackerId, private: true };
+  }
+
+  /** Issues a new private key; the keys in use so far are revoked and keep working for the grace period. */
+  async rotate(id: string): Promise<{ account: Account; privateKey: string }> {
+    const secret = randomToken(32);
+    const account = await this.change(id, (a) => {
+      const now = new Date().toISOString();
+      for (const k of a.keys) k.revokedAt ??= now;
+      a.keys.push(newKey(secret));
+    });
+    return { account, privateKey: `${account.trackerId}.${secret}` };
+  }
+
+  async revoke(id: string, keyId: string): Promise<Account> {
+    return this.change(id, (a) => {
+      const key = a.keys.find((k) => k.id === keyId);
+      if (!key) throw ApiError.notFound(`unable to locate key ${keyId} of account ${id}`);
+      key.revokedAt ??= new Date().toISOString();
+    });
+  }
+
+  /**
+   * Makes sure the account of a configured key pair exists and accepts that private key; running it
+   * again changes nothing.
+   */
+  async ensure(publicKey: string, privateKey: string): Promise<Account> {
+    const parts = splitPrivateKey(privateKey);
+    if (!parts || parts.trackerId !== publicKey) {
+      throw new Error('the bootstrap private key must be `<public key>.<secret>`');
+    }
+    const existing = await this.byTrackerId(publicKey);
+    if (!existing) return (await this.create({ trackerId: publicKey, secret: parts.secret })).account;
+    // A key the operator revoked stays revoked: configuration does not bring it back.
+    const known = existing.keys.some((k) => constantTimeEqual(hashSecret(parts.secret, k.salt), k.hash));
+    if (known) return existing;
+    return this.change(existing.id, (a) => void a.keys.push(newKey(parts.secret)));
+  }
+
+  private async change(id: string, mutate: (a: Account) => void): Promise<Account> {
+    for (;;) {
+      const found = await this.metadata.get<Account>(ACCOUNTS, id);
+      if (!found) throw ApiError.notFound(`unable to locate account ${id}`);
+      mutate(found.value);
+      try {
+        await this.metadata.update(ACCOUNTS, id, found.value, found.revision);
+        return found.value;
+      } catch (err) {
+        if (!(err instanceof MetadataConflictError)) throw err;
+      }
+    }
+  }
+}
+
+function newKey(secret: string): PrivateKeyRecord {
+  const salt = randomToken(16);
+  return {
+    id: `k${randomBytes(6).toString('hex')}`,
+    salt,
+    hash: hashSecret(secret, salt),
+    createdAt: new Date().toISOString(),
+  };
+}
+
+export function viewAccount(a: Account): AccountView {
+  return {
+    id: a.id,
+    name: a.name,
+    tracker_id: a.trackerId,
+    created_at: a.createdAt,
+    keys: a.keys.map((k) => ({
+      id: k.id,
+      created_at: k.createdAt,
+      ...(k.revokedAt
+        ? {
+            revoked_at: k.revokedAt,
+            expires_at: new Date(Date.parse(k.revokedAt) + REVOKED_KEY_GRACE_MS).toISOString(),
+          }
+        : {}),
+    })),
+  };
+}

@@ -1,0 +1,28 @@
+import type { Readable } from 'node:stream';
+import type { DriverHealth } from '@cdp/contracts';
+
+/** The three object-storage locations of the spec: uploads to ingest, a scratch space, and exports. */
+export type BucketName = 'incoming' | 'scratch' | 'export';
+
+export abstract class Buckets {
+  /** Writes an object whole: readers never see a partly written object. */
+  abstract write(bucket: BucketName, key: string, data: Buffer | string | Readable): Promise<void>;
+  abstract read(bucket: BucketName, key: string): Readable;
+  /** Keys below a prefix, sorted. */
+  abstract list(bucket: BucketName, prefix: string): Promise<string[]>;
+  abstract remove(bucket: BucketName, key: string): Promise<void>;
+  abstract health(): Promise<DriverHealth>;
+}
+
+/** Keys are `/`-separated relative paths; `..`, empty segments and absolute paths are refused. */
+export function checkKey(key: string): string[] {
+  const parts = key.split('/');
+  if (
+    !key ||
+    key.startsWith('/') ||
+    parts.some((p) => p === '' || p === '.' || p === '..' || p.includes('\0'))
+  ) {
+    throw new Error(`not a valid object key: ${JSON.stringify(key)}`);
+  }
+  return parts;
+}

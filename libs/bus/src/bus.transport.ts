@@ -1,0 +1,64 @@
+import { Server, type CustomTransportStrategy, type MessageHandler } from '@nestjs/microservices';
+import { BaseRpcContext } from '@nestjs/microservices';
+import { lastValueFrom } from 'rxjs';
+import { INGEST_PATTERN } from '@cdp/contracts';
+import type { Delivery, EventBus, Settlement } from './event-bus.port.js';
+
+/**
+ * A Nest microservice transport over the EventBus port, so the processor's handlers are ordinary
+ * `@EventPattern(INGEST_PATTERN)` methods whatever the bus driver. The handler receives a batch of
+ * deliveries and returns one settlement per delivery; this is the one place settlements reach the bus.
+ */
+export class BusTransport extends Server implements CustomTransportStrategy {
+  constructor(private readonly bus: EventBus) {
+    super();
+  }
+
+  listen(callback: (...optionalParams: unknown[]) => unknown): void {
+    const handler = this.getHandlerByPattern(INGEST_PATTERN);
+    if (!handler) throw new Error(`no @EventPattern('${INGEST_PATTERN}') handler is registered`);
+    this.bus.consume((batch) => this.deliver(handler, batch));
+    callback();
+  }
+
+  private async deliver(handler: MessageHandler, batch: readonly Delivery[]): Promise<Settlement[]> {
+    try {
+      return await this.invoke(handler, batch);
+    } catch (err) {
+      if (batch.length === 1) return [{ delivery: batch[0]!, outcome: 'retry', reason: describe(err) }];
+      // One bad message must not hold back the others: retry the batch message by message.
+      const settlements: Settlement[] = [];
+      for (const delivery of batch) {
+        // Part of the batch may have been stored before it failed: say so, as a redelivery would.
+        const again: Delivery = { ...delivery, deliveryCount: delivery.deliveryCount + 1 };
+        try {
+          settlements.push(...(await this.invoke(handler, [again])));
+        } catch (single) {
+          settlements.push({ delivery, outcome: 'retry', reason: describe(single) });
+        }
+      }
+      return settlements;
+    }
+  }
+
+  private async invoke(handler: MessageHandler, batch: readonly Delivery[]): Promise<Settlement[]> {
+    const result: unknown = await handler(batch, new BaseRpcContext([INGEST_PATTERN]));
+    return (await lastValueFrom(this.transformToObservable(result))) as Settlement[];
+  }
+
+  async close(): Promise<void> {
+    await this.bus.stopConsuming();
+  }
+
+  on(): void {
+    throw new Error('BusTransport has no events to listen to');
+  }
+
+  unwrap<T>(): T {
+    return this.bus as T;
+  }
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}

@@ -1,0 +1,44 @@
+import type { DriverHealth, IngestMessage } from '@cdp/contracts';
+
+/** One delivery of a message to the processor. */
+export interface Delivery {
+  /** Bus-assigned handle, unique within the bus; used to settle the delivery. */
+  readonly handle: string;
+  readonly message: IngestMessage;
+  /** 1 on the first delivery; more after a failure, a restart or a crashed consumer. */
+  readonly deliveryCount: number;
+}
+
+/** What became of a delivery: stored (ack), try again later (retry), or give up with a reason (dead letter). */
+export type Settlement =
+  | { delivery: Delivery; outcome: 'ack' }
+  | { delivery: Delivery; outcome: 'retry'; reason: string }
+  | { delivery: Delivery; outcome: 'dead-letter'; reason: string };
+
+export type BatchConsumer = (batch: readonly Delivery[]) => Promise<Settlement[]>;
+
+/** Raised by publish when the bus cannot take the message durably now: the API answers 503. */
+export class BusUnavailableError extends Error {
+  override name = 'BusUnavailableError';
+  constructor(
+    message: string,
+    readonly retryAfterSeconds = 1,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The durable write log between the API and the processor. `publish` resolves only once the message
+ * is durable, so the API's 202 promises nothing the bus could lose. Delivery is at least once; the
+ * processor makes redeliveries harmless.
+ */
+export abstract class EventBus {
+  abstract publish(message: IngestMessage): Promise<void>;
+  /** Starts delivering batches to the consumer; at most one batch is in flight at a time per consumer. */
+  abstract consume(consumer: BatchConsumer): void;
+  /** Stops delivering and waits for the batch in flight to settle. */
+  abstract stopConsuming(): Promise<void>;
+  abstract health(): Promise<DriverHealth>;
+  abstract close(): Promise<void>;
+}

@@ -1,0 +1,84 @@
+import { resolve } from 'node:path';
+
+/** Which driver each port gets. Parsed once at boot; an unknown name fails the boot (no silent fallback). */
+export const BUS_DRIVERS = ['memory'] as const;
+export const IDENTITY_DRIVERS = ['memory'] as const;
+export const STORE_DRIVERS = ['chdb'] as const;
+
+export type BusDriver = (typeof BUS_DRIVERS)[number];
+export type IdentityDriver = (typeof IDENTITY_DRIVERS)[number];
+export type StoreDriver = (typeof STORE_DRIVERS)[number];
+
+export interface BucketDirs {
+  incoming: string;
+  scratch: string;
+  export: string;
+}
+
+export interface AppConfig {
+  port: number;
+  host: string;
+  dataDir: string;
+  adminToken: string | undefined;
+  bus: BusDriver;
+  identity: IdentityDriver;
+  store: StoreDriver;
+  buckets: BucketDirs;
+  bootstrap: { publicKey: string; privateKey: string } | undefined;
+  logLevel: string;
+  /** Largest request body after gzip decompression (spec/NOTES.md: 8 MiB, 413 beyond). */
+  bodyLimitBytes: number;
+  /** Records the in-process bus may hold unprocessed before the API answers 503. */
+  busMaxPendingBytes: number;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Env = Record<string, string | undefined>;
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if ((allowed as readonly string[]).includes(raw)) return raw as T;
+  throw new ConfigError(`${name}=${raw} is not a known driver (expected one of: ${allowed.join(', ')})`);
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name}=${raw} must be an integer between ${min} and ${max}`);
+  }
+  return value;
+}
+
+/** Reads the environment once. This is the only place in the code base that reads process.env. */
+export function loadConfig(env: Env = process.env): AppConfig {
+  const dataDir = resolve(env.CDP_DATA_DIR || './data');
+  const publicKey = env.CDP_BOOTSTRAP_PUBLIC_KEY || undefined;
+  const privateKey = env.CDP_BOOTSTRAP_PRIVATE_KEY || undefined;
+  if ((publicKey === undefined) !== (privateKey === undefined)) {
+    throw new ConfigError('CDP_BOOTSTRAP_PUBLIC_KEY and CDP_BOOTSTRAP_PRIVATE_KEY must be set together');
+  }
+  return {
+    port: integer(env, 'PORT', 3000, 0, 65535),
+    host: env.HOST || '0.0.0.0',
+    dataDir,
+    adminToken: env.CDP_ADMIN_TOKEN || undefined,
+    bus: oneOf(env, 'CDP_BUS', BUS_DRIVERS, 'memory'),
+    identity: oneOf(env, 'CDP_IDENTITY', IDENTITY_DRIVERS, 'memory'),
+    store: oneOf(env, 'CDP_STORE', STORE_DRIVERS, 'chdb'),
+    buckets: {
+      incoming: resolve(dataDir, env.CDP_BUCKET_INCOMING || 'buckets/incoming'),
+      scratch: resolve(dataDir, env.CDP_BUCKET_SCRATCH || 'buckets/scratch'),
+      export: resolve(dataDir, env.CDP_BUCKET_EXPORT || 'buckets/export'),
+    },
+    bootstrap: publicKey && privateKey ? { publicKey, privateKey } : undefined,
+    logLevel: env.LOG_LEVEL || 'info',
+    bodyLimitBytes: 8 * 1024 * 1024,
+    busMaxPendingBytes: integer(env, 'CDP_BUS_MAX_PENDING_MB', 512, 1, 1 << 20) * 1024 * 1024,
+  };
+}

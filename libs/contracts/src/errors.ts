@@ -1,0 +1,92 @@
+/**
+ * The one error envelope of every route, v2 included (spec "Errors" + spec/NOTES.md):
+ * `{title, status, timestamp, detail: {invalids: [{field, reason}]}}` or `{..., detail: {message}}`.
+ */
+export interface Invalid {
+  /** A parameter name, or several where one of them is required. */
+  field: string | string[];
+  reason: string;
+  /** Index of the record in a batch request. */
+  event?: number;
+}
+
+export type ErrorDetail = { invalids: Invalid[] } | { message: string };
+
+export interface ErrorEnvelope {
+  title: string;
+  status: number;
+  timestamp: string;
+  detail: ErrorDetail;
+}
+
+const TITLES: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  408: 'Request Timeout',
+  413: 'Payload Too Large',
+  415: 'Unsupported Media Type',
+  422: 'Unprocessable Entity',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+};
+
+export function statusTitle(status: number): string {
+  return TITLES[status] ?? (status >= 500 ? 'Internal Server Error' : 'Bad Request');
+}
+
+/** A failure the client should see as it is. One exception filter turns it into the envelope. */
+export class ApiError extends Error {
+  override name = 'ApiError';
+  constructor(
+    readonly status: number,
+    readonly detail: ErrorDetail,
+    /** Extra response headers, such as Retry-After. */
+    readonly headers: Record<string, string> = {},
+  ) {
+    super('message' in detail ? detail.message : `${detail.invalids.length} invalid field(s)`);
+  }
+
+  static invalid(invalids: Invalid[]): ApiError {
+    return new ApiError(400, { invalids });
+  }
+  static badRequest(message: string): ApiError {
+    return new ApiError(400, { message });
+  }
+  static unauthorized(): ApiError {
+    return new ApiError(401, { message: 'could not be authenticated' });
+  }
+  static forbidden(message = 'this key is not allowed to call this endpoint; use the private key'): ApiError {
+    return new ApiError(403, { message });
+  }
+  static notFound(message: string): ApiError {
+    return new ApiError(404, { message });
+  }
+  static unavailable(message: string, retryAfterSeconds: number): ApiError {
+    return new ApiError(503, { message }, { 'retry-after': String(retryAfterSeconds) });
+  }
+
+  envelope(now = new Date()): ErrorEnvelope {
+    return envelope(this.status, this.detail, now);
+  }
+}
+
+export function envelope(status: number, detail: ErrorDetail, now = new Date()): ErrorEnvelope {
+  return { title: statusTitle(status), status, timestamp: now.toISOString(), detail };
+}
+
+/** Body of every 202 of the asynchronous ingestion endpoints (spec/NOTES.md "Responses"). */
+export interface AcceptedBody {
+  title: 'Accepted';
+  status: 202;
+  timestamp: string;
+}
+
+export function accepted(now = new Date()): AcceptedBody {
+  return { title: 'Accepted', status: 202, timestamp: now.toISOString() };
+}

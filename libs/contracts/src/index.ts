@@ -1,0 +1,4 @@
+export * from './errors.js';
+export * from './messages.js';
+export * from './schemas.js';
+export * from './batch-validator.js';

@@ -1,0 +1,36 @@
+import type { EventRecord, ProfileRecord } from '@cdp/domain';
+
+/**
+ * One bus message per accepted request (DESIGN "The write path"): the request id is the message id,
+ * so a re-published request is recognised, and every record of a request stands or falls together.
+ */
+interface IngestMessageBase {
+  /** The request id (`z-request-id`), unique per request. */
+  id: string;
+  /** The account the key resolved to; never read from the payload. */
+  account: string;
+  /** Milliseconds since the epoch when the API accepted the request. */
+  receivedAt: number;
+}
+
+export interface EventsMessage extends IngestMessageBase {
+  kind: 'events';
+  records: EventRecord[];
+}
+
+export interface ProfilesMessage extends IngestMessageBase {
+  kind: 'profiles';
+  records: ProfileRecord[];
+}
+
+export type IngestMessage = EventsMessage | ProfilesMessage;
+
+/** The pattern under which the processor's handler receives batches of ingest messages. */
+export const INGEST_PATTERN = 'ingest';
+
+/** What `GET /health` reports for each port's driver. */
+export interface DriverHealth {
+  driver: string;
+  ready: boolean;
+  detail?: string;
+}

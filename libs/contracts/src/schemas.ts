@@ -1,0 +1,84 @@
+import { CUSTOMER_FIELDS, EVENT_DATA_FIELDS, type FieldType } from '@cdp/domain';
+
+/**
+ * JSON schemas of the ingestion bodies, generated from the domain's field tables so that the
+ * validator, the OpenAPI document and the processor agree on one definition.
+ */
+export const MAX_STRING = 1024; // spec "Limits": strings at most 1024 characters
+export const MAX_BATCH = 1000; // spec "Limits": 1000 events / profiles per request
+
+type Schema = Record<string, unknown>;
+
+const str: Schema = { type: 'string', maxLength: MAX_STRING };
+const nullable = (s: Schema): Schema => ({ anyOf: [s, { type: 'null' }] });
+
+function schemaOf(type: FieldType | 'boolean'): Schema {
+  switch (type) {
+    case 'string':
+      return str;
+    case 'integer':
+      return { type: 'integer' };
+    case 'number':
+      return { type: 'number' };
+    case 'boolean':
+      return { type: 'boolean' };
+    case 'object':
+      return { type: 'object' };
+    case 'timestamp':
+      return { anyOf: [{ type: 'number' }, { type: 'string', maxLength: 64 }] };
+  }
+}
+
+/** Identifier values are strings; push-token fields may carry several tokens. */
+const identifierValue: Schema = nullable({
+  anyOf: [str, { type: 'array', items: str, maxItems: 100 }],
+});
+
+export const identifiersSchema: Schema = {
+  type: 'object',
+  additionalProperties: identifierValue,
+};
+
+/** Identifier fields among other fields (profile attributes): checked by name; other names pass. */
+const identifierProperties = {
+  properties: { vuid: identifierValue },
+  patternProperties: { '^svc_alias_.+$': identifierValue, '^.+_push_tokens$': identifierValue },
+};
+
+export const eventSchema: Schema = {
+  type: 'object',
+  required: ['type', 'identifiers'],
+  properties: {
+    type: { type: 'string', minLength: 1, maxLength: MAX_STRING },
+    action: nullable(str),
+    identifiers: identifiersSchema,
+    data: {
+      type: 'object',
+      properties: Object.fromEntries(
+        Object.entries(EVENT_DATA_FIELDS).map(([name, type]) => [name, nullable(schemaOf(type))]),
+      ),
+    },
+  },
+};
+
+export const profileSchema: Schema = {
+  type: 'object',
+  required: ['attributes'],
+  properties: {
+    attributes: {
+      type: 'object',
+      properties: Object.fromEntries(
+        Object.entries(CUSTOMER_FIELDS)
+          .map(([name, type]): [string, Schema] => [name, nullable(schemaOf(type))])
+          .concat(Object.entries(identifierProperties.properties)),
+      ),
+      patternProperties: identifierProperties.patternProperties,
+      // Fields the account has not defined are dropped, not rejected (spec "Custom objects and fields").
+    },
+  },
+};
+
+/** A batch body: one record or an array of 1 to 1000 (for the OpenAPI document). */
+export function batchOf(item: Schema): Schema {
+  return { oneOf: [item, { type: 'array', items: item, minItems: 1, maxItems: MAX_BATCH }] };
+}

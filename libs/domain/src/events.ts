@@ -1,0 +1,104 @@
+import { collectIdentifiers } from './identifiers.js';
+import { parseTimestamp } from './timestamps.js';
+
+export type FieldType = 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'timestamp';
+
+/** The `data` fields of an event and their types, as the spec's event table lists them. */
+export const EVENT_DATA_FIELDS: Readonly<Record<string, FieldType>> = {
+  ts: 'timestamp',
+  product_id: 'string',
+  category: 'string',
+  channel: 'string',
+  ua: 'string',
+  ip: 'string',
+  title: 'string',
+  hostname: 'string',
+  page: 'string',
+  source: 'string',
+  medium: 'string',
+  campaign: 'string',
+  content: 'string',
+  keywords: 'string',
+  language: 'string',
+  character_set: 'string',
+  days_since_last_visit: 'integer',
+  landing: 'boolean',
+  referrer: 'string',
+  search_term: 'string',
+  filter_field: 'string',
+  filter_value: 'string',
+  sort_direction: 'string',
+  sort_field: 'string',
+  order: 'object',
+};
+
+/** Fields stored in their own typed column of the events table (everything but ts, channel and order). */
+export const EVENT_COLUMN_FIELDS = Object.keys(EVENT_DATA_FIELDS).filter(
+  (f) => f !== 'ts' && f !== 'channel' && f !== 'order',
+);
+
+/** Channel when the sender gives none: `offline` for the HTTP API (spec event table). */
+export const DEFAULT_CHANNEL = 'offline';
+
+/** An event as it travels from the API to the processor: validated, defaults applied, typed. */
+export interface EventRecord {
+  type: string;
+  action: string;
+  /** Milliseconds since the epoch, UTC. */
+  ts: number;
+  channel: string;
+  identifiers: Record<string, string | string[]>;
+  data: Record<string, string | number | boolean>;
+  order?: Record<string, unknown>;
+  /** Names of data fields the account has not defined; dropped, reported to the sender. */
+  dropped?: string[];
+}
+
+/** The shape the API accepts, after JSON-schema validation. */
+export interface EventInput {
+  type: string;
+  action?: string;
+  identifiers: Record<string, unknown>;
+  data?: Record<string, unknown>;
+}
+
+/**
+ * Applies the spec's defaults: `ts` now when absent, `channel` offline when absent. Null data values
+ * mean "no value" (every type allows null). Returns `{invalidTs}` when `ts` cannot be read.
+ */
+export function normalizeEvent(input: EventInput, nowMs: number): EventRecord | { invalidTs: true } {
+  const data: Record<string, string | number | boolean> = {};
+  const dropped: string[] = [];
+  let order: Record<string, unknown> | undefined;
+  let ts = nowMs;
+  let channel = DEFAULT_CHANNEL;
+  for (const [name, value] of Object.entries(input.data ?? {})) {
+    if (value === null || value === undefined) continue;
+    const type = Object.hasOwn(EVENT_DATA_FIELDS, name) ? EVENT_DATA_FIELDS[name] : undefined;
+    if (type === undefined) {
+      dropped.push(name);
+    } else if (name === 'ts') {
+      const parsed = parseTimestamp(value);
+      if (parsed === undefined) return { invalidTs: true };
+      ts = parsed;
+    } else if (name === 'channel') {
+      channel = value as string;
+    } else if (name === 'order') {
+      order = value as Record<string, unknown>;
+    } else {
+      data[name] = value as string | number | boolean;
+    }
+  }
+  const identifiers = collectIdentifiers(input.identifiers);
+  const record: EventRecord = {
+    type: input.type,
+    action: input.action ?? '',
+    ts,
+    channel,
+    identifiers,
+    data,
+  };
+  if (order) record.order = order;
+  if (dropped.length) record.dropped = dropped;
+  return record;
+}

@@ -1,0 +1,105 @@
+/**
+ * Identifier rules (spec "Identifiers"): a customer is identified by customer_id, email, vuid,
+ * any `*_push_tokens` field or any `svc_alias_<name>` field.
+ */
+export const ALIAS_PREFIX = 'svc_alias_';
+export const PUSH_TOKENS_SUFFIX = '_push_tokens';
+export const NAMED_IDENTIFIERS = ['customer_id', 'email', 'vuid'] as const;
+
+/** One identifying value of a customer, as the identity index keys it. */
+export interface Identifier {
+  kind: string;
+  value: string;
+}
+
+export function isIdentifierField(name: string): boolean {
+  return (
+    (NAMED_IDENTIFIERS as readonly string[]).includes(name) ||
+    (name.startsWith(ALIAS_PREFIX) && name.length > ALIAS_PREFIX.length) ||
+    (name.endsWith(PUSH_TOKENS_SUFFIX) && name.length > PUSH_TOKENS_SUFFIX.length)
+  );
+}
+
+/** Identifiers that are exposed on the profile; vuid, aliases and push tokens are not (spec "Identifiers"). */
+export function isProfileIdentifier(name: string): boolean {
+  return name === 'customer_id' || name === 'email';
+}
+
+/**
+ * Values that SDKs and careless senders put in identifier fields when they know nothing. They must never
+ * identify anyone, or every anonymous visitor would be stitched into one customer.
+ */
+const JUNK_VALUES = new Set([
+  '',
+  'null',
+  'undefined',
+  'nil',
+  'none',
+  'nan',
+  '0',
+  '-1',
+  'anonymous',
+  'unknown',
+  'n/a',
+]);
+
+export function isJunkIdentifierValue(value: string): boolean {
+  return JUNK_VALUES.has(value.trim().toLowerCase());
+}
+
+/** The form an identifier is matched in: emails compare case-insensitively, other ids exactly (trimmed). */
+export function normalizeIdentifierValue(kind: string, value: string): string {
+  const trimmed = value.trim();
+  return kind === 'email' ? trimmed.toLowerCase() : trimmed;
+}
+
+/** Every usable identifier of a record, normalized, junk removed, duplicates dropped, in a stable order. */
+export function extractIdentifiers(fields: Readonly<Record<string, unknown>>): Identifier[] {
+  const out: Identifier[] = [];
+  const seen = new Set<string>();
+  const add = (kind: string, raw: unknown): void => {
+    if (typeof raw !== 'string' || isJunkIdentifierValue(raw)) return;
+    const value = normalizeIdentifierValue(kind, raw);
+    const key = identityKey({ kind, value });
+    if (seen.has(key)) return;
+    seen.add(key);
+    out.push({ kind, value });
+  };
+  for (const name of Object.keys(fields).sort(compareIdentifierKinds)) {
+    if (!isIdentifierField(name)) continue;
+    const raw = fields[name];
+    if (Array.isArray(raw)) raw.forEach((token) => add(name, token));
+    else add(name, raw);
+  }
+  return out;
+}
+
+/** customer_id first, then email, then everything else by name: the order resolution consults them in. */
+export function compareIdentifierKinds(a: string, b: string): number {
+  const rank = (k: string): number => {
+    const i = (NAMED_IDENTIFIERS as readonly string[]).indexOf(k);
+    return i === -1 ? NAMED_IDENTIFIERS.length : i;
+  };
+  return rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0);
+}
+
+/** A single string key for maps and Redis: kind and value joined by a byte no identifier kind contains. */
+export function identityKey(id: Identifier): string {
+  return `${id.kind}\u0000${id.value}`;
+}
+
+/** The identifiers of a record keyed by field, as carried on the bus (push tokens may be several). */
+export function collectIdentifiers(
+  fields: Readonly<Record<string, unknown>>,
+): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const id of extractIdentifiers(fields)) {
+    const existing = out[id.kind];
+    if (existing === undefined) out[id.kind] = id.value;
+    else out[id.kind] = Array.isArray(existing) ? [...existing, id.value] : [existing, id.value];
+  }
+  return out;
+}
+
+export const IDENTIFIER_REQUIRED_REASON =
+  'at least one identifier is required: customer_id, email, vuid, a *_push_tokens field or a svc_alias_* field';

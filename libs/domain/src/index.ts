@@ -1,0 +1,5 @@
+export * from './identifiers.js';
+export * from './timestamps.js';
+export * from './events.js';
+export * from './profiles.js';
+export * from './ids.js';

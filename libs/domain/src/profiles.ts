@@ -1,0 +1,72 @@
+import { collectIdentifiers, isIdentifierField } from './identifiers.js';
+
+/** Customer fields of the spec's customer table, plus the consent flag `opted_in`. */
+export const CUSTOMER_FIELDS: Readonly<Record<string, 'string' | 'boolean'>> = {
+  customer_id: 'string',
+  email: 'string',
+  name: 'string',
+  first_name: 'string',
+  last_name: 'string',
+  phone: 'string',
+  street1: 'string',
+  street2: 'string',
+  city: 'string',
+  state: 'string',
+  zip: 'string',
+  country: 'string',
+  timezone: 'string',
+  gender: 'string',
+  image_url: 'string',
+  opted_in: 'boolean',
+};
+
+export type AttributeValue = string | boolean;
+/** A profile's stored attributes. */
+export type Attributes = Record<string, AttributeValue>;
+/** An additive update: a value sets a field, null unsets it (spec "Entities (v2)": null or "" unsets). */
+export type AttributeUpdate = Record<string, AttributeValue | null>;
+
+/** A profile update as it travels from the API to the processor. */
+export interface ProfileRecord {
+  identifiers: Record<string, string | string[]>;
+  attributes: AttributeUpdate;
+  dropped?: string[];
+}
+
+/**
+ * Splits sent attributes into identifiers and customer fields, drops fields the account has not
+ * defined, and derives `name` from first/last name when it is absent (never the other way round).
+ */
+export function normalizeProfile(sent: Readonly<Record<string, unknown>>): ProfileRecord {
+  const attributes: AttributeUpdate = {};
+  const dropped: string[] = [];
+  for (const [field, value] of Object.entries(sent)) {
+    if (value === undefined) continue;
+    if (Object.hasOwn(CUSTOMER_FIELDS, field)) {
+      attributes[field] = value === '' ? null : (value as AttributeValue | null);
+    } else if (!isIdentifierField(field)) {
+      dropped.push(field);
+    }
+  }
+  if (!('name' in sent) && (typeof sent.first_name === 'string' || typeof sent.last_name === 'string')) {
+    const name = [sent.first_name, sent.last_name].filter((p) => typeof p === 'string' && p !== '').join(' ');
+    if (name) attributes.name = name;
+  }
+  const identifiers = collectIdentifiers(sent);
+  const record: ProfileRecord = { identifiers, attributes };
+  if (dropped.length) record.dropped = dropped;
+  return record;
+}
+
+/** Applies an additive update to a profile: supplied fields change, null removes, the rest stays. */
+export function applyAttributeUpdate(
+  current: Readonly<Attributes>,
+  update: Readonly<AttributeUpdate>,
+): Attributes {
+  const next: Attributes = { ...current };
+  for (const [field, value] of Object.entries(update)) {
+    if (value === null) delete next[field];
+    else next[field] = value;
+  }
+  return next;
+}

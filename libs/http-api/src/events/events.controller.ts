@@ -1,0 +1,38 @@
+import { Body, Controller, HttpCode, Post, Req } from '@nestjs/common';
+import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { FastifyRequest } from 'fastify';
+import type { Principal } from '@cdp/accounts';
+import { accepted, batchOf, eventSchema, type AcceptedBody } from '@cdp/contracts';
+import { Auth } from '../auth/auth.decorator.js';
+import { CurrentPrincipal } from '../auth/principal.js';
+import { IngestPublisher } from '../ingest/ingest.publisher.js';
+import { eventsValidator } from './events.validator.js';
+
+@ApiTags('events')
+@ApiHeader({ name: 'x-api-key', description: 'public key (tracker id) or private key', required: true })
+@Controller('v3/events')
+export class EventsController {
+  constructor(private readonly publisher: IngestPublisher) {}
+
+  @Post()
+  @HttpCode(202)
+  @Auth('public')
+  @ApiBody({ schema: batchOf(eventSchema) })
+  @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
+  async ingest(
+    @Body() body: unknown,
+    @Req() request: FastifyRequest,
+    @CurrentPrincipal() principal: Principal,
+  ): Promise<AcceptedBody> {
+    const receivedAt = Date.now();
+    const records = eventsValidator.parse(body, receivedAt);
+    await this.publisher.publish({
+      id: request.id,
+      account: principal.account,
+      kind: 'events',
+      receivedAt,
+      records,
+    });
+    return accepted();
+  }
+}

@@ -1,0 +1,76 @@
+import { randomUUID } from 'node:crypto';
+import { Transform, type TransformCallback } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import type { AppConfig } from '@cdp/config';
+import { ApiError } from '@cdp/contracts';
+import type { Logger } from '@cdp/logger';
+
+/** Fastify options: the request id doubles as the bus message id; the body limit counts decompressed bytes. */
+export function fastifyOptions(config: AppConfig, logger: Logger): FastifyServerOptions {
+  return {
+    loggerInstance: logger,
+    // One line per request at 20 requests/s per client is noise; errors are logged by the error filter.
+    // One line per request is noise at this rate; failures are logged by the error filter. (Fastify's
+    // newer logController option is not used: Jest's module registry loads a second copy of fastify.)
+    disableRequestLogging: true,
+    genReqId: () => randomUUID(),
+    bodyLimit: config.bodyLimitBytes,
+    // SIGTERM: stop accepting, let requests in flight finish (their 202 means durable), then close.
+    forceCloseConnections: 'idle',
+  };
+}
+
+/**
+ * Hooks every route shares: `z-request-id` on every response (spec "Authentication" rule 4),
+ * and gzip-encoded bodies. Failures before a route runs reach the error-envelope filter through Nest.
+ */
+export function installHttpHooks(fastify: FastifyInstance): void {
+  fastify.addHook('onRequest', (request, reply, done) => {
+    void reply.header('z-request-id', request.id);
+    done();
+  });
+
+  fastify.addHook('preParsing', (request, _reply, payload, done) => {
+    // Every body of this API is JSON (spec "Endpoints"); anything else is refused before parsing.
+    const type = String(request.headers['content-type'] ?? '');
+    if (!hasBody(request.headers)) return done(null, payload);
+    if (!/^application\/json\s*(;|$)/i.test(type)) {
+      return done(
+        new ApiError(415, { message: 'request body must be sent with Content-Type: application/json' }),
+      );
+    }
+    const encoding = String(request.headers['content-encoding'] ?? 'identity').toLowerCase();
+    if (encoding === 'identity') return done(null, payload);
+    if (encoding !== 'gzip' && encoding !== 'x-gzip') {
+      return done(
+        new ApiError(415, { message: `Content-Encoding ${encoding} is not supported; use gzip or none` }),
+      );
+    }
+    // Fastify compares Content-Length with the bytes received and the body limit with the bytes
+    // produced: count the compressed bytes so both checks mean what they should.
+    const counter = new EncodedLengthCounter();
+    const gunzip = createGunzip();
+    payload.on('error', (err) => gunzip.destroy(err));
+    gunzip.on('error', () => undefined);
+    const decoded = payload.pipe(counter).pipe(gunzip) as typeof gunzip & { receivedEncodedLength?: number };
+    Object.defineProperty(decoded, 'receivedEncodedLength', {
+      get: () => counter.length,
+      configurable: true,
+    });
+    done(null, decoded);
+  });
+}
+
+function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
+  const length = headers['content-length'];
+  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+class EncodedLengthCounter extends Transform {
+  length = 0;
+  override _transform(chunk: Buffer, _enc: BufferEncoding, callback: TransformCallback): void {
+    this.length += chunk.length;
+    callback(null, chunk);
+  }
+}

@@ -1,0 +1,45 @@
+import { Controller, Get, Res } from '@nestjs/common';
+import { ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import { Buckets } from '@cdp/buckets';
+import { EventBus } from '@cdp/bus';
+import type { DriverHealth } from '@cdp/contracts';
+import { IdentityIndex, ProfileState } from '@cdp/identity';
+import { MetadataStore } from '@cdp/metadata';
+import { AnalyticStore } from '@cdp/store';
+import { Auth } from '../auth/auth.decorator.js';
+
+/** Liveness (the process answers) and readiness (every port's driver answers). 503 when not ready. */
+@ApiTags('health')
+@Controller('health')
+export class HealthController {
+  constructor(
+    private readonly bus: EventBus,
+    private readonly identity: IdentityIndex,
+    private readonly profiles: ProfileState,
+    private readonly store: AnalyticStore,
+    private readonly metadata: MetadataStore,
+    private readonly buckets: Buckets,
+  ) {}
+
+  @Get()
+  @Auth('none')
+  async health(
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<{ live: true; ready: boolean; drivers: Record<string, DriverHealth> }> {
+    const entries = await Promise.all(
+      Object.entries({
+        bus: this.bus,
+        identity: this.identity,
+        profiles: this.profiles,
+        store: this.store,
+        metadata: this.metadata,
+        buckets: this.buckets,
+      }).map(async ([port, driver]) => [port, await driver.health()] as const),
+    );
+    const drivers = Object.fromEntries(entries);
+    const ready = entries.every(([, h]) => h.ready);
+    void reply.status(ready ? 200 : 503);
+    return { live: true, ready, drivers };
+  }
+}

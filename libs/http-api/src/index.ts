@@ -1,0 +1,3 @@
+export * from './http-api.module.js';
+export * from './fastify-setup.js';
+export * from './openapi.js';

@@ -1,0 +1,21 @@
+import { Injectable } from '@nestjs/common';
+import { BusUnavailableError, EventBus } from '@cdp/bus';
+import { ApiError, type IngestMessage } from '@cdp/contracts';
+
+/** Publishes one accepted request to the bus; returns only once the bus holds it durably. */
+@Injectable()
+export class IngestPublisher {
+  constructor(private readonly bus: EventBus) {}
+
+  async publish(message: IngestMessage): Promise<void> {
+    try {
+      await this.bus.publish(message);
+    } catch (err) {
+      if (err instanceof BusUnavailableError) {
+        // Never a 2xx for data that was not persisted: the client is told to come back.
+        throw ApiError.unavailable(`the request was not stored: ${err.message}`, err.retryAfterSeconds);
+      }
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,29 @@
+import { Injectable } from '@nestjs/common';
+import { ApiError } from '@cdp/contracts';
+import { ALIAS_PREFIX, NAMED_IDENTIFIERS, extractIdentifiers, type Attributes } from '@cdp/domain';
+import { IdentityIndex, ProfileState } from '@cdp/identity';
+
+/** Reads a profile from the hot state by any identifier kind, alias included. */
+@Injectable()
+export class ProfileLookup {
+  constructor(
+    private readonly identity: IdentityIndex,
+    private readonly profiles: ProfileState,
+  ) {}
+
+  async find(account: string, query: Record<string, unknown>): Promise<Attributes> {
+    const ids = extractIdentifiers(query);
+    if (ids.length === 0) {
+      throw ApiError.invalid([
+        { field: [...NAMED_IDENTIFIERS, `${ALIAS_PREFIX}<name>`], reason: 'one identifier is required' },
+      ]);
+    }
+    for (const id of ids) {
+      const customerId = await this.identity.lookup(account, id);
+      if (!customerId) continue;
+      const profile = await this.profiles.get(account, customerId);
+      if (profile) return profile.attributes;
+    }
+    throw ApiError.notFound('unable to locate a customer with the given identifiers');
+  }
+}

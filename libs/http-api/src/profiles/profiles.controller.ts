@@ -1,0 +1,56 @@
+import { Body, Controller, Get, HttpCode, Post, Query, Req } from '@nestjs/common';
+import { ApiBody, ApiHeader, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { FastifyRequest } from 'fastify';
+import type { Principal } from '@cdp/accounts';
+import { accepted, batchOf, profileSchema, type AcceptedBody } from '@cdp/contracts';
+import type { Attributes } from '@cdp/domain';
+import { Auth } from '../auth/auth.decorator.js';
+import { CurrentPrincipal } from '../auth/principal.js';
+import { IngestPublisher } from '../ingest/ingest.publisher.js';
+import { ProfileLookup } from './profile-lookup.service.js';
+import { profilesValidator } from './profiles.validator.js';
+
+@ApiTags('profiles')
+@ApiHeader({ name: 'x-api-key', required: true })
+@Controller('v3/profiles')
+export class ProfilesController {
+  constructor(
+    private readonly publisher: IngestPublisher,
+    private readonly lookup: ProfileLookup,
+  ) {}
+
+  @Post()
+  @HttpCode(202)
+  @Auth('public')
+  @ApiBody({ schema: batchOf(profileSchema) })
+  @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
+  async upsert(
+    @Body() body: unknown,
+    @Req() request: FastifyRequest,
+    @CurrentPrincipal() principal: Principal,
+  ): Promise<AcceptedBody> {
+    const records = profilesValidator.parse(body, undefined);
+    await this.publisher.publish({
+      id: request.id,
+      account: principal.account,
+      kind: 'profiles',
+      receivedAt: Date.now(),
+      records,
+    });
+    return accepted();
+  }
+
+  @Get()
+  @Auth('private')
+  @ApiQuery({ name: 'email', required: false })
+  @ApiQuery({ name: 'customer_id', required: false })
+  @ApiQuery({ name: 'vuid', required: false })
+  @ApiQuery({ name: 'svc_alias_NAME', required: false, description: 'any alias, NAME being the alias name' })
+  @ApiResponse({ status: 200, description: '{attributes: {...}}' })
+  async get(
+    @Query() query: Record<string, unknown>,
+    @CurrentPrincipal() principal: Principal,
+  ): Promise<{ attributes: Attributes }> {
+    return { attributes: await this.lookup.find(principal.account, query) };
+  }
+}

@@ -1,0 +1,4 @@
+export * from './identity-index.port.js';
+export * from './profile-state.port.js';
+export * from './memory/memory-identity-index.adapter.js';
+export * from './memory/memory-profile-state.adapter.js';

@@ -1,0 +1,6 @@
+import { identityIndexContract, profileStateContract } from '../identity.contract.js';
+import { MemoryIdentityIndex } from './memory-identity-index.adapter.js';
+import { MemoryProfileState } from './memory-profile-state.adapter.js';
+
+identityIndexContract('memory', () => Promise.resolve(new MemoryIdentityIndex()));
+profileStateContract('memory', () => Promise.resolve(new MemoryProfileState()));

@@ -1,0 +1,2 @@
+export * from './metadata-store.port.js';
+export * from './file/file-metadata-store.adapter.js';

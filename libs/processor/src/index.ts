@@ -1,0 +1,2 @@
+export * from './processor.module.js';
+export * from './ingest.pipeline.js';

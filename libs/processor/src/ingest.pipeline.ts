@@ -1,0 +1,133 @@
+import { Injectable } from '@nestjs/common';
+import type { Delivery, Settlement } from '@cdp/bus';
+import type { IngestMessage } from '@cdp/contracts';
+import {
+  eventId,
+  extractIdentifiers,
+  isProfileIdentifier,
+  newCustomerId,
+  toStoreTime,
+  type AttributeUpdate,
+  type EventRecord,
+  type ProfileRecord,
+} from '@cdp/domain';
+import { IdentityIndex, ProfileState } from '@cdp/identity';
+import { AnalyticStore, type EventRow, type StoreBatch } from '@cdp/store';
+
+interface Item {
+  message: IngestMessage;
+  index: number;
+  record: EventRecord | ProfileRecord;
+}
+
+/**
+ * The processor's work for a batch of bus messages: resolve every record to a customer (one call to
+ * the identity index per account), apply profile updates to the hot state, and append links,
+ * profile snapshots and events to the store — one insert per table per account.
+ */
+@Injectable()
+export class IngestPipeline {
+  constructor(
+    private readonly identity: IdentityIndex,
+    private readonly profiles: ProfileState,
+    private readonly store: AnalyticStore,
+  ) {}
+
+  async process(batch: readonly Delivery[]): Promise<Settlement[]> {
+    const byAccount = new Map<string, Delivery[]>();
+    for (const delivery of batch) {
+      const list = byAccount.get(delivery.message.account) ?? [];
+      list.push(delivery);
+      byAccount.set(delivery.message.account, list);
+    }
+    for (const [account, deliveries] of byAccount) await this.processAccount(account, deliveries);
+    return batch.map((delivery) => ({ delivery, outcome: 'ack' }));
+  }
+
+  private async processAccount(account: string, deliveries: Delivery[]): Promise<void> {
+    const items: Item[] = deliveries.flatMap((d) =>
+      d.message.records.map((record, index) => ({ message: d.message, index, record })),
+    );
+    const resolutions = await this.identity.resolve(
+      account,
+      items.map((item) => extractIdentifiers(item.record.identifiers)),
+      (i) => newCustomerId(items[i]!.message.id, items[i]!.index),
+    );
+    const now = toStoreTime(Date.now());
+    const batch: StoreBatch = { identityLinks: [], customers: [], events: [] };
+    const updates: { customerId: string; update: AttributeUpdate }[] = [];
+    const lastMessageOf = new Map<string, string>();
+
+    items.forEach((item, i) => {
+      const { customerId, created, linked } = resolutions[i]!;
+      const msgId = item.message.id;
+      for (const id of linked) {
+        batch.identityLinks.push({
+          kind: id.kind,
+          value: id.value,
+          svc_id: customerId,
+          msg_id: msgId,
+          created_at: now,
+        });
+      }
+      const update = profileUpdate(item);
+      if (created || Object.keys(update).length > 0) {
+        updates.push({ customerId, update });
+        lastMessageOf.set(customerId, msgId);
+      }
+      if (item.message.kind === 'events') {
+        batch.events.push(
+          eventRow(item.record as EventRecord, msgId, item.index, customerId, item.message.receivedAt),
+        );
+      }
+    });
+
+    for (const snapshot of await this.profiles.apply(account, updates)) {
+      batch.customers.push({
+        svc_id: snapshot.customerId,
+        version: snapshot.version,
+        msg_id: lastMessageOf.get(snapshot.customerId)!,
+        updated_at: now,
+        attributes: snapshot.attributes,
+      });
+    }
+    const redelivery = deliveries.some((d) => d.deliveryCount > 1);
+    await this.store.write(account, batch, redelivery);
+  }
+}
+
+/** What a record changes on its customer's profile. Events carry identifiers only; those shown on profiles are set. */
+function profileUpdate(item: Item): AttributeUpdate {
+  if (item.message.kind === 'profiles') return (item.record as ProfileRecord).attributes;
+  const update: AttributeUpdate = {};
+  for (const [kind, value] of Object.entries(item.record.identifiers)) {
+    if (isProfileIdentifier(kind) && typeof value === 'string') update[kind] = value;
+  }
+  return update;
+}
+
+function eventRow(
+  e: EventRecord,
+  msgId: string,
+  index: number,
+  customerId: string,
+  receivedAt: number,
+): EventRow {
+  const identifiers: Record<string, string> = {};
+  for (const [kind, value] of Object.entries(e.identifiers)) {
+    identifiers[kind] = Array.isArray(value) ? value.join(',') : value;
+  }
+  return {
+    event_id: eventId(msgId, index),
+    msg_id: msgId,
+    svc_id: customerId,
+    ts: toStoreTime(e.ts),
+    received_at: toStoreTime(receivedAt),
+    type: e.type,
+    action: e.action,
+    channel: e.channel,
+    identifiers,
+    data: e.data,
+    order: e.order ? JSON.stringify(e.order) : null,
+  };
+}

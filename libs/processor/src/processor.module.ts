@@ -1,0 +1,10 @@
+import { Module } from '@nestjs/common';
+import { IngestController } from './ingest.controller.js';
+import { IngestPipeline } from './ingest.pipeline.js';
+
+/**
+ * The processor role: consumes ingest messages, resolves identities, writes the store. Its ports
+ * (bus, identity, profile state, store) come from the drivers module the app composes it with.
+ */
+@Module({ controllers: [IngestController], providers: [IngestPipeline] })
+export class ProcessorModule {}

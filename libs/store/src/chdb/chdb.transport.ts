@@ -1,0 +1,88 @@
+import { mkdirSync } from 'node:fs';
+import { Session, drainPending } from 'chdb';
+import { StoreError, type ClickHouseTransport } from '../clickhouse-transport.js';
+
+/**
+ * ClickHouse in-process. chDB holds one data directory per process, so exactly one transport (one
+ * session) may exist at a time; closing it waits for every native call still running.
+ */
+export class ChdbTransport implements ClickHouseTransport {
+  readonly name = 'chdb';
+  private static openPath: string | undefined;
+  private session: Session | undefined;
+
+  constructor(path: string) {
+    if (ChdbTransport.openPath !== undefined) {
+      throw new Error(`chDB already has ${ChdbTransport.openPath} open in this process; close it first`);
+    }
+    mkdirSync(path, { recursive: true });
+    // Both transports read 64-bit integers as JSON numbers (counts and ids stay far below 2^53).
+    this.session = new Session(path, { connectionArgs: ['--output_format_json_quote_64bit_integers=0'] });
+    ChdbTransport.openPath = path;
+  }
+
+  private get db(): Session {
+    if (!this.session) throw new StoreError('the chDB session is closed', undefined);
+    return this.session;
+  }
+
+  async exec(sql: string): Promise<void> {
+    await wrap(() => this.db.queryAsync(sql));
+  }
+
+  async insert(
+    table: string,
+    jsonEachRow: string,
+    settings: Record<string, string | number> = {},
+  ): Promise<void> {
+    await wrap(() =>
+      this.db.insert({ table, values: Buffer.from(jsonEachRow), format: 'JSONEachRow', settings }),
+    );
+  }
+
+  async query<T>(sql: string, params: Record<string, unknown> = {}): Promise<T[]> {
+    const result = await wrap(() => this.db.queryBindAsync(sql, params, { format: 'JSONEachRow' }));
+    const text = result.text();
+    if (!text) return [];
+    return text
+      .split('\n')
+      .filter((line) => line.length > 0)
+      .map((line) => JSON.parse(line) as T);
+  }
+
+  async *stream<T>(sql: string, params: Record<string, unknown> = {}): AsyncIterable<T> {
+    const stream = this.db.queryStreamBind(sql, params, { format: 'JSONEachRow' });
+    try {
+      for await (const row of stream.rows<T>()) yield row;
+    } catch (err) {
+      throw toStoreError(err);
+    } finally {
+      stream.cancel();
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.query('SELECT 1');
+  }
+
+  async close(): Promise<void> {
+    if (!this.session) return;
+    this.session.close();
+    this.session = undefined;
+    await drainPending();
+    ChdbTransport.openPath = undefined;
+  }
+}
+
+async function wrap<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    throw toStoreError(err);
+  }
+}
+
+function toStoreError(err: unknown): StoreError {
+  const code = (err as { clickhouseCode?: number }).clickhouseCode;
+  return new StoreError(err instanceof Error ? err.message : String(err), code, { cause: err });
+}

@@ -1,0 +1,94 @@
+import { StoreError, type ClickHouseTransport } from './clickhouse-transport.js';
+
+/**
+ * The transport contract: create tables, insert rows, stream a select, map server errors. Its SQL
+ * also runs on old ClickHouse servers (18.16); `modern` adds what only current engines support.
+ */
+export function clickHouseTransportContract(
+  name: string,
+  open: () => Promise<ClickHouseTransport>,
+  features: { modern: boolean },
+): void {
+  describe(`ClickHouseTransport contract: ${name}`, () => {
+    let t: ClickHouseTransport;
+    const db = `contract_${Date.now()}`;
+
+    beforeAll(async () => {
+      t = await open();
+      await t.exec(`CREATE DATABASE IF NOT EXISTS ${db}`);
+      await t.exec(
+        `CREATE TABLE IF NOT EXISTS ${db}.rows (id String, n Int64, note Nullable(String)) ENGINE = MergeTree ORDER BY id`,
+      );
+    });
+    afterAll(async () => {
+      await t.exec(`DROP DATABASE IF EXISTS ${db}`);
+      await t.close();
+    });
+
+    it('answers a ping', async () => {
+      await expect(t.ping()).resolves.toBeUndefined();
+    });
+
+    it('inserts JSONEachRow and reads the rows back, nulls and unicode intact', async () => {
+      const rows = [
+        { id: 'a', n: 1, note: 'ünïcødé "quoted"\nnewline' },
+        { id: 'b', n: -2, note: null },
+      ];
+      await t.insert(`${db}.rows`, rows.map((r) => JSON.stringify(r)).join('\n'));
+      const back = await t.query<{ id: string; n: string | number; note: string | null }>(
+        `SELECT id, n, note FROM ${db}.rows ORDER BY id`,
+      );
+      expect(back.map((r) => ({ ...r, n: Number(r.n) }))).toEqual(rows);
+    });
+
+    it('streams a large select row by row', async () => {
+      const lines = Array.from({ length: 20_000 }, (_, i) =>
+        JSON.stringify({ id: `s${String(i).padStart(6, '0')}`, n: i }),
+      );
+      await t.insert(`${db}.rows`, lines.join('\n'));
+      let count = 0;
+      let sum = 0;
+      for await (const row of t.stream<{ n: string | number }>(
+        `SELECT n FROM ${db}.rows WHERE id LIKE 's%'`,
+      )) {
+        count++;
+        sum += Number(row.n);
+      }
+      expect(count).toBe(20_000);
+      expect(sum).toBe((19_999 * 20_000) / 2);
+    });
+
+    it('maps an engine error to a StoreError with the engine code', async () => {
+      const err = await t.query(`SELECT * FROM ${db}.missing_table`).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(StoreError);
+      expect((err as StoreError).code).toBe(60); // UNKNOWN_TABLE
+      const syntax = await t.exec('SELEC 1').catch((e: unknown) => e);
+      expect((syntax as StoreError).code).toBe(62); // SYNTAX_ERROR
+    });
+
+    if (features.modern) {
+      it('binds parameters in the engine, never in the SQL text', async () => {
+        const evil = "x' OR 1=1 --";
+        const rows = await t.query<{ c: string | number }>(
+          `SELECT count() AS c FROM ${db}.rows WHERE id IN {ids:Array(String)} OR id = {one:String}`,
+          {
+            ids: ['a', 'b'],
+            one: evil,
+          },
+        );
+        expect(Number(rows[0]!.c)).toBe(2);
+      });
+
+      it('drops a repeated insert carrying the same deduplication token', async () => {
+        await t.exec(
+          `CREATE TABLE ${db}.dedup (id String) ENGINE = MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 100`,
+        );
+        for (let i = 0; i < 2; i++) {
+          await t.insert(`${db}.dedup`, '{"id":"x"}\n{"id":"y"}', { insert_deduplication_token: 'batch-1' });
+        }
+        const rows = await t.query<{ c: string | number }>(`SELECT count() AS c FROM ${db}.dedup`);
+        expect(Number(rows[0]!.c)).toBe(2);
+      });
+    }
+  });
+}

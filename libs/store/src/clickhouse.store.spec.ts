@@ -1,0 +1,103 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { StoreBatch } from './analytic-store.port.js';
+import { ChdbTransport } from './chdb/chdb.transport.js';
+import { ClickHouseStore } from './clickhouse.store.js';
+
+/** The store's SQL, run on chDB (the same SQL a ClickHouse server runs). */
+describe('ClickHouseStore on chDB', () => {
+  let store: ClickHouseStore;
+  beforeAll(() => {
+    store = new ClickHouseStore(new ChdbTransport(mkdtempSync(join(tmpdir(), 'cdp-store-'))));
+  });
+  afterAll(() => store.close());
+
+  const at = '2026-11-22 10:00:00.000';
+  function batch(msg: string, customer: string, events: number): StoreBatch {
+    return {
+      identityLinks: [
+        { kind: 'email', value: `${customer}@x.com`, svc_id: customer, msg_id: msg, created_at: at },
+      ],
+      customers: [
+        {
+          svc_id: customer,
+          version: 1,
+          msg_id: msg,
+          updated_at: at,
+          attributes: { email: `${customer}@x.com`, opted_in: true },
+        },
+      ],
+      events: Array.from({ length: events }, (_, i) => ({
+        event_id: `${msg}-${i}`,
+        msg_id: msg,
+        svc_id: customer,
+        ts: at,
+        received_at: at,
+        type: 'product',
+        action: 'detail',
+        channel: 'offline',
+        identifiers: { email: `${customer}@x.com` },
+        data: { product_id: `p${i}`, landing: true, days_since_last_visit: 3 },
+        order: null,
+      })),
+    };
+  }
+  const count = async (account: string, table: string) =>
+    Number((await store.query<{ c: string }>(account, `SELECT count() AS c FROM {db}.${table}`))[0]!.c);
+
+  it('stores typed event columns per account', async () => {
+    await store.write('acc1', batch('m1', 'c1', 3), false);
+    const rows = await store.query<Record<string, unknown>>(
+      'acc1',
+      'SELECT product_id, landing, days_since_last_visit, identifiers FROM {db}.events ORDER BY event_id',
+    );
+    expect(rows[0]).toEqual({
+      product_id: 'p0',
+      landing: true,
+      days_since_last_visit: 3,
+      identifiers: { email: 'c1@x.com' },
+    });
+    expect(await count('acc2', 'events')).toBe(0);
+  });
+
+  it('never stores a message twice: same insert again, or a redelivery regrouped with new messages', async () => {
+    await store.write('acc3', batch('m1', 'c1', 5), false);
+    await store.write('acc3', batch('m1', 'c1', 5), false); // same token: dropped by the engine
+    const regrouped = batch('m1', 'c1', 5);
+    const fresh = batch('m2', 'c2', 2);
+    await store.write(
+      'acc3',
+      {
+        identityLinks: [...regrouped.identityLinks, ...fresh.identityLinks],
+        customers: [...regrouped.customers, ...fresh.customers],
+        events: [...regrouped.events, ...fresh.events],
+      },
+      true,
+    );
+    expect(await count('acc3', 'events')).toBe(7);
+    expect(await count('acc3', 'identity_links')).toBe(2);
+  });
+
+  it('reads back identity links and the latest profile snapshot of each customer', async () => {
+    await store.write('acc4', batch('m1', 'c1', 0), false);
+    const later = batch('m2', 'c1', 0);
+    later.customers[0] = {
+      ...later.customers[0]!,
+      version: 2,
+      attributes: { email: 'c1@x.com', city: 'Oslo' },
+    };
+    later.identityLinks = [];
+    await store.write('acc4', later, false);
+    const links = [];
+    for await (const l of store.identityLinks('acc4')) links.push(l);
+    expect(links).toEqual([{ kind: 'email', value: 'c1@x.com', svc_id: 'c1' }]);
+    const profiles = [];
+    for await (const p of store.currentProfiles('acc4')) profiles.push(p);
+    expect(profiles).toEqual([{ svc_id: 'c1', version: 2, attributes: { email: 'c1@x.com', city: 'Oslo' } }]);
+  });
+
+  it('refuses an account id that is not a safe database name', async () => {
+    await expect(store.ensureAccount('x; DROP DATABASE y')).rejects.toThrow(/not an account id/);
+  });
+});

@@ -1,0 +1,63 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import request from 'supertest';
+import { loadConfig, type AppConfig } from '@cdp/config';
+import { createLogger } from '@cdp/logger';
+import { AnalyticStore } from '@cdp/store';
+import { createCdpApp } from '../../apps/cdp/src/cdp.app.js';
+
+export const ADMIN_TOKEN = 'test-admin-token';
+
+export interface TestAccount {
+  id: string;
+  publicKey: string;
+  privateKey: string;
+}
+
+/** The all-in-one app in this process, on its embedded drivers, in a fresh data directory. */
+export class EmbeddedPlatform {
+  private constructor(
+    readonly app: NestFastifyApplication,
+    readonly config: AppConfig,
+  ) {}
+
+  static async start(
+    env: Record<string, string> = {},
+    dataDir = mkdtempSync(join(tmpdir(), 'cdp-e2e-')),
+  ): Promise<EmbeddedPlatform> {
+    const config = loadConfig({
+      CDP_DATA_DIR: dataDir,
+      CDP_ADMIN_TOKEN: ADMIN_TOKEN,
+      LOG_LEVEL: 'warn',
+      ...env,
+    });
+    const app = await createCdpApp(config, createLogger(config.logLevel));
+    return new EmbeddedPlatform(app, config);
+  }
+
+  http() {
+    return request(this.app.getHttpServer());
+  }
+
+  async createAccount(name = 'test'): Promise<TestAccount> {
+    const res = await this.http()
+      .post('/admin/v1/accounts')
+      .set('authorization', `Bearer ${ADMIN_TOKEN}`)
+      .send({ name });
+    if (res.status !== 201)
+      throw new Error(`account creation failed: ${res.status} ${JSON.stringify(res.body)}`);
+    return { id: res.body.account.id, publicKey: res.body.public_key, privateKey: res.body.private_key };
+  }
+
+  /** One number from the account's database, e.g. `SELECT count() AS n FROM {db}.events`. */
+  async scalar(account: string, sql: string, params: Record<string, unknown> = {}): Promise<number> {
+    const rows = await this.app.get(AnalyticStore).query<{ n: number | string }>(account, sql, params);
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  close(): Promise<void> {
+    return this.app.close();
+  }
+}

@@ -1,0 +1,23 @@
+/**
+ * Polls until `check` stops throwing or returns true, or the deadline passes: reads after writes are
+ * eventually consistent, and a fixed sleep would be both slow and flaky.
+ */
+export async function eventually<T>(
+  check: () => Promise<T> | T,
+  timeoutMs = 15_000,
+  everyMs = 25,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== false) return value;
+      last = new Error('condition is still false');
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw last instanceof Error ? last : new Error(String(last));
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
