@@ -19,7 +19,11 @@ function newest(dir) {
   return latest;
 }
 
-const sources = Math.max(newest(join(root, 'apps')), newest(join(root, 'libs')), statSync(join(root, 'package.json')).mtimeMs);
+const sources = Math.max(
+  newest(join(root, 'apps')),
+  newest(join(root, 'libs')),
+  statSync(join(root, 'package.json')).mtimeMs,
+);
 if (!existsSync(stamp) || statSync(stamp).mtimeMs < sources || !existsSync(join(root, 'dist', entry))) {
   process.stderr.write('building…\n');
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });

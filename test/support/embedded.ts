@@ -41,6 +41,19 @@ export class EmbeddedPlatform {
     return request(this.app.getHttpServer());
   }
 
+  /** Sends raw bytes with fetch: supertest re-serialises a Buffer sent as application/json. */
+  async raw(
+    path: string,
+    body: Buffer,
+    headers: Record<string, string>,
+  ): Promise<{ status: number; body: Record<string, unknown> }> {
+    const address = this.app.getHttpServer().address();
+    if (!address || typeof address === 'string') await this.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = this.app.getHttpServer().address() as { port: number };
+    const res = await fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', body, headers });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  }
+
   async createAccount(name = 'test'): Promise<TestAccount> {
     const res = await this.http()
       .post('/admin/v1/accounts')

@@ -22,6 +22,18 @@ export class BusTransport extends Server implements CustomTransportStrategy {
   }
 
   private async deliver(handler: MessageHandler, batch: readonly Delivery[]): Promise<Settlement[]> {
+    const settlements = await this.settle(handler, batch);
+    for (const s of settlements) {
+      if (s.outcome !== 'ack') {
+        this.logger.warn(
+          `message ${s.delivery.message.id} (delivery ${s.delivery.deliveryCount}): ${s.outcome}: ${s.reason}`,
+        );
+      }
+    }
+    return settlements;
+  }
+
+  private async settle(handler: MessageHandler, batch: readonly Delivery[]): Promise<Settlement[]> {
     try {
       return await this.invoke(handler, batch);
     } catch (err) {
@@ -47,7 +59,9 @@ export class BusTransport extends Server implements CustomTransportStrategy {
   }
 
   async close(): Promise<void> {
+    this.logger.debug?.('bus transport: stopping the consumer');
     await this.bus.stopConsuming();
+    this.logger.debug?.('bus transport: consumer stopped');
   }
 
   on(): void {

@@ -39,9 +39,13 @@ export class DriversLifecycle implements OnModuleInit, OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.logger.debug('closing the bus');
     await this.bus.close();
+    this.logger.debug('closing identity, profiles and metadata');
     await Promise.all([this.identity.close(), this.profiles.close(), this.metadata.close()]);
+    this.logger.debug('closing the store');
     await this.store.close();
+    this.logger.debug('drivers closed');
     void this.buckets;
   }
 }

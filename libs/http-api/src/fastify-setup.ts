@@ -31,6 +31,24 @@ export function installHttpHooks(fastify: FastifyInstance): void {
     done();
   });
 
+  // Shutdown: a keep-alive connection that goes idle after close() began would hold the server open
+  // until its keep-alive timeout. Tell clients to hang up, and close connections as they go idle.
+  let closing = false;
+  let sweeper: NodeJS.Timeout | undefined;
+  fastify.addHook('preClose', (done) => {
+    closing = true;
+    sweeper = setInterval(() => fastify.server.closeIdleConnections(), 50);
+    done();
+  });
+  fastify.addHook('onClose', (_instance, done) => {
+    clearInterval(sweeper);
+    done();
+  });
+  fastify.addHook('onSend', (_request, reply, payload, done) => {
+    if (closing) void reply.header('connection', 'close');
+    done(null, payload);
+  });
+
   fastify.addHook('preParsing', (request, _reply, payload, done) => {
     // Every body of this API is JSON (spec "Endpoints"); anything else is refused before parsing.
     const type = String(request.headers['content-type'] ?? '');

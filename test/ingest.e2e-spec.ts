@@ -1,0 +1,265 @@
+import { gzipSync } from 'node:zlib';
+import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
+import { eventually } from './support/eventually.js';
+import { pageviews } from './support/generators.js';
+
+const MiB = 1024 * 1024;
+
+describe('the first write path: events and profiles (embedded)', () => {
+  let p: EmbeddedPlatform;
+  let acc: TestAccount;
+
+  beforeAll(async () => {
+    p = await EmbeddedPlatform.start();
+    acc = await p.createAccount();
+  });
+  afterAll(() => p.close());
+
+  const events = (body: unknown, key = acc.publicKey) =>
+    p
+      .http()
+      .post('/v3/events')
+      .set('x-api-key', key)
+      .send(body as object);
+  const profiles = (body: unknown) =>
+    p
+      .http()
+      .post('/v3/profiles')
+      .set('x-api-key', acc.publicKey)
+      .send(body as object);
+  const profile = (query: string) => p.http().get(`/v3/profiles?${query}`).set('x-api-key', acc.privateKey);
+  const count = (where: string) => p.scalar(acc.id, `SELECT count() AS n FROM {db}.events WHERE ${where}`);
+
+  it('stores one event with its defaults: ts now, channel offline, typed data', async () => {
+    const before = Date.now();
+    const res = await events({
+      type: 'product',
+      action: 'detail',
+      identifiers: { vuid: 'solo' },
+      data: { product_id: 'p1', landing: true, days_since_last_visit: 4 },
+    });
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({ title: 'Accepted', status: 202, timestamp: expect.any(String) });
+    await eventually(async () => (await count("identifiers['vuid'] = 'solo'")) === 1);
+    const [row] = await p.app
+      .get((await import('@cdp/store')).AnalyticStore)
+      .query<Record<string, unknown>>(
+        acc.id,
+        "SELECT type, action, channel, product_id, landing, days_since_last_visit, toUnixTimestamp64Milli(ts) AS ms FROM {db}.events WHERE identifiers['vuid'] = 'solo'",
+      );
+    expect(row).toMatchObject({
+      type: 'product',
+      action: 'detail',
+      channel: 'offline',
+      product_id: 'p1',
+      landing: true,
+      days_since_last_visit: 4,
+    });
+    expect(Number(row!.ms)).toBeGreaterThanOrEqual(before - 1000);
+    expect(Number(row!.ms)).toBeLessThanOrEqual(Date.now());
+  });
+
+  it('reads ts as unix seconds or ISO 8601 (a bare date is midnight UTC) and keeps a given channel', async () => {
+    const res = await events([
+      { type: 't1', identifiers: { vuid: 'ts1' }, data: { ts: 1700000000 } },
+      { type: 't2', identifiers: { vuid: 'ts2' }, data: { ts: '2024-03-05' } },
+      { type: 't3', identifiers: { vuid: 'ts3' }, data: { ts: '2024-03-05T10:11:12+02:00', channel: 'web' } },
+    ]);
+    expect(res.status).toBe(202);
+    const rows = await eventually(async () => {
+      const r = await p.app
+        .get((await import('@cdp/store')).AnalyticStore)
+        .query<{ type: string; ms: number; channel: string }>(
+          acc.id,
+          "SELECT type, toUnixTimestamp64Milli(ts) AS ms, channel FROM {db}.events WHERE type IN ('t1','t2','t3') ORDER BY type",
+        );
+      if (r.length !== 3) throw new Error(`only ${r.length} rows`);
+      return r;
+    });
+    expect(rows.map((r) => Number(r.ms))).toEqual([
+      1700000000000,
+      Date.UTC(2024, 2, 5),
+      Date.UTC(2024, 2, 5, 8, 11, 12),
+    ]);
+    expect(rows.map((r) => r.channel)).toEqual(['offline', 'offline', 'web']);
+  });
+
+  it('rejects a batch with one invalid per problem, indexed, and stores nothing of it', async () => {
+    const res = await events([
+      { type: 'ok', identifiers: { vuid: 'batch-a' } },
+      { identifiers: { vuid: 'batch-b' } },
+      { type: 'x', identifiers: { vuid: 'null', email: '' } },
+      {
+        type: 'x',
+        identifiers: { vuid: 'batch-d' },
+        data: { landing: 'yes', days_since_last_visit: 1.5, ts: 'yesterday' },
+      },
+      { type: 'x', identifiers: { vuid: 'batch-e' }, data: { page: 'p'.repeat(1025) } },
+    ]);
+    expect(res.status).toBe(400);
+    expect(res.body.detail.invalids).toEqual([
+      { event: 1, field: 'type', reason: 'is required' },
+      { event: 2, field: 'identifiers', reason: expect.stringContaining('at least one identifier') },
+      { event: 3, field: 'data.days_since_last_visit', reason: expect.any(String) },
+      { event: 3, field: 'data.landing', reason: expect.any(String) },
+      { event: 4, field: 'data.page', reason: expect.stringContaining('1024') },
+    ]);
+    // Nothing of it was published: a marker sent after it arrives while batch-a never does.
+    await events({ type: 'marker', identifiers: { vuid: 'after-invalid' } });
+    await eventually(async () => (await count("type = 'marker'")) === 1);
+    expect(await count("identifiers['vuid'] = 'batch-a'")).toBe(0);
+  });
+
+  it('reports an unreadable ts on its field', async () => {
+    const res = await events({ type: 'x', identifiers: { vuid: 'bad-ts' }, data: { ts: '2024-02-30' } });
+    expect(res.status).toBe(400);
+    expect(res.body.detail.invalids).toEqual([{ event: 0, field: 'data.ts', reason: expect.any(String) }]);
+  });
+
+  it('takes a batch of exactly 1000 events and refuses 1001 and an empty one', async () => {
+    expect((await events(pageviews(1000, 'edge-'))).status).toBe(202);
+    const over = await events(pageviews(1001, 'over-'));
+    expect(over.status).toBe(400);
+    expect(over.body.detail.invalids).toEqual([{ field: 'body', reason: expect.stringContaining('1000') }]);
+    expect((await events([])).status).toBe(400);
+    await eventually(async () => (await count("startsWith(identifiers['vuid'], 'edge-')")) === 1000);
+  });
+
+  /** A valid event padded with spaces to exactly `size` bytes of JSON. */
+  function bodyOfSize(size: number): Buffer {
+    const json = JSON.stringify({ type: 'sized', identifiers: { vuid: `sized-${size}` } });
+    return Buffer.from(json + ' '.repeat(size - json.length));
+  }
+  const raw = (body: Buffer, gzip = false, encoding = 'gzip') =>
+    p.raw('/v3/events', gzip ? gzipSync(body) : body, {
+      'x-api-key': acc.publicKey,
+      'content-type': 'application/json',
+      ...(gzip ? { 'content-encoding': encoding } : {}),
+    });
+
+  it('accepts a body of exactly 8 MiB and answers 413 to one byte more', async () => {
+    expect((await raw(bodyOfSize(8 * MiB))).status).toBe(202);
+    const over = await raw(bodyOfSize(8 * MiB + 1));
+    expect(over.status).toBe(413);
+    expect(over.body.title).toBe('Payload Too Large');
+  });
+
+  it('accepts gzip bodies and applies the limit to the decompressed size', async () => {
+    const small = await raw(
+      Buffer.from(JSON.stringify({ type: 'zipped', identifiers: { vuid: 'gz' } })),
+      true,
+    );
+    expect(small.status).toBe(202);
+    expect((await raw(bodyOfSize(8 * MiB), true)).status).toBe(202);
+    expect((await raw(bodyOfSize(8 * MiB + 1), true)).status).toBe(413);
+    await eventually(async () => (await count("type = 'zipped'")) === 1);
+    const broken = await p.raw('/v3/events', Buffer.from('not gzip'), {
+      'x-api-key': acc.publicKey,
+      'content-type': 'application/json',
+      'content-encoding': 'gzip',
+    });
+    expect(broken.status).toBe(400);
+    expect((await raw(Buffer.from('{}'), true, 'br')).status).toBe(415);
+  });
+
+  describe('profiles', () => {
+    it('derives name from first and last name, and finds the profile by every identifier kind', async () => {
+      const res = await profiles({
+        attributes: {
+          email: 'Ann@Example.com',
+          customer_id: 'cust-1',
+          vuid: 'ann-device',
+          svc_alias_cart: 'cart-9',
+          first_name: 'Ann',
+          last_name: 'Lee',
+          city: 'Oslo',
+          favourite: 'x',
+        },
+      });
+      expect(res.status).toBe(202);
+      const expected = {
+        email: 'Ann@Example.com',
+        customer_id: 'cust-1',
+        first_name: 'Ann',
+        last_name: 'Lee',
+        name: 'Ann Lee',
+        city: 'Oslo',
+      };
+      const found = await eventually(async () => {
+        const r = await profile('email=ann@example.com');
+        return r.status === 200 && r.body;
+      });
+      expect(found).toEqual({ attributes: expected });
+      for (const q of [
+        'customer_id=cust-1',
+        'vuid=ann-device',
+        'svc_alias_cart=cart-9',
+        'email=ANN@example.com',
+      ]) {
+        expect((await profile(q)).body).toEqual({ attributes: expected });
+      }
+    });
+
+    it('applies updates additively: only sent fields change, null or "" unsets', async () => {
+      await profiles({ attributes: { email: 'add@x.com', first_name: 'A', city: 'Oslo', phone: '+47 000' } });
+      await eventually(async () => (await profile('email=add@x.com')).status === 200);
+      await profiles([{ attributes: { email: 'add@x.com', city: 'Rome', phone: null, first_name: '' } }]);
+      const after = await eventually(async () => {
+        const r = await profile('email=add@x.com');
+        return r.body.attributes.city === 'Rome' && r.body.attributes;
+      });
+      expect(after).toEqual({ email: 'add@x.com', city: 'Rome', name: 'A' });
+    });
+
+    it('links identifiers seen together in events, and an event with an email sets it on the profile', async () => {
+      await events({ type: 'pageview', identifiers: { vuid: 'dev-7' } });
+      await events({
+        type: 'account',
+        action: 'login',
+        identifiers: { vuid: 'dev-7', email: 'seven@x.com' },
+      });
+      const seen = await eventually(async () => {
+        const r = await profile('vuid=dev-7');
+        return r.body.attributes?.email === 'seven@x.com' && r.body;
+      });
+      expect(seen).toEqual({ attributes: { email: 'seven@x.com' } });
+      const ids = await p.app
+        .get((await import('@cdp/store')).AnalyticStore)
+        .query<{ n: number }>(
+          acc.id,
+          "SELECT uniqExact(svc_id) AS n FROM {db}.events WHERE identifiers['vuid'] = 'dev-7'",
+        );
+      expect(Number(ids[0]!.n)).toBe(1);
+    });
+
+    it('answers 400 without an identifier, 404 for an unknown customer, and rejects profiles without one', async () => {
+      const none = await profile('');
+      expect(none.status).toBe(400);
+      expect(none.body.detail.invalids[0].field).toEqual([
+        'customer_id',
+        'email',
+        'vuid',
+        'svc_alias_<name>',
+      ]);
+      expect((await profile('email=nobody@x.com')).status).toBe(404);
+      const bad = await profiles([
+        { attributes: { email: 'fine@x.com' } },
+        { attributes: { first_name: 'NoId' } },
+        {},
+      ]);
+      expect(bad.status).toBe(400);
+      expect(bad.body.detail.invalids).toEqual([
+        { event: 1, field: 'attributes', reason: expect.stringContaining('identifier') },
+        { event: 2, field: 'attributes', reason: 'is required' },
+      ]);
+    });
+
+    it('takes 1000 profiles in one request and refuses 1001', async () => {
+      const batch = (n: number) =>
+        Array.from({ length: n }, (_, i) => ({ attributes: { customer_id: `bulk-${i}`, city: 'X' } }));
+      expect((await profiles(batch(1000))).status).toBe(202);
+      expect((await profiles(batch(1001))).status).toBe(400);
+      await eventually(async () => (await profile('customer_id=bulk-999')).status === 200);
+    });
+  });
+});

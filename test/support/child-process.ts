@@ -1,0 +1,74 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, openSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** A built app (`npm run build` first) running as a child process, as `npm start` runs it. */
+export class ChildApp {
+  private exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+
+  private constructor(
+    readonly proc: ChildProcess,
+    readonly baseUrl: string,
+    /** The child's stdout and stderr go to a file: a pipe the test stops reading could block it. */
+    readonly logFile: string,
+  ) {
+    this.exit = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
+  }
+
+  output(): string {
+    return readFileSync(this.logFile, 'utf8');
+  }
+
+  static async start(entry: string, env: Record<string, string>, readyPath = '/health'): Promise<ChildApp> {
+    const port = env.PORT ? Number(env.PORT) : await freePort();
+    const logFile = join(mkdtempSync(join(tmpdir(), 'cdp-child-')), 'output.log');
+    const out = openSync(logFile, 'a');
+    const proc = spawn(process.execPath, [join(ROOT, 'dist', entry)], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        LOG_LEVEL: process.env.CHILD_LOG_LEVEL ?? 'warn',
+        ...env,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+      },
+      stdio: ['ignore', out, out],
+    });
+    const app = new ChildApp(proc, `http://127.0.0.1:${port}`, logFile);
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      if (proc.exitCode !== null) throw new Error(`the app exited at start:\n${app.output()}`);
+      try {
+        if ((await fetch(`${app.baseUrl}${readyPath}`)).status === 200) return app;
+      } catch {
+        // not listening yet
+      }
+      if (Date.now() > deadline) throw new Error(`the app did not become ready:\n${app.output()}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  kill(signal: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    this.proc.kill(signal);
+    return this.exit;
+  }
+
+  exited(): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    return this.exit;
+  }
+}
