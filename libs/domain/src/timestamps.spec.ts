@@ -103,9 +103,10 @@ describe('parseTimestamp', () => {
 });
 
 describe('toStoreTime', () => {
-  it('writes UTC as YYYY-MM-DD hh:mm:ss.sss', () => {
-    expect(toStoreTime(Date.UTC(2024, 0, 2, 3, 4, 5, 6))).toBe('2024-01-02 03:04:05.006');
-    expect(toStoreTime(0)).toBe('1970-01-01 00:00:00.000');
+  it('writes epoch seconds with milliseconds, and a UTC date-time before 1970', () => {
+    expect(toStoreTime(Date.UTC(2024, 0, 2, 3, 4, 5, 6))).toBe('1704164645.006');
+    expect(toStoreTime(0)).toBe('0.000');
+    expect(toStoreTime(Date.UTC(1950, 0, 2, 3, 4, 5, 6))).toBe('1950-01-02 03:04:05.006');
   });
 
   it('round-trips with parseTimestamp', () => {

@@ -1,6 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { toStoreTime } from '@cdp/domain';
 import type { StoreBatch } from './analytic-store.port.js';
 import { ChdbTransport } from './chdb/chdb.transport.js';
 import { ClickHouseStore } from './clickhouse.store.js';
@@ -95,6 +96,18 @@ describe('ClickHouseStore on chDB', () => {
     const profiles = [];
     for await (const p of store.currentProfiles('acc4')) profiles.push(p);
     expect(profiles).toEqual([{ svc_id: 'c1', version: 2, attributes: { email: 'c1@x.com', city: 'Oslo' } }]);
+  });
+
+  it('reads both time forms the domain writes, before and after 1970, to the millisecond', async () => {
+    const times = [Date.UTC(1950, 5, 1, 12, 0, 0, 7), 1_700_000_000_123];
+    const b = batch('mt', 'ct', 2);
+    b.events.forEach((e, i) => (e.ts = toStoreTime(times[i]!)));
+    await store.write('acc5', b, false);
+    const rows = await store.query<{ ms: number }>(
+      'acc5',
+      'SELECT toUnixTimestamp64Milli(ts) AS ms FROM {db}.events ORDER BY ts',
+    );
+    expect(rows.map((r) => Number(r.ms))).toEqual(times);
   });
 
   it('refuses an account id that is not a safe database name', async () => {
