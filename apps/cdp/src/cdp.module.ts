@@ -1,6 +1,6 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { AccountsBootstrap, AccountsModule, CREATE_FIRST_ACCOUNT } from '@cdp/accounts';
-import type { AppConfig } from '@cdp/config';
+import { checkWiring, type AppConfig } from '@cdp/config';
 import { DriversModule } from '@cdp/drivers';
 import { HttpApiModule } from '@cdp/http-api';
 import type { Logger } from '@cdp/logger';
@@ -10,9 +10,15 @@ import { ProcessorModule } from '@cdp/processor';
 @Module({})
 export class CdpModule {
   static forRoot(config: AppConfig, logger: Logger): DynamicModule {
+    checkWiring(config, ['api', 'processor'], true);
     return {
       module: CdpModule,
-      imports: [DriversModule.forRoot(config, logger), AccountsModule, HttpApiModule, ProcessorModule],
+      imports: [
+        DriversModule.forRoot(config, logger, { openStore: true }),
+        AccountsModule,
+        HttpApiModule,
+        ProcessorModule,
+      ],
       providers: [AccountsBootstrap, { provide: CREATE_FIRST_ACCOUNT, useValue: true }],
     };
   }

@@ -1,13 +1,15 @@
 import { resolve } from 'node:path';
 
 /** Which driver each port gets. Parsed once at boot; an unknown name fails the boot (no silent fallback). */
-export const BUS_DRIVERS = ['memory'] as const;
-export const IDENTITY_DRIVERS = ['memory'] as const;
-export const STORE_DRIVERS = ['chdb'] as const;
+export const BUS_DRIVERS = ['memory', 'nats'] as const;
+export const IDENTITY_DRIVERS = ['memory', 'redis'] as const;
+export const STORE_DRIVERS = ['chdb', 'clickhouse'] as const;
+export const METADATA_DRIVERS = ['file', 'nats'] as const;
 
 export type BusDriver = (typeof BUS_DRIVERS)[number];
 export type IdentityDriver = (typeof IDENTITY_DRIVERS)[number];
 export type StoreDriver = (typeof STORE_DRIVERS)[number];
+export type MetadataDriver = (typeof METADATA_DRIVERS)[number];
 
 export interface BucketDirs {
   incoming: string;
@@ -23,6 +25,15 @@ export interface AppConfig {
   bus: BusDriver;
   identity: IdentityDriver;
   store: StoreDriver;
+  /** Accounts, keys and other metadata: a file in the data dir, or JetStream key-value buckets. */
+  metadata: MetadataDriver;
+  natsUrl: string;
+  redisUrl: string;
+  clickhouse: { url: string; user: string; password: string };
+  /** JetStream: replicas of the streams and buckets (1 on one server, 3 in a cluster). */
+  natsReplicas: number;
+  /** JetStream: largest size of the ingest stream before publishes are refused (503). */
+  natsStreamMaxBytes: number;
   buckets: BucketDirs;
   bootstrap: { publicKey: string; privateKey: string } | undefined;
   logLevel: string;
@@ -58,6 +69,7 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
 /** Reads the environment once. This is the only place in the code base that reads process.env. */
 export function loadConfig(env: Env = process.env): AppConfig {
   const dataDir = resolve(env.CDP_DATA_DIR || './data');
+  const bus = oneOf(env, 'CDP_BUS', BUS_DRIVERS, 'memory');
   const publicKey = env.CDP_BOOTSTRAP_PUBLIC_KEY || undefined;
   const privateKey = env.CDP_BOOTSTRAP_PRIVATE_KEY || undefined;
   if ((publicKey === undefined) !== (privateKey === undefined)) {
@@ -68,9 +80,20 @@ export function loadConfig(env: Env = process.env): AppConfig {
     host: env.HOST || '0.0.0.0',
     dataDir,
     adminToken: env.CDP_ADMIN_TOKEN || undefined,
-    bus: oneOf(env, 'CDP_BUS', BUS_DRIVERS, 'memory'),
+    bus,
     identity: oneOf(env, 'CDP_IDENTITY', IDENTITY_DRIVERS, 'memory'),
     store: oneOf(env, 'CDP_STORE', STORE_DRIVERS, 'chdb'),
+    // Metadata follows the bus unless told otherwise: with NATS, every replica shares JetStream KV.
+    metadata: oneOf(env, 'CDP_METADATA', METADATA_DRIVERS, bus === 'nats' ? 'nats' : 'file'),
+    natsUrl: env.NATS_URL || 'nats://127.0.0.1:4222',
+    redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
+    clickhouse: {
+      url: env.CLICKHOUSE_URL || 'http://127.0.0.1:8123',
+      user: env.CLICKHOUSE_USER || 'default',
+      password: env.CLICKHOUSE_PASSWORD || '',
+    },
+    natsReplicas: integer(env, 'CDP_NATS_REPLICAS', 1, 1, 5),
+    natsStreamMaxBytes: integer(env, 'CDP_NATS_STREAM_MAX_MB', 4096, 1, 1 << 24) * 1024 * 1024,
     buckets: {
       incoming: resolve(dataDir, env.CDP_BUCKET_INCOMING || 'buckets/incoming'),
       scratch: resolve(dataDir, env.CDP_BUCKET_SCRATCH || 'buckets/scratch'),
@@ -81,4 +104,23 @@ export function loadConfig(env: Env = process.env): AppConfig {
     bodyLimitBytes: 8 * 1024 * 1024,
     busMaxPendingBytes: integer(env, 'CDP_BUS_MAX_PENDING_MB', 512, 1, 1 << 20) * 1024 * 1024,
   };
+}
+
+/** The roles a process plays; the all-in-one process plays all of them. */
+export type Role = 'api' | 'processor';
+
+/**
+ * Checks that a wiring can work for the roles of this process: a role in its own process cannot
+ * share an in-memory bus or identity index with another process, so those need the real engines.
+ */
+export function checkWiring(config: AppConfig, roles: readonly Role[], allInOne: boolean): void {
+  if (allInOne) return;
+  const problems: string[] = [];
+  if (config.bus === 'memory') problems.push('CDP_BUS=memory only works in the all-in-one process; use nats');
+  if (config.identity === 'memory')
+    problems.push('CDP_IDENTITY=memory only works in the all-in-one process; use redis');
+  if (config.metadata === 'file' && roles.includes('api')) {
+    problems.push('CDP_METADATA=file cannot be shared by separate processes; use nats');
+  }
+  if (problems.length) throw new ConfigError(problems.join('; '));
 }

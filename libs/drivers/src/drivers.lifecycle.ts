@@ -1,51 +1,40 @@
-import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { Buckets } from '@cdp/buckets';
+import { Inject, Injectable, Optional, type OnApplicationShutdown } from '@nestjs/common';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { EventBus } from '@cdp/bus';
-import { IdentityIndex, ProfileState } from '@cdp/identity';
+import { IdentityIndex, ProfileState, type RedisClient } from '@cdp/identity';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { MetadataStore } from '@cdp/metadata';
 import { AnalyticStore } from '@cdp/store';
 
+export const NATS_CONNECTION = Symbol('NATS_CONNECTION');
+export const REDIS_CLIENT = Symbol('REDIS_CLIENT');
+
 /**
- * Start: an identity index that does not keep its content (memory) is rebuilt from the store before
- * anything is processed or read. Stop: runs after the HTTP server and the bus consumer have stopped,
- * so nothing uses a driver while it closes; the bus closes first so nothing is half-written.
+ * Closes the drivers after the HTTP server and the bus consumer have stopped, so nothing uses a driver
+ * while it closes: the bus first (nothing half-written), the store last, the shared connections after
+ * the drivers that use them.
  */
 @Injectable()
-export class DriversLifecycle implements OnModuleInit, OnApplicationShutdown {
+export class DriversLifecycle implements OnApplicationShutdown {
   constructor(
     private readonly bus: EventBus,
     private readonly identity: IdentityIndex,
     private readonly profiles: ProfileState,
-    private readonly store: AnalyticStore,
     private readonly metadata: MetadataStore,
-    private readonly buckets: Buckets,
     @Inject(LOGGER) private readonly logger: Logger,
+    @Optional() private readonly store?: AnalyticStore,
+    @Optional() @Inject(NATS_CONNECTION) private readonly nats?: NatsConnection,
+    @Optional() @Inject(REDIS_CLIENT) private readonly redis?: RedisClient,
   ) {}
-
-  async onModuleInit(): Promise<void> {
-    if (this.identity.persistent) return;
-    const started = Date.now();
-    let links = 0;
-    let profiles = 0;
-    for (const { key: account } of await this.metadata.list('accounts')) {
-      links += await this.identity.load(account, this.store.identityLinks(account));
-      profiles += await this.profiles.load(account, this.store.currentProfiles(account));
-    }
-    this.logger.info(
-      { links, profiles, ms: Date.now() - started },
-      'identity index and profiles rebuilt from the store',
-    );
-  }
 
   async onApplicationShutdown(): Promise<void> {
     this.logger.debug('closing the bus');
     await this.bus.close();
-    this.logger.debug('closing identity, profiles and metadata');
     await Promise.all([this.identity.close(), this.profiles.close(), this.metadata.close()]);
     this.logger.debug('closing the store');
-    await this.store.close();
+    await this.store?.close();
+    await this.nats?.drain().catch(() => undefined);
+    await this.redis?.quit().catch(() => undefined);
     this.logger.debug('drivers closed');
-    void this.buckets;
   }
 }

@@ -1,53 +1,115 @@
 import { join } from 'node:path';
 import { Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { Buckets, LocalDirBuckets } from '@cdp/buckets';
-import { EventBus, LocalLogEventBus } from '@cdp/bus';
+import { EventBus, LocalLogEventBus, NatsEventBus } from '@cdp/bus';
 import { APP_CONFIG, type AppConfig } from '@cdp/config';
-import { IdentityIndex, MemoryIdentityIndex, MemoryProfileState, ProfileState } from '@cdp/identity';
+import {
+  connectRedis,
+  IdentityIndex,
+  MemoryIdentityIndex,
+  MemoryProfileState,
+  ProfileState,
+  RedisIdentityIndex,
+  RedisProfileState,
+  type RedisClient,
+} from '@cdp/identity';
 import { LOGGER, type Logger } from '@cdp/logger';
-import { FileMetadataStore, MetadataStore } from '@cdp/metadata';
-import { AnalyticStore, ChdbTransport, ClickHouseStore } from '@cdp/store';
-import { DriversLifecycle } from './drivers.lifecycle.js';
+import { FileMetadataStore, MetadataStore, NatsKvMetadataStore } from '@cdp/metadata';
+import { AnalyticStore, ChdbTransport, ClickHouseHttpTransport, ClickHouseStore } from '@cdp/store';
+import { DriversLifecycle, NATS_CONNECTION, REDIS_CLIENT } from './drivers.lifecycle.js';
+
+export interface DriverOptions {
+  /**
+   * Whether this process opens the analytic store. chDB lets one process own its data directory, so
+   * with `CDP_STORE=chdb` only the process running the processor opens it; a ClickHouse server may be
+   * opened by every role.
+   */
+  openStore: boolean;
+}
 
 /**
- * Gives every port the driver the configuration names (config is parsed and checked at boot, so an
- * unknown driver never gets this far). Global: each role module injects the ports it uses.
+ * Gives every port the driver the configuration names (parsed and checked at boot: an unknown driver
+ * never gets this far). Global: each role module injects the ports it uses.
  */
 @Module({})
 export class DriversModule {
-  static forRoot(config: AppConfig, logger: Logger): DynamicModule {
+  static forRoot(config: AppConfig, logger: Logger, options: DriverOptions): DynamicModule {
+    const needsNats = config.bus === 'nats' || config.metadata === 'nats';
     const providers: Provider[] = [
       { provide: APP_CONFIG, useValue: config },
       { provide: LOGGER, useValue: logger },
-      { provide: MetadataStore, useFactory: () => new FileMetadataStore(join(config.dataDir, 'metadata')) },
+      {
+        provide: NATS_CONNECTION,
+        useFactory: (): Promise<NatsConnection> | undefined =>
+          needsNats
+            ? connect({
+                servers: config.natsUrl,
+                name: 'cdp',
+                maxReconnectAttempts: -1,
+                reconnectTimeWait: 250,
+              })
+            : undefined,
+      },
+      {
+        provide: REDIS_CLIENT,
+        useFactory: (): Promise<RedisClient> | undefined =>
+          config.identity === 'redis' ? connectRedis(config.redisUrl) : undefined,
+      },
+      {
+        provide: MetadataStore,
+        inject: [NATS_CONNECTION],
+        useFactory: (nc?: NatsConnection) =>
+          config.metadata === 'nats'
+            ? new NatsKvMetadataStore(nc!, { replicas: config.natsReplicas })
+            : new FileMetadataStore(join(config.dataDir, 'metadata')),
+      },
       { provide: Buckets, useFactory: () => new LocalDirBuckets(config.buckets) },
       {
-        provide: AnalyticStore,
-        useFactory: () => new ClickHouseStore(new ChdbTransport(join(config.dataDir, 'store', 'chdb'))),
+        provide: EventBus,
+        inject: [NATS_CONNECTION],
+        useFactory: (nc?: NatsConnection) =>
+          config.bus === 'nats'
+            ? NatsEventBus.open(nc!, { replicas: config.natsReplicas, maxBytes: config.natsStreamMaxBytes })
+            : LocalLogEventBus.open(join(config.dataDir, 'bus'), {
+                maxPendingBytes: config.busMaxPendingBytes,
+              }),
       },
       {
-        provide: EventBus,
-        useFactory: () =>
-          LocalLogEventBus.open(join(config.dataDir, 'bus'), { maxPendingBytes: config.busMaxPendingBytes }),
+        provide: IdentityIndex,
+        inject: [REDIS_CLIENT],
+        useFactory: (redis?: RedisClient) =>
+          config.identity === 'redis' ? new RedisIdentityIndex(redis!) : new MemoryIdentityIndex(),
       },
-      { provide: IdentityIndex, useFactory: () => new MemoryIdentityIndex() },
-      { provide: ProfileState, useFactory: () => new MemoryProfileState() },
+      {
+        provide: ProfileState,
+        inject: [REDIS_CLIENT],
+        useFactory: (redis?: RedisClient) =>
+          config.identity === 'redis' ? new RedisProfileState(redis!) : new MemoryProfileState(),
+      },
       DriversLifecycle,
     ];
-    return {
-      module: DriversModule,
-      global: true,
-      providers,
-      exports: [
-        APP_CONFIG,
-        LOGGER,
-        MetadataStore,
-        Buckets,
-        AnalyticStore,
-        EventBus,
-        IdentityIndex,
-        ProfileState,
-      ],
-    };
+    const exports: (string | symbol | Function)[] = [
+      APP_CONFIG,
+      LOGGER,
+      MetadataStore,
+      Buckets,
+      EventBus,
+      IdentityIndex,
+      ProfileState,
+    ];
+    if (options.openStore) {
+      providers.push({
+        provide: AnalyticStore,
+        useFactory: () =>
+          new ClickHouseStore(
+            config.store === 'clickhouse'
+              ? new ClickHouseHttpTransport(config.clickhouse)
+              : new ChdbTransport(join(config.dataDir, 'store', 'chdb')),
+          ),
+      });
+      exports.push(AnalyticStore);
+    }
+    return { module: DriversModule, global: true, providers, exports };
   }
 }

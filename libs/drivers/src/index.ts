@@ -1,1 +1,2 @@
 export * from './drivers.module.js';
+export { NATS_CONNECTION, REDIS_CLIENT } from './drivers.lifecycle.js';

@@ -10,6 +10,17 @@ export interface Resolution {
 }
 
 /**
+ * Raised when the index does not hold an account's links (a flushed or new Redis): resolving now
+ * would split known customers, so the caller rebuilds the index from the store first.
+ */
+export class IdentityNotWarmError extends Error {
+  override name = 'IdentityNotWarmError';
+  constructor(readonly account: string) {
+    super(`the identity index holds nothing for account ${account}; it must be rebuilt from the store`);
+  }
+}
+
+/**
  * Maps identifiers to customers. `resolve` handles a whole batch atomically: records are resolved in
  * order, so a later record sees the customers and links an earlier one created.
  */
@@ -20,7 +31,12 @@ export abstract class IdentityIndex {
     newCustomerId: (index: number) => string,
   ): Promise<Resolution[]>;
   abstract lookup(account: string, id: Identifier): Promise<string | undefined>;
-  /** Replaces what the index knows of an account with links read back from the store. */
+  /**
+   * Starts a rebuild of an account: from now until `load` finishes, `resolve` refuses it with
+   * IdentityNotWarmError. False when another process is rebuilding it already.
+   */
+  abstract beginRebuild(account: string): Promise<boolean>;
+  /** Replaces what the index knows of an account with links read back from the store; ends a rebuild. */
   abstract load(
     account: string,
     links: AsyncIterable<{ kind: string; value: string; svc_id: string }>,

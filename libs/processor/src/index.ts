@@ -1,2 +1,3 @@
 export * from './processor.module.js';
 export * from './ingest.pipeline.js';
+export * from './identity-rebuild.service.js';

@@ -11,8 +11,10 @@ import {
   type EventRecord,
   type ProfileRecord,
 } from '@cdp/domain';
-import { IdentityIndex, ProfileState } from '@cdp/identity';
+import { IdentityIndex, IdentityNotWarmError, ProfileState, type Resolution } from '@cdp/identity';
+import type { Identifier } from '@cdp/domain';
 import { AnalyticStore, type EventRow, type StoreBatch } from '@cdp/store';
+import { IdentityRebuild } from './identity-rebuild.service.js';
 
 interface Item {
   message: IngestMessage;
@@ -31,6 +33,7 @@ export class IngestPipeline {
     private readonly identity: IdentityIndex,
     private readonly profiles: ProfileState,
     private readonly store: AnalyticStore,
+    private readonly rebuild: IdentityRebuild,
   ) {}
 
   async process(batch: readonly Delivery[]): Promise<Settlement[]> {
@@ -44,11 +47,26 @@ export class IngestPipeline {
     return batch.map((delivery) => ({ delivery, outcome: 'ack' }));
   }
 
+  /** Resolves a batch; an index that does not hold the account is rebuilt from the store first. */
+  private async resolve(
+    account: string,
+    records: Identifier[][],
+    newId: (i: number) => string,
+  ): Promise<Resolution[]> {
+    try {
+      return await this.identity.resolve(account, records, newId);
+    } catch (err) {
+      if (!(err instanceof IdentityNotWarmError)) throw err;
+      if (!(await this.rebuild.rebuild(account))) throw err; // another processor is rebuilding: retry later
+      return this.identity.resolve(account, records, newId);
+    }
+  }
+
   private async processAccount(account: string, deliveries: Delivery[]): Promise<void> {
     const items: Item[] = deliveries.flatMap((d) =>
       d.message.records.map((record, index) => ({ message: d.message, index, record })),
     );
-    const resolutions = await this.identity.resolve(
+    const resolutions = await this.resolve(
       account,
       items.map((item) => extractIdentifiers(item.record.identifiers)),
       (i) => newCustomerId(items[i]!.message.id, items[i]!.index),

@@ -1,4 +1,4 @@
-import { Controller, Get, Res } from '@nestjs/common';
+import { Controller, Get, Optional, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Buckets } from '@cdp/buckets';
@@ -17,9 +17,10 @@ export class HealthController {
     private readonly bus: EventBus,
     private readonly identity: IdentityIndex,
     private readonly profiles: ProfileState,
-    private readonly store: AnalyticStore,
     private readonly metadata: MetadataStore,
     private readonly buckets: Buckets,
+    /** Absent in a process that does not open the store (the API beside a chDB processor). */
+    @Optional() private readonly store?: AnalyticStore,
   ) {}
 
   @Get()
@@ -32,7 +33,7 @@ export class HealthController {
         bus: this.bus,
         identity: this.identity,
         profiles: this.profiles,
-        store: this.store,
+        ...(this.store ? { store: this.store } : {}),
         metadata: this.metadata,
         buckets: this.buckets,
       }).map(async ([port, driver]) => [port, await driver.health()] as const),

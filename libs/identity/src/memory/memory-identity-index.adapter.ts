@@ -45,6 +45,11 @@ export class MemoryIdentityIndex extends IdentityIndex {
     return Promise.resolve(this.accounts.get(account)?.get(identityKey(id)));
   }
 
+  /** The memory index is rebuilt once, at start, before anything runs: nobody else can be rebuilding. */
+  beginRebuild(): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+
   async load(
     account: string,
     links: AsyncIterable<{ kind: string; value: string; svc_id: string }>,

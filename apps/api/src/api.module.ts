@@ -1,0 +1,24 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { AccountsBootstrap, AccountsModule, CREATE_FIRST_ACCOUNT } from '@cdp/accounts';
+import { checkWiring, type AppConfig } from '@cdp/config';
+import { DriversModule } from '@cdp/drivers';
+import { HttpApiModule } from '@cdp/http-api';
+import type { Logger } from '@cdp/logger';
+
+/** The API alone: stateless, any number of replicas; publishes to NATS, reads profiles from Redis. */
+@Module({})
+export class ApiAppModule {
+  static forRoot(config: AppConfig, logger: Logger): DynamicModule {
+    checkWiring(config, ['api'], false);
+    return {
+      module: ApiAppModule,
+      imports: [
+        DriversModule.forRoot(config, logger, { openStore: config.store === 'clickhouse' }),
+        AccountsModule,
+        HttpApiModule,
+      ],
+      // Replicas share the metadata: the bootstrap account is ensured idempotently, none is invented.
+      providers: [AccountsBootstrap, { provide: CREATE_FIRST_ACCOUNT, useValue: false }],
+    };
+  }
+}

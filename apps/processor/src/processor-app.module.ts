@@ -1,0 +1,22 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { checkWiring, type AppConfig } from '@cdp/config';
+import { DriversModule } from '@cdp/drivers';
+import { HealthModule } from '@cdp/http-api';
+import type { Logger } from '@cdp/logger';
+import { ProcessorModule } from '@cdp/processor';
+
+/**
+ * The processor alone: consumes the bus, resolves identities, writes the store. Any number of
+ * replicas with a ClickHouse server; exactly one with chDB (it owns the store's directory). Serves
+ * `GET /health` on PORT for orchestrators.
+ */
+@Module({})
+export class ProcessorAppModule {
+  static forRoot(config: AppConfig, logger: Logger): DynamicModule {
+    checkWiring(config, ['processor'], false);
+    return {
+      module: ProcessorAppModule,
+      imports: [DriversModule.forRoot(config, logger, { openStore: true }), ProcessorModule, HealthModule],
+    };
+  }
+}

@@ -1,0 +1,52 @@
+import { gunzipSync, gzipSync } from 'node:zlib';
+import type { IngestMessage } from '@cdp/contracts';
+
+/** Bodies above this are gzipped on the bus: a 1000-event request shrinks about tenfold. */
+const COMPRESS_ABOVE = 64 * 1024;
+
+export interface EncodedPart {
+  id: string;
+  data: Uint8Array;
+  gzip: boolean;
+}
+
+/**
+ * A request as bus messages. Normally one; a request whose compressed form is still larger than the
+ * server's max_payload is split into parts with ids `<request id>.p<n>`, each a message of its own
+ * with distinct event ids (so they are stored and deduplicated independently).
+ */
+export function encodeIngest(message: IngestMessage, maxPayload: number): EncodedPart[] {
+  const whole = encodeOne(message);
+  if (whole.data.byteLength <= maxPayload) return [whole];
+  if (message.records.length < 2)
+    throw new Error(`one record is larger than the bus takes (${maxPayload} bytes)`);
+  const parts: EncodedPart[] = [];
+  const split = (records: IngestMessage['records'], offset: number): void => {
+    const part = { ...message, id: `${message.id}.p${offset}`, records } as IngestMessage;
+    const encoded = encodeOne(part);
+    if (encoded.data.byteLength <= maxPayload || records.length < 2) {
+      if (encoded.data.byteLength > maxPayload)
+        throw new Error(`one record is larger than the bus takes (${maxPayload} bytes)`);
+      parts.push(encoded);
+      return;
+    }
+    const half = Math.ceil(records.length / 2);
+    split(records.slice(0, half) as IngestMessage['records'], offset);
+    split(records.slice(half) as IngestMessage['records'], offset + half);
+  };
+  split(message.records, 0);
+  return parts;
+}
+
+function encodeOne(message: IngestMessage): EncodedPart {
+  const json = Buffer.from(JSON.stringify(message));
+  if (json.byteLength <= COMPRESS_ABOVE) return { id: message.id, data: json, gzip: false };
+  return { id: message.id, data: gzipSync(json, { level: 1 }), gzip: true };
+}
+
+export function decodeIngest(data: Uint8Array, gzip: boolean): IngestMessage {
+  const bytes = gzip ? gunzipSync(data) : data;
+  return JSON.parse(
+    Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'),
+  ) as IngestMessage;
+}

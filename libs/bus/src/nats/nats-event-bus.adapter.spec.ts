@@ -1,0 +1,78 @@
+import { randomBytes } from 'node:crypto';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { collector, eventBusContract, message, until } from '../event-bus.contract.js';
+import type { EventBus } from '../event-bus.port.js';
+import { NatsEventBus } from './nats-event-bus.adapter.js';
+
+/** Runs against the NATS server of the machine (NATS_URL or 127.0.0.1:4222); it must be up under CI. */
+const url = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+const connections: NatsConnection[] = [];
+
+afterAll(async () => {
+  for (const nc of connections) await nc.close();
+});
+
+function harness() {
+  const prefix = `T${randomBytes(4).toString('hex').toUpperCase()}`;
+  const buses: EventBus[] = [];
+  return {
+    prefix,
+    async open(o: { maxPendingBytes?: number; maxBatchRecords?: number; maxDeliveries?: number } = {}) {
+      const nc = await connect({ servers: url });
+      connections.push(nc);
+      const bus = await NatsEventBus.open(nc, {
+        replicas: 1,
+        maxBytes: o.maxPendingBytes ?? 64 * 1024 * 1024,
+        maxDeliveries: o.maxDeliveries,
+        maxBatchRecords: o.maxBatchRecords,
+        streamPrefix: prefix,
+      });
+      buses.push(bus);
+      return bus;
+    },
+    async cleanup() {
+      for (const b of buses) await b.close();
+      const nc = await connect({ servers: url });
+      const jsm = await jetstreamManager(nc);
+      for (const s of [`${prefix}_INGEST`, `${prefix}_DEAD_LETTER`])
+        await jsm.streams.delete(s).catch(() => false);
+      await nc.close();
+    },
+  };
+}
+
+eventBusContract('NATS JetStream', harness);
+
+describe('NatsEventBus specifics', () => {
+  it('splits a request larger than the server takes into parts, each delivered once', async () => {
+    const h = harness();
+    const bus = await h.open();
+    // Random text does not compress: 3000 records of 1 KiB are well above a 1 MiB max_payload.
+    const big = message('huge', 3000);
+    big.records.forEach(
+      (r) => ((r as { data: Record<string, string> }).data.page = randomBytes(700).toString('base64')),
+    );
+    await bus.publish(big);
+    const c = collector();
+    bus.consume(c.consumer);
+    await until(() => c.seen.reduce((n, d) => n + d.message.records.length, 0) === 3000, 10_000);
+    const ids = c.seen.map((d) => d.message.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.every((id) => id.startsWith('huge.p'))).toBe(true);
+    await h.cleanup();
+  });
+
+  it('publishes a re-sent request id only once (JetStream deduplication)', async () => {
+    const h = harness();
+    const bus = await h.open();
+    await bus.publish(message('same-id'));
+    await bus.publish(message('same-id'));
+    const c = collector();
+    bus.consume(c.consumer);
+    await until(() => c.seen.length >= 1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(c.seen).toHaveLength(1);
+    await h.cleanup();
+  });
+});

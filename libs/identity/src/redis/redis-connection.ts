@@ -1,0 +1,49 @@
+import { createClient } from 'redis';
+import { LIBRARY, LIBRARY_NAME, LIBRARY_VERSION } from './redis-functions.js';
+
+function makeClient(url: string) {
+  return createClient({
+    url,
+    socket: { reconnectStrategy: (retries: number) => Math.min(retries * 100, 2000) },
+  });
+}
+
+export type RedisClient = ReturnType<typeof makeClient>;
+
+/** Connects and makes sure the server has this version of the functions library. */
+export async function connectRedis(url: string): Promise<RedisClient> {
+  const client = makeClient(url);
+  client.on('error', () => undefined); // reconnects on its own; commands fail meanwhile and are retried
+  await client.connect();
+  await loadFunctions(client);
+  return client;
+}
+
+export async function loadFunctions(client: RedisClient): Promise<void> {
+  const listed = (await client.sendCommand([
+    'FUNCTION',
+    'LIST',
+    'LIBRARYNAME',
+    LIBRARY_NAME,
+    'WITHCODE',
+  ])) as unknown[];
+  const code = JSON.stringify(listed);
+  if (code.includes(`-- version ${LIBRARY_VERSION}`)) return;
+  await client.sendCommand(['FUNCTION', 'LOAD', 'REPLACE', LIBRARY]);
+}
+
+/** Runs a function, loading the library again if the server lost it (a restart without persistence). */
+export async function fcall(
+  client: RedisClient,
+  fn: string,
+  keys: string[],
+  args: string[],
+): Promise<string> {
+  try {
+    return (await client.fCall(fn, { keys, arguments: args })) as string;
+  } catch (err) {
+    if (!/Function not found/i.test(String(err))) throw err;
+    await loadFunctions(client);
+    return (await client.fCall(fn, { keys, arguments: args })) as string;
+  }
+}

@@ -1,0 +1,40 @@
+import { randomBytes } from 'node:crypto';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { Kvm } from '@nats-io/kv';
+import { metadataStoreContract } from '../metadata-store.contract.js';
+import { NatsKvMetadataStore } from './nats-kv-metadata-store.adapter.js';
+
+/** Runs against the NATS server of the machine (NATS_URL or 127.0.0.1:4222); it must be up under CI. */
+const url = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+let nc: NatsConnection;
+const prefixes: string[] = [];
+
+beforeAll(async () => {
+  nc = await connect({ servers: url });
+});
+afterAll(async () => {
+  const kvm = new Kvm(nc);
+  for await (const status of kvm.list()) {
+    if (prefixes.some((p) => status.bucket.startsWith(`${p}_`)))
+      await (await kvm.open(status.bucket)).destroy();
+  }
+  await nc.close();
+});
+
+metadataStoreContract('NATS KV', () => {
+  const prefix = `t${randomBytes(4).toString('hex')}`;
+  prefixes.push(prefix);
+  return {
+    store: new NatsKvMetadataStore(nc, { replicas: 1, prefix }),
+    reopen: () => new NatsKvMetadataStore(nc, { replicas: 1, prefix }),
+  };
+});
+
+it('keeps keys with characters KV does not allow', async () => {
+  const prefix = `t${randomBytes(4).toString('hex')}`;
+  prefixes.push(prefix);
+  const store = new NatsKvMetadataStore(nc, { replicas: 1, prefix });
+  await store.create('names', 'Spring Sale: 50%!', { ok: true });
+  expect((await store.get('names', 'Spring Sale: 50%!'))?.value).toEqual({ ok: true });
+  expect((await store.list('names')).map((v) => v.key)).toEqual(['Spring Sale: 50%!']);
+});

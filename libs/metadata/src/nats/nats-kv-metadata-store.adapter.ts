@@ -1,0 +1,104 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import { Kvm, type KV } from '@nats-io/kv';
+import { StorageType } from '@nats-io/jetstream';
+import type { DriverHealth } from '@cdp/contracts';
+import { MetadataConflictError, MetadataStore, type Versioned } from '../metadata-store.port.js';
+
+/**
+ * Metadata in JetStream key-value buckets (one per metadata bucket, file storage, replicated like the
+ * streams). `create` is create-if-absent and `update` compare-and-set on the entry's revision, both
+ * decided by the server, so two API replicas can never both win.
+ */
+export class NatsKvMetadataStore extends MetadataStore {
+  private readonly kvm: Kvm;
+  private readonly buckets = new Map<string, Promise<KV>>();
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly options: { replicas: number; prefix?: string },
+  ) {
+    super();
+    this.kvm = new Kvm(nc);
+  }
+
+  private bucket(name: string): Promise<KV> {
+    if (!/^[a-z0-9_-]+$/.test(name)) throw new Error(`not a bucket name: ${name}`);
+    let kv = this.buckets.get(name);
+    if (!kv) {
+      kv = this.kvm.create(`${this.options.prefix ?? 'cdp'}_${name}`, {
+        history: 1,
+        storage: StorageType.File,
+        replicas: this.options.replicas,
+      });
+      kv.catch(() => this.buckets.delete(name));
+      this.buckets.set(name, kv);
+    }
+    return kv;
+  }
+
+  async get<T>(bucket: string, key: string): Promise<Versioned<T> | undefined> {
+    const entry = await (await this.bucket(bucket)).get(encodeKey(key));
+    if (!entry || entry.operation !== 'PUT') return undefined;
+    return { key, value: entry.json<T>(), revision: entry.revision };
+  }
+
+  async create<T>(bucket: string, key: string, value: T): Promise<number> {
+    try {
+      return await (await this.bucket(bucket)).create(encodeKey(key), JSON.stringify(value));
+    } catch (err) {
+      if (isWrongSequence(err)) throw new MetadataConflictError(`${bucket}/${key} already exists`);
+      throw err;
+    }
+  }
+
+  async update<T>(bucket: string, key: string, value: T, revision: number): Promise<number> {
+    try {
+      return await (await this.bucket(bucket)).update(encodeKey(key), JSON.stringify(value), revision);
+    } catch (err) {
+      if (isWrongSequence(err))
+        throw new MetadataConflictError(`${bucket}/${key} changed since revision ${revision}`);
+      throw err;
+    }
+  }
+
+  async list<T>(bucket: string): Promise<Versioned<T>[]> {
+    const kv = await this.bucket(bucket);
+    const keys: string[] = [];
+    for await (const k of await kv.keys()) keys.push(k);
+    const out: Versioned<T>[] = [];
+    for (const k of keys) {
+      const entry = await kv.get(k);
+      if (entry && entry.operation === 'PUT')
+        out.push({ key: decodeKey(k), value: entry.json<T>(), revision: entry.revision });
+    }
+    return out;
+  }
+
+  async health(): Promise<DriverHealth> {
+    if (this.nc.isClosed()) return { driver: 'nats kv', ready: false, detail: 'connection closed' };
+    try {
+      await this.bucket('accounts');
+      return { driver: 'nats kv', ready: true };
+    } catch (err) {
+      return { driver: 'nats kv', ready: false, detail: String(err) };
+    }
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+/** KV keys allow `[-/_=.a-zA-Z0-9]`; anything else is escaped as `=XX`. */
+function encodeKey(key: string): string {
+  return key.replace(/[^-/_.a-zA-Z0-9]/g, (c) => `=${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+function decodeKey(key: string): string {
+  return key.replace(/=([0-9a-f]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+}
+
+function isWrongSequence(err: unknown): boolean {
+  const e = err as { api_error?: { err_code?: number }; message?: string };
+  return e.api_error?.err_code === 10071 || /wrong last sequence/i.test(e.message ?? '');
+}

@@ -1,0 +1,60 @@
+import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { IdentityIndex, ProfileState } from '@cdp/identity';
+import { LOGGER, type Logger } from '@cdp/logger';
+import { MetadataStore } from '@cdp/metadata';
+import { AnalyticStore } from '@cdp/store';
+
+/**
+ * Rebuilds an account's identity index and hot profiles from the store, which holds every link and
+ * profile snapshot: what Redis (or memory) holds can always be recovered from it.
+ *
+ * A memory index is rebuilt for every account at start, before anything is processed or read. A
+ * Redis index is rebuilt when it turns out not to hold an account (flushed, replaced or new): the
+ * first batch of that account finds it cold and asks for a rebuild.
+ */
+@Injectable()
+export class IdentityRebuild implements OnModuleInit {
+  private readonly running = new Map<string, Promise<boolean>>();
+
+  constructor(
+    private readonly identity: IdentityIndex,
+    private readonly profiles: ProfileState,
+    private readonly store: AnalyticStore,
+    private readonly metadata: MetadataStore,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    if (!this.identity.persistent) await this.rebuildAll();
+  }
+
+  async rebuildAll(): Promise<void> {
+    for (const { key: account } of await this.metadata.list('accounts')) {
+      if (!(await this.rebuild(account)))
+        throw new Error(`account ${account} is being rebuilt by another process`);
+    }
+  }
+
+  /** Rebuilds one account; false when another process holds the rebuild (try again later). */
+  rebuild(account: string): Promise<boolean> {
+    let run = this.running.get(account);
+    if (!run) {
+      run = this.run(account).finally(() => this.running.delete(account));
+      this.running.set(account, run);
+    }
+    return run;
+  }
+
+  private async run(account: string): Promise<boolean> {
+    if (!(await this.identity.beginRebuild(account))) return false;
+    const started = Date.now();
+    // Profiles first: the index opens the account again only once both are loaded.
+    const profiles = await this.profiles.load(account, this.store.currentProfiles(account));
+    const links = await this.identity.load(account, this.store.identityLinks(account));
+    this.logger.info(
+      { account, links, profiles, ms: Date.now() - started },
+      'identity index rebuilt from the store',
+    );
+    return true;
+  }
+}

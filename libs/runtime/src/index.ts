@@ -1,0 +1,2 @@
+export * from './create-app.js';
+export * from './run-main.js';

@@ -1,0 +1,31 @@
+// Builds when the sources are newer than the last build (or there is none yet).
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const root = fileURLToPath(new URL('..', import.meta.url));
+
+function newest(dir) {
+  let latest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) latest = Math.max(latest, newest(path));
+    else if (entry.name.endsWith('.ts')) latest = Math.max(latest, statSync(path).mtimeMs);
+  }
+  return latest;
+}
+
+export function buildIfNeeded(entries) {
+  const stamp = join(root, 'dist', '.build-stamp');
+  const sources = Math.max(
+    newest(join(root, 'apps')),
+    newest(join(root, 'libs')),
+    statSync(join(root, 'package.json')).mtimeMs,
+  );
+  const missing = entries.some((e) => !existsSync(join(root, 'dist', e)));
+  if (existsSync(stamp) && statSync(stamp).mtimeMs >= sources && !missing) return;
+  process.stderr.write('building…\n');
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
+  writeFileSync(stamp, new Date().toISOString());
+}

@@ -1,0 +1,39 @@
+// `npm run start:scaled`: the scaled-out wiring on this machine: the API and the processor as two
+// processes on the local NATS (JetStream) and Redis. The API listens on PORT (3000), the processor's
+// health endpoint on PORT+1. The store is chDB in the processor's data directory unless CDP_STORE=clickhouse.
+// Ctrl-C (or SIGTERM) stops both cleanly.
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { buildIfNeeded, root } from './build-if-needed.js';
+
+const apps = { api: 'apps/api/src/main.js', processor: 'apps/processor/src/main.js' };
+buildIfNeeded(Object.values(apps));
+const port = Number(process.env.PORT ?? 3000);
+const base = {
+  CDP_BUS: 'nats',
+  CDP_IDENTITY: 'redis',
+  CDP_STORE: 'chdb',
+  CDP_DATA_DIR: join(root, 'data', 'scaled'),
+  ...process.env,
+};
+const children = Object.entries(apps).map(([name, entry], i) =>
+  spawn(process.execPath, [join(root, 'dist', entry)], {
+    env: { ...base, PORT: String(port + i) },
+    stdio: 'inherit',
+  }).once('exit', (code) => {
+    process.stderr.write(`${name} exited (${code})\n`);
+    stop();
+  }),
+);
+let stopping = false;
+function stop() {
+  if (stopping) return;
+  stopping = true;
+  for (const child of children) child.kill('SIGTERM');
+  setTimeout(() => process.exit(0), 10_000).unref();
+  Promise.all(children.map((c) => (c.exitCode !== null ? null : new Promise((r) => c.once('exit', r))))).then(
+    () => process.exit(0),
+  );
+}
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
