@@ -89,15 +89,6 @@ export class DriversModule {
       },
       DriversLifecycle,
     ];
-    const exports: (string | symbol | Function)[] = [
-      APP_CONFIG,
-      LOGGER,
-      MetadataStore,
-      Buckets,
-      EventBus,
-      IdentityIndex,
-      ProfileState,
-    ];
     if (options.openStore) {
       providers.push({
         provide: AnalyticStore,
@@ -108,8 +99,13 @@ export class DriversModule {
               : new ChdbTransport(join(config.dataDir, 'store', 'chdb')),
           ),
       });
-      exports.push(AnalyticStore);
     }
-    return { module: DriversModule, global: true, providers, exports };
+    const exports = [APP_CONFIG, LOGGER, MetadataStore, Buckets, EventBus, IdentityIndex, ProfileState];
+    return {
+      module: DriversModule,
+      global: true,
+      providers,
+      exports: options.openStore ? [...exports, AnalyticStore] : exports,
+    };
   }
 }

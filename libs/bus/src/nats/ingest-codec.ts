@@ -31,8 +31,8 @@ export function encodeIngest(message: IngestMessage, maxPayload: number): Encode
       return;
     }
     const half = Math.ceil(records.length / 2);
-    split(records.slice(0, half) as IngestMessage['records'], offset);
-    split(records.slice(half) as IngestMessage['records'], offset + half);
+    split(records.slice(0, half), offset);
+    split(records.slice(half), offset + half);
   };
   split(message.records, 0);
   return parts;

@@ -20,13 +20,13 @@ export async function connectRedis(url: string): Promise<RedisClient> {
 }
 
 export async function loadFunctions(client: RedisClient): Promise<void> {
-  const listed = (await client.sendCommand([
+  const listed: unknown = await client.sendCommand([
     'FUNCTION',
     'LIST',
     'LIBRARYNAME',
     LIBRARY_NAME,
     'WITHCODE',
-  ])) as unknown[];
+  ]);
   const code = JSON.stringify(listed);
   if (code.includes(`-- version ${LIBRARY_VERSION}`)) return;
   await client.sendCommand(['FUNCTION', 'LOAD', 'REPLACE', LIBRARY]);

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
+import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import { StoreError, type ClickHouseTransport } from '../clickhouse-transport.js';
 
 /**
@@ -17,7 +17,7 @@ export class ClickHouseHttpTransport implements ClickHouseTransport {
       username: options.user,
       password: options.password,
       request_timeout: 120_000,
-      clickhouse_settings: { output_format_json_quote_64bit_integers: 0 } as ClickHouseSettings,
+      clickhouse_settings: { output_format_json_quote_64bit_integers: 0 },
     });
   }
 
@@ -35,7 +35,7 @@ export class ClickHouseHttpTransport implements ClickHouseTransport {
         table,
         values: Readable.from([jsonEachRow]),
         format: 'JSONEachRow',
-        clickhouse_settings: { async_insert: 0, ...settings } as ClickHouseSettings,
+        clickhouse_settings: { async_insert: 0, ...settings },
       }),
     );
   }
