@@ -42,8 +42,17 @@ export interface AccountView {
 const ACCOUNTS = 'accounts';
 const TRACKERS = 'trackers';
 
+/** How long an authenticated account is reused without reading the metadata store again. */
+const ACCOUNT_CACHE_MS = 5_000;
+
 @Injectable()
 export class AccountsService {
+  /**
+   * Accounts by tracker id, read at most every few seconds: authentication needs no round trip to
+   * the metadata store per request, and keeps working (on what it last read) while that store is away.
+   */
+  private readonly cache = new Map<string, { account: Account | undefined; at: number }>();
+
   constructor(private readonly metadata: MetadataStore) {}
 
   async create(
@@ -92,6 +101,23 @@ export class AccountsService {
     return (await this.metadata.get<Account>(ACCOUNTS, link.value))?.value;
   }
 
+  private async cachedByTrackerId(trackerId: string, fresh: boolean): Promise<Account | undefined> {
+    const hit = this.cache.get(trackerId);
+    if (hit && !fresh && Date.now() - hit.at < ACCOUNT_CACHE_MS) return hit.account;
+    try {
+      const account = await this.byTrackerId(trackerId);
+      if (this.cache.size > 100_000) this.cache.clear();
+      this.cache.set(trackerId, { account, at: Date.now() });
+      return account;
+    } catch (err) {
+      if (hit) return hit.account;
+      throw ApiError.unavailable(
+        `accounts cannot be read right now: ${err instanceof Error ? err.message : String(err)}`,
+        1,
+      );
+    }
+  }
+
   /**
    * Resolves an API key: a tracker id (public key) or `<tracker id>.<secret>` (private key).
    * Anything else, or a key past its revocation grace, is not authenticated.
@@ -99,15 +125,19 @@ export class AccountsService {
   async authenticate(key: string | undefined, now = Date.now()): Promise<Principal> {
     if (!key) throw ApiError.unauthorized();
     const parts = splitPrivateKey(key);
-    const account = await this.byTrackerId(parts ? parts.trackerId : key);
+    const trackerId = parts ? parts.trackerId : key;
+    let account = await this.cachedByTrackerId(trackerId, false);
     if (!account) throw ApiError.unauthorized();
     if (!parts) return { account: account.id, trackerId: account.trackerId, private: false };
-    const valid = account.keys.some(
-      (k) =>
-        constantTimeEqual(hashSecret(parts.secret, k.salt), k.hash) &&
-        (k.revokedAt === undefined || Date.parse(k.revokedAt) + REVOKED_KEY_GRACE_MS > now),
-    );
-    if (!valid) throw ApiError.unauthorized();
+    const accepts = (a: Account) =>
+      a.keys.some(
+        (k) =>
+          constantTimeEqual(hashSecret(parts.secret, k.salt), k.hash) &&
+          (k.revokedAt === undefined || Date.parse(k.revokedAt) + REVOKED_KEY_GRACE_MS > now),
+      );
+    // A key issued a moment ago (possibly by another replica) is not in a cached copy: read again once.
+    if (!accepts(account)) account = await this.cachedByTrackerId(trackerId, true);
+    if (!account || !accepts(account)) throw ApiError.unauthorized();
     return { account: account.id, trackerId: account.trackerId, private: true };
   }
 

@@ -30,6 +30,8 @@ export interface AppConfig {
   natsUrl: string;
   redisUrl: string;
   clickhouse: { url: string; user: string; password: string };
+  /** Names of this deployment's streams (`<prefix>_INGEST`) and KV buckets (`<prefix>_accounts`). */
+  natsPrefix: string;
   /** JetStream: replicas of the streams and buckets (1 on one server, 3 in a cluster). */
   natsReplicas: number;
   /** JetStream: largest size of the ingest stream before publishes are refused (503). */
@@ -92,6 +94,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
       user: env.CLICKHOUSE_USER || 'default',
       password: env.CLICKHOUSE_PASSWORD || '',
     },
+    natsPrefix: natsPrefix(env.CDP_NATS_PREFIX || 'CDP'),
     natsReplicas: integer(env, 'CDP_NATS_REPLICAS', 1, 1, 5),
     natsStreamMaxBytes: integer(env, 'CDP_NATS_STREAM_MAX_MB', 4096, 1, 1 << 24) * 1024 * 1024,
     buckets: {
@@ -104,6 +107,12 @@ export function loadConfig(env: Env = process.env): AppConfig {
     bodyLimitBytes: 8 * 1024 * 1024,
     busMaxPendingBytes: integer(env, 'CDP_BUS_MAX_PENDING_MB', 512, 1, 1 << 20) * 1024 * 1024,
   };
+}
+
+function natsPrefix(value: string): string {
+  if (!/^[A-Za-z][A-Za-z0-9]{0,31}$/.test(value))
+    throw new ConfigError(`CDP_NATS_PREFIX=${value} must be letters and digits`);
+  return value.toUpperCase();
 }
 
 /** The roles a process plays; the all-in-one process plays all of them. */

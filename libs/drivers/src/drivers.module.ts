@@ -61,7 +61,10 @@ export class DriversModule {
         inject: [NATS_CONNECTION],
         useFactory: (nc?: NatsConnection) =>
           config.metadata === 'nats'
-            ? new NatsKvMetadataStore(nc!, { replicas: config.natsReplicas })
+            ? new NatsKvMetadataStore(nc!, {
+                replicas: config.natsReplicas,
+                prefix: config.natsPrefix.toLowerCase(),
+              })
             : new FileMetadataStore(join(config.dataDir, 'metadata')),
       },
       { provide: Buckets, useFactory: () => new LocalDirBuckets(config.buckets) },
@@ -70,7 +73,11 @@ export class DriversModule {
         inject: [NATS_CONNECTION],
         useFactory: (nc?: NatsConnection) =>
           config.bus === 'nats'
-            ? NatsEventBus.open(nc!, { replicas: config.natsReplicas, maxBytes: config.natsStreamMaxBytes })
+            ? NatsEventBus.open(nc!, {
+                replicas: config.natsReplicas,
+                maxBytes: config.natsStreamMaxBytes,
+                streamPrefix: config.natsPrefix,
+              })
             : LocalLogEventBus.open(join(config.dataDir, 'bus'), {
                 maxPendingBytes: config.busMaxPendingBytes,
               }),

@@ -36,6 +36,7 @@ export interface NatsBusOptions {
 }
 
 const nanos = (ms: number) => ms * 1_000_000;
+const ACK_WAIT_MS = 10_000;
 
 /**
  * The scaled-out bus on NATS JetStream. One stream takes every ingest message (work-queue retention,
@@ -110,8 +111,9 @@ export class NatsEventBus extends EventBus {
     const consumer = {
       durable_name: 'processor',
       ack_policy: AckPolicy.Explicit,
-      // A batch is stored well within this; past it the message is offered to another processor.
-      ack_wait: nanos(60_000),
+      // Past this without an ack, a message goes to another processor (or the restarted one): short,
+      // so a crashed processor's batch is retried soon; a slow batch keeps its claim with `working()`.
+      ack_wait: nanos(ACK_WAIT_MS),
       max_ack_pending: 10_000,
     };
     try {
@@ -184,10 +186,16 @@ export class NatsEventBus extends EventBus {
       batch = [];
       for (const chunk of byRecords(deliveries, this.options.maxBatchRecords ?? 10_000)) {
         let settlements: Settlement[];
+        const claim = setInterval(
+          () => chunk.forEach((d) => byHandle.get(d.handle)?.working()),
+          ACK_WAIT_MS / 3,
+        );
         try {
           settlements = await consumer(chunk);
         } catch (err) {
           settlements = chunk.map((delivery) => ({ delivery, outcome: 'retry', reason: describe(err) }));
+        } finally {
+          clearInterval(claim);
         }
         await this.settle(settlements, byHandle);
       }

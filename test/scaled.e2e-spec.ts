@@ -1,0 +1,188 @@
+import { jest } from '@jest/globals';
+import { connect } from 'node:net';
+import type { TestAccount } from './support/embedded.js';
+import { eventually } from './support/eventually.js';
+import { ScaledPlatform } from './support/scaled.js';
+
+/**
+ * The scaled-out wiring end to end: the API and the processor as separate processes on NATS
+ * JetStream and Redis, the store on chDB. Then the faults, each judged by the same criterion: zero
+ * acknowledged events lost, zero duplicated in the store.
+ */
+jest.setTimeout(120_000);
+
+describe('scaled-out wiring (API and processor processes, NATS, Redis, chDB)', () => {
+  let p: ScaledPlatform;
+  let acc: TestAccount;
+  const acknowledged = new Set<string>();
+  let batchNo = 0;
+
+  beforeAll(async () => {
+    p = await ScaledPlatform.start();
+    acc = await p.createAccount();
+  }, 60_000);
+  afterAll(() => p?.close(), 30_000);
+
+  const post = (path: string, body: unknown, key = acc.publicKey) =>
+    fetch(p.url(path), {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  const profile = async (query: string) => {
+    const res = await fetch(p.url(`/v3/profiles?${query}`), { headers: { 'x-api-key': acc.privateKey } });
+    return { status: res.status, body: (await res.json()) as { attributes?: Record<string, unknown> } };
+  };
+
+  /** `clients` senders post `requests` batches of `size` pageviews; the pages of every 202 are recorded. */
+  async function load(
+    requests: number,
+    size = 50,
+    clients = 3,
+    during?: () => Promise<void>,
+  ): Promise<{ refused: number }> {
+    let next = 0;
+    let refused = 0;
+    const client = async () => {
+      while (next < requests) {
+        next++;
+        const b = batchNo++;
+        const pages = Array.from({ length: size }, (_, i) => `/s${b}/e${i}`);
+        try {
+          const res = await post(
+            '/v3/events',
+            pages.map((page, i) => ({
+              type: 'pageview',
+              identifiers: { vuid: `sv${i % 10}` },
+              data: { page },
+            })),
+          );
+          if (res.status === 202) pages.forEach((x) => acknowledged.add(x));
+          else refused++;
+        } catch {
+          refused++;
+        }
+      }
+    };
+    await Promise.all([...Array.from({ length: clients }, client), during?.()]);
+    return { refused };
+  }
+
+  async function everyAcknowledgedEventOnce(): Promise<void> {
+    await eventually(async () => (await p.pending()) === 0, 60_000);
+    const stored = await p.withStore((store) =>
+      store.query<{ page: string; n: number }>(
+        acc.id,
+        "SELECT page, count() AS n FROM {db}.events WHERE startsWith(page, '/s') GROUP BY page",
+      ),
+    );
+    const counts = new Map(stored.map((r) => [r.page, Number(r.n)]));
+    const missing = [...acknowledged].filter((x) => !counts.has(x)).length;
+    const doubled = [...counts.values()].filter((n) => n > 1).length;
+    expect({ acknowledged: acknowledged.size > 0, missing, doubled }).toEqual({
+      acknowledged: true,
+      missing: 0,
+      doubled: 0,
+    });
+  }
+
+  it('accepts, resolves and serves profiles across the processes; the public key cannot read', async () => {
+    expect(
+      (
+        await post('/v3/profiles', {
+          attributes: { email: 'Scaled@X.com', vuid: 'sc-1', first_name: 'Sca', last_name: 'Led' },
+        })
+      ).status,
+    ).toBe(202);
+    expect(
+      (
+        await post('/v3/events', {
+          type: 'account',
+          action: 'login',
+          identifiers: { vuid: 'sc-1', customer_id: 'sc-cust' },
+        })
+      ).status,
+    ).toBe(202);
+    const found = await eventually(async () => {
+      const r = await profile('customer_id=sc-cust');
+      return r.status === 200 && r.body;
+    });
+    expect(found).toEqual({
+      attributes: {
+        email: 'Scaled@X.com',
+        customer_id: 'sc-cust',
+        first_name: 'Sca',
+        last_name: 'Led',
+        name: 'Sca Led',
+      },
+    });
+    const bad = await post('/v3/events', [{ type: 'x', identifiers: {} }]);
+    expect(bad.status).toBe(400);
+    const forbidden = await fetch(p.url('/v3/profiles?email=scaled@x.com'), {
+      headers: { 'x-api-key': acc.publicKey },
+    });
+    expect(forbidden.status).toBe(403);
+  });
+
+  it('loses and doubles nothing when the processor is killed (SIGKILL) in the middle of a stream of batches', async () => {
+    await load(60, 50, 3, async () => {
+      await eventually(() => batchNo >= 15);
+      await p.stopProcessor('SIGKILL');
+      await eventually(() => batchNo >= 35);
+      await p.startProcessor();
+    });
+    await everyAcknowledgedEventOnce();
+  });
+
+  it('loses and doubles nothing when nats-server restarts under load (refusing with 503 meanwhile)', async () => {
+    let outage: { status: number; retryAfter: string | null } | undefined;
+    await load(60, 50, 3, async () => {
+      await eventually(() => batchNo >= 15);
+      await p.nats.down();
+      // While JetStream is away, nothing is acknowledged: the API answers 503 with Retry-After.
+      const res = await post('/v3/events', { type: 'during-outage', identifiers: { vuid: 'outage' } });
+      outage = { status: res.status, retryAfter: res.headers.get('retry-after') };
+      await p.nats.up();
+    });
+    expect(outage).toEqual({ status: 503, retryAfter: expect.stringMatching(/^\d+$/) });
+    await everyAcknowledgedEventOnce();
+  });
+
+  it('rebuilds a flushed Redis from the store: same customers, same profiles, nothing doubled', async () => {
+    const before = await profile('customer_id=sc-cust');
+    expect(before.status).toBe(200);
+    await load(30, 50, 3, async () => {
+      await eventually(() => batchNo >= 10);
+      await flushRedis(p.redis.port);
+    });
+    await post('/v3/events', { type: 'marker', identifiers: { vuid: 'sc-1' } });
+    // The processor finds the account cold at its next batch and rebuilds it before going on.
+    const after = await eventually(async () => {
+      const r = await profile('customer_id=sc-cust');
+      return r.status === 200 && r.body;
+    }, 30_000);
+    expect(after).toEqual(before.body);
+    expect((await profile('vuid=sc-1')).body).toEqual(before.body);
+    await everyAcknowledgedEventOnce();
+    const split = await p.withStore((store) =>
+      store.query<{ vuid: string; n: number }>(
+        acc.id,
+        "SELECT identifiers['vuid'] AS vuid, uniqExact(svc_id) AS n FROM {db}.events GROUP BY vuid HAVING n > 1",
+      ),
+    );
+    expect(split).toEqual([]);
+  });
+});
+
+/** FLUSHALL over a raw socket: the test needs no Redis client of its own for one command. */
+function flushRedis(port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write('*1\r\n$8\r\nFLUSHALL\r\n'));
+    socket.once('data', (d) => {
+      socket.destroy();
+      if (d.toString().startsWith('+OK')) resolve();
+      else reject(new Error(d.toString()));
+    });
+    socket.once('error', reject);
+  });
+}

@@ -1,0 +1,97 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ChdbTransport, ClickHouseStore } from '@cdp/store';
+import { ChildApp } from './child-process.js';
+import { ADMIN_TOKEN, type TestAccount } from './embedded.js';
+import { EngineProcess } from './engines.js';
+
+/**
+ * The scaled-out wiring: the API and the processor as separate child processes (built apps) on a
+ * NATS server and a Redis of the test's own, the store on chDB owned by the processor.
+ */
+export class ScaledPlatform {
+  api!: ChildApp;
+  processor: ChildApp | undefined;
+
+  private constructor(
+    readonly nats: EngineProcess,
+    readonly redis: EngineProcess,
+    readonly dataDir: string,
+  ) {}
+
+  static async start(): Promise<ScaledPlatform> {
+    const p = new ScaledPlatform(
+      await EngineProcess.start('nats'),
+      await EngineProcess.start('redis'),
+      mkdtempSync(join(tmpdir(), 'cdp-scaled-')),
+    );
+    await p.startProcessor();
+    p.api = await ChildApp.start('apps/api/src/main.js', p.env());
+    return p;
+  }
+
+  env(): Record<string, string> {
+    return {
+      CDP_BUS: 'nats',
+      CDP_IDENTITY: 'redis',
+      CDP_STORE: 'chdb',
+      NATS_URL: this.nats.url,
+      REDIS_URL: this.redis.url,
+      CDP_DATA_DIR: this.dataDir,
+      CDP_ADMIN_TOKEN: ADMIN_TOKEN,
+    };
+  }
+
+  async startProcessor(): Promise<void> {
+    this.processor = await ChildApp.start('apps/processor/src/main.js', this.env());
+  }
+
+  async stopProcessor(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    await this.processor?.kill(signal);
+    this.processor = undefined;
+  }
+
+  url(path: string): string {
+    return `${this.api.baseUrl}${path}`;
+  }
+
+  async createAccount(): Promise<TestAccount> {
+    const res = await fetch(this.url('/admin/v1/accounts'), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'scaled' }),
+    });
+    const body = (await res.json()) as { account: { id: string }; public_key: string; private_key: string };
+    if (res.status !== 201) throw new Error(`account creation failed: ${res.status}`);
+    return { id: body.account.id, publicKey: body.public_key, privateKey: body.private_key };
+  }
+
+  /** Messages waiting in the ingest stream, as the API's health reports them. */
+  async pending(): Promise<number> {
+    const body = (await (await fetch(this.url('/health'))).json()) as {
+      drivers: { bus: { detail?: string } };
+    };
+    return Number(/^(\d+)/.exec(body.drivers.bus.detail ?? '')?.[1] ?? NaN);
+  }
+
+  /** Reads the store with the processor stopped (chDB: one process at a time owns the directory). */
+  async withStore<T>(read: (store: ClickHouseStore) => Promise<T>): Promise<T> {
+    const wasRunning = this.processor !== undefined;
+    await this.stopProcessor();
+    const store = new ClickHouseStore(new ChdbTransport(join(this.dataDir, 'store', 'chdb')));
+    try {
+      return await read(store);
+    } finally {
+      await store.close();
+      if (wasRunning) await this.startProcessor();
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.api?.kill('SIGTERM');
+    await this.stopProcessor();
+    await this.nats.down();
+    await this.redis.down();
+  }
+}
