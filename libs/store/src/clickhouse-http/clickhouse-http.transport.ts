@@ -10,6 +10,8 @@ import { StoreError, type ClickHouseTransport } from '../clickhouse-transport.js
 export class ClickHouseHttpTransport implements ClickHouseTransport {
   readonly name = 'clickhouse';
   private readonly client: ClickHouseClient;
+  /** Settings every insert carries; decided once from the server's version. */
+  private insertSettings: Promise<Record<string, number>> | undefined;
 
   constructor(options: { url: string; user: string; password: string }) {
     this.client = createClient({
@@ -30,14 +32,27 @@ export class ClickHouseHttpTransport implements ClickHouseTransport {
     jsonEachRow: string,
     settings: Record<string, string | number> = {},
   ): Promise<void> {
-    await wrap(() =>
-      this.client.insert({
-        table,
-        values: Readable.from([jsonEachRow]),
-        format: 'JSONEachRow',
-        clickhouse_settings: { async_insert: 0, ...settings },
+    const base = await (this.insertSettings ??= this.decideInsertSettings());
+    // exec sends the text as it is; insert() would serialise each chunk as a JSON row once more.
+    const result = await wrap(() =>
+      this.client.exec({
+        query: `INSERT INTO ${table} FORMAT JSONEachRow`,
+        values: Readable.from([Buffer.from(jsonEachRow)]),
+        clickhouse_settings: { ...base, ...settings },
       }),
     );
+    result.stream.resume();
+    await new Promise((resolve, reject) => result.stream.once('end', resolve).once('error', reject));
+  }
+
+  /**
+   * Servers since 21.11 may batch inserts asynchronously (on by default in recent ones): turned off,
+   * so an insert has landed when it returns. Older servers do not know the setting and refuse it.
+   */
+  private async decideInsertSettings(): Promise<Record<string, number>> {
+    const [row] = await this.query<{ v: string }>('SELECT version() AS v');
+    const [major = 0, minor = 0] = (row?.v ?? '0').split('.').map(Number);
+    return major > 21 || (major === 21 && minor >= 11) ? { async_insert: 0 } : {};
   }
 
   async query<T>(sql: string, params: Record<string, unknown> = {}): Promise<T[]> {
@@ -80,10 +95,8 @@ async function wrap<T>(call: () => Promise<T>): Promise<T> {
 }
 
 function toStoreError(err: unknown): StoreError {
-  const code = Number((err as { code?: string | number }).code);
-  return new StoreError(
-    err instanceof Error ? err.message : String(err),
-    Number.isFinite(code) ? code : undefined,
-    { cause: err },
-  );
+  const message = err instanceof Error ? err.message : String(err);
+  // Old servers word their errors `Code: 60, e.displayText() = ...`, which the client does not parse.
+  const code = Number((err as { code?: string | number }).code ?? /Code: (\d+)/.exec(message)?.[1]);
+  return new StoreError(message, Number.isFinite(code) ? code : undefined, { cause: err });
 }
