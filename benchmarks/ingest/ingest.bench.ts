@@ -6,7 +6,9 @@ import { AccountsService } from '@cdp/accounts';
 import { loadConfig } from '@cdp/config';
 import { eventId, normalizeEvent, toStoreTime, type EventInput } from '@cdp/domain';
 import { createLogger } from '@cdp/logger';
-import { AnalyticStore, type EventRow } from '@cdp/store';
+import { randomBytes } from 'node:crypto';
+import { AnalyticStore, ChdbTransport, ClickHouseStore, type EventRow } from '@cdp/store';
+import { ingestBacklog, publishBaseline, startScaled } from './scaled.js';
 import { createCdpApp } from '../../apps/cdp/src/cdp.app.js';
 import { eventBatch, rng } from '../lib/generator.js';
 import { args, percentile, printTable, writeResults, type Row } from '../lib/stats.js';
@@ -25,9 +27,11 @@ const opt = args({
   population: 50_000,
   wiring: 'embedded',
 });
-if (opt.wiring !== 'embedded') throw new Error(`--wiring ${opt.wiring} is not available in this build`);
+if (opt.wiring !== 'embedded' && opt.wiring !== 'scaled') throw new Error('--wiring is embedded or scaled');
+const scaled = opt.wiring === 'scaled';
 const batches = Math.ceil(Number(opt.events) / Number(opt.batch));
 const now = () => performance.timeOrigin + performance.now();
+const natsUrl = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 
 // The same bodies the clients will send (same seed).
 const random = rng(Number(opt.seed));
@@ -36,101 +40,179 @@ const bodies = Array.from({ length: batches }, () =>
 );
 const totalEvents = batches * Number(opt.batch);
 
-// Baseline 1: JSON.parse of the same bytes.
+// Baseline: JSON.parse of the same bytes.
 let t = now();
 for (const body of bodies) JSON.parse(body);
 const parseSeconds = (now() - t) / 1000;
 
-const dataDir = mkdtempSync(join(tmpdir(), 'cdp-bench-'));
-const config = loadConfig({ CDP_DATA_DIR: dataDir, LOG_LEVEL: 'warn', PORT: '0' });
-const app = await createCdpApp(config, createLogger('warn'));
-await app.listen({ port: 0, host: '127.0.0.1' });
-const { port } = app.getHttpServer().address() as { port: number };
-const store = app.get(AnalyticStore);
-const accounts = app.get(AccountsService);
+/** Baseline: the same rows inserted straight into a store, one insert per request. */
+async function insertBaseline(store: AnalyticStore, account: string): Promise<number> {
+  await store.ensureAccount(account);
+  const received = Date.now();
+  const rowBatches: EventRow[][] = bodies.map((body, b) =>
+    (JSON.parse(body) as EventInput[]).map((input, i) => {
+      const e = normalizeEvent(input, received);
+      if ('invalidTs' in e) throw new Error('generator made an invalid event');
+      const identifiers = Object.fromEntries(Object.entries(e.identifiers).map(([k, v]) => [k, String(v)]));
+      return {
+        event_id: eventId(`baseline-${b}`, i),
+        msg_id: `baseline-${b}`,
+        svc_id: `c-${identifiers.vuid}`,
+        ts: toStoreTime(e.ts),
+        received_at: toStoreTime(received),
+        type: e.type,
+        action: e.action,
+        channel: e.channel,
+        identifiers,
+        data: e.data,
+        order: null,
+      };
+    }),
+  );
+  const started = now();
+  for (const rows of rowBatches)
+    await store.write(account, { identityLinks: [], customers: [], events: rows }, false);
+  return (now() - started) / 1000;
+}
 
-// Baseline 2: the same rows inserted straight into the store, one insert per batch.
-const { account: baselineAccount } = await accounts.create({ name: 'baseline' });
-await store.ensureAccount(baselineAccount.id);
-const received = Date.now();
-const rowBatches: EventRow[][] = bodies.map((body, b) =>
-  (JSON.parse(body) as EventInput[]).map((input, i) => {
-    const e = normalizeEvent(input, received);
-    if ('invalidTs' in e) throw new Error('generator made an invalid event');
-    const identifiers = Object.fromEntries(Object.entries(e.identifiers).map(([k, v]) => [k, String(v)]));
-    return {
-      event_id: eventId(`baseline-${b}`, i),
-      msg_id: `baseline-${b}`,
-      svc_id: `c-${identifiers.vuid}`,
-      ts: toStoreTime(e.ts),
-      received_at: toStoreTime(received),
-      type: e.type,
-      action: e.action,
-      channel: e.channel,
-      identifiers,
-      data: e.data,
-      order: null,
-    };
-  }),
-);
-t = now();
-for (const rows of rowBatches)
-  await store.write(baselineAccount.id, { identityLinks: [], customers: [], events: rows }, false);
-const insertSeconds = (now() - t) / 1000;
+/** Sends every body from the worker's clients; calls `onAck` with each 202 as it arrives. */
+async function sendAll(
+  baseUrl: string,
+  key: string,
+  onAck: (id: string, ackAt: number, sentAt: number, status: number) => void,
+): Promise<void> {
+  const worker = new Worker(new URL('./load.worker.js', import.meta.url), {
+    workerData: {
+      baseUrl,
+      key,
+      batches,
+      batchSize: Number(opt.batch),
+      clients: Number(opt.clients),
+      seed: Number(opt.seed),
+      population: Number(opt.population),
+    },
+  });
+  await new Promise<void>((resolve) => worker.once('message', () => resolve()));
+  const done = new Promise<void>((resolve) =>
+    worker.on(
+      'message',
+      (m: { kind: string; status?: number; id?: string; sentAt?: number; ackAt?: number }) => {
+        if (m.kind === 'done') resolve();
+        if (m.kind === 'ack') onAck(m.id!, m.ackAt!, m.sentAt!, m.status!);
+      },
+    ),
+  );
+  worker.postMessage('go');
+  await done;
+  await worker.terminate();
+}
 
-// End to end.
-const { account } = await accounts.create({ name: 'bench' });
-await store.ensureAccount(account.id);
-const worker = new Worker(new URL('./load.worker.js', import.meta.url), {
-  workerData: {
-    baseUrl: `http://127.0.0.1:${port}`,
-    key: account.trackerId,
-    batches,
-    batchSize: Number(opt.batch),
-    clients: Number(opt.clients),
-    seed: Number(opt.seed),
-    population: Number(opt.population),
-  },
-});
-const pending = new Map<string, number>();
 const latencies: number[] = [];
 const ackLatencies: number[] = [];
 let failures = 0;
-let done = false;
-await new Promise<void>((resolve) => worker.once('message', () => resolve()));
-const started = now();
-worker.postMessage('go');
-worker.on('message', (m: { kind: string; status?: number; id?: string; sentAt?: number; ackAt?: number }) => {
-  if (m.kind === 'done') done = true;
-  if (m.kind !== 'ack') return;
-  if (m.status !== 202) failures++;
-  else pending.set(m.id!, m.ackAt!);
-  ackLatencies.push(m.ackAt! - m.sentAt!);
-});
-let lastVisible = started;
-while (!done || pending.size > 0) {
-  await new Promise((r) => setTimeout(r, 10));
-  if (pending.size === 0) continue;
-  const ids = [...pending.keys()];
-  const seen = await store.query<{ msg_id: string }>(
-    account.id,
-    'SELECT msg_id FROM {db}.events WHERE msg_id IN {ids:Array(String)} GROUP BY msg_id',
-    { ids },
-  );
-  const at = now();
-  for (const { msg_id } of seen) {
-    latencies.push(at - pending.get(msg_id)!);
-    pending.delete(msg_id);
-    lastVisible = at;
-  }
-}
-const e2eSeconds = (lastVisible - started) / 1000;
-const stored = Number(
-  (await store.query<{ n: number }>(account.id, 'SELECT count() AS n FROM {db}.events'))[0]!.n,
-);
-await worker.terminate();
-await app.close();
+let started = 0;
+let lastVisible = 0;
+let stored = 0;
+let insertSeconds = 0;
+let publishSeconds: number | undefined;
 
+if (!scaled) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'cdp-bench-'));
+  const config = loadConfig({ CDP_DATA_DIR: dataDir, LOG_LEVEL: 'warn', PORT: '0' });
+  const app = await createCdpApp(config, createLogger('warn'));
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.getHttpServer().address() as { port: number };
+  const store = app.get(AnalyticStore);
+  const accounts = app.get(AccountsService);
+  insertSeconds = await insertBaseline(store, (await accounts.create({ name: 'baseline' })).account.id);
+  const { account } = await accounts.create({ name: 'bench' });
+  await store.ensureAccount(account.id);
+  const pending = new Map<string, number>();
+  let done = false;
+  started = now();
+  lastVisible = started;
+  const sending = sendAll(`http://127.0.0.1:${port}`, account.trackerId, (id, ackAt, sentAt, status) => {
+    ackLatencies.push(ackAt - sentAt);
+    if (status !== 202) failures++;
+    else pending.set(id, ackAt);
+  }).then(() => (done = true));
+  while (!done || pending.size > 0) {
+    await new Promise((r) => setTimeout(r, 10));
+    if (pending.size === 0) continue;
+    const seen = await store.query<{ msg_id: string }>(
+      account.id,
+      'SELECT msg_id FROM {db}.events WHERE msg_id IN {ids:Array(String)} GROUP BY msg_id',
+      {
+        ids: [...pending.keys()],
+      },
+    );
+    const at = now();
+    for (const { msg_id } of seen) {
+      latencies.push(at - pending.get(msg_id)!);
+      pending.delete(msg_id);
+      lastVisible = at;
+    }
+  }
+  await sending;
+  stored = Number(
+    (await store.query<{ n: number }>(account.id, 'SELECT count() AS n FROM {db}.events'))[0]!.n,
+  );
+  await app.close();
+} else {
+  // Baselines first, while the processes are not running: a direct chDB insert, a JetStream publish.
+  const baselineStore = new ClickHouseStore(
+    new ChdbTransport(mkdtempSync(join(tmpdir(), 'cdp-bench-baseline-'))),
+  );
+  insertSeconds = await insertBaseline(baselineStore, 'baseline');
+  await baselineStore.close();
+  publishSeconds = await publishBaseline(natsUrl, bodies, Number(opt.clients));
+
+  const prefix = `BENCH${randomBytes(3).toString('hex').toUpperCase()}`;
+  const key = `bench${randomBytes(3).toString('hex')}`;
+  const env = {
+    CDP_NATS_PREFIX: prefix,
+    CDP_BOOTSTRAP_PUBLIC_KEY: key,
+    CDP_BOOTSTRAP_PRIVATE_KEY: `${key}.secret`,
+    NATS_URL: natsUrl,
+  };
+  const platform = await startScaled(env);
+  const backlog = await ingestBacklog(natsUrl, prefix);
+  // A 202 is visible once the processor has stored it and acknowledged its message (work-queue
+  // stream: acknowledged = gone). Messages are processed in order, so the n-th 202 is visible when n
+  // messages have left the stream.
+  const acks: number[] = [];
+  let done = false;
+  started = now();
+  lastVisible = started;
+  const sending = sendAll(platform.apiUrl, key, (_id, ackAt, sentAt, status) => {
+    ackLatencies.push(ackAt - sentAt);
+    if (status !== 202) failures++;
+    else acks.push(ackAt);
+  }).then(() => (done = true));
+  let visible = 0;
+  while (!done || visible < acks.length) {
+    await new Promise((r) => setTimeout(r, 10));
+    const { pending, published } = await backlog.read();
+    const at = now();
+    const processed = Math.min(published - pending, acks.length);
+    for (; visible < processed; visible++) latencies.push(at - acks[visible]!);
+    if (processed > 0) lastVisible = at;
+  }
+  await sending;
+  await backlog.close();
+  await platform.stop();
+  const check = new ClickHouseStore(new ChdbTransport(join(platform.dataDir, 'store', 'chdb')));
+  const [db] = await check.query<{ name: string }>(
+    'x',
+    "SELECT name FROM system.databases WHERE name LIKE 'cdp_%'",
+  );
+  stored = Number(
+    (await check.query<{ n: number }>(db!.name.slice(4), 'SELECT count() AS n FROM {db}.events'))[0]!.n,
+  );
+  await check.close();
+}
+
+const e2eSeconds = (lastVisible - started) / 1000;
 latencies.sort((a, b) => a - b);
 ackLatencies.sort((a, b) => a - b);
 const insertRate = totalEvents / insertSeconds;
@@ -149,6 +231,17 @@ const rows: Row[] = [
     'events/s': insertRate,
     'vs direct insert': 1,
   },
+  ...(publishSeconds === undefined
+    ? []
+    : [
+        {
+          scenario: 'JetStream publish of the same bytes',
+          events: totalEvents,
+          seconds: publishSeconds,
+          'events/s': totalEvents / publishSeconds,
+          'vs direct insert': totalEvents / publishSeconds / insertRate,
+        },
+      ]),
   {
     scenario: `end to end, ${opt.clients} clients (202 -> visible)`,
     events: stored,
@@ -161,12 +254,14 @@ printTable(`ingest benchmark, wiring ${opt.wiring}: ${batches} batches of ${opt.
 printTable('latency (ms)', [
   { measure: 'request -> 202', p50: percentile(ackLatencies, 50), p99: percentile(ackLatencies, 99) },
   {
-    measure: '202 -> visible in the store (polled every 10 ms)',
+    measure: scaled
+      ? '202 -> stored and acknowledged (polled every 10 ms)'
+      : '202 -> visible in the store (polled every 10 ms)',
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),
   },
 ]);
-const file = writeResults('ingest', {
+const file = writeResults(`ingest-${opt.wiring}`, {
   options: opt,
   rows,
   latency: {

@@ -1,0 +1,98 @@
+import { randomBytes } from 'node:crypto';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect } from '@nats-io/transport-node';
+import { jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+
+const ROOT = join(import.meta.dirname, '..', '..', '..');
+
+/** The API and the processor as child processes on the machine's NATS and Redis, as `start:scaled` runs them. */
+export async function startScaled(
+  env: Record<string, string>,
+): Promise<{ apiUrl: string; dataDir: string; stop: () => Promise<void> }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'cdp-bench-scaled-'));
+  const common = {
+    ...process.env,
+    CDP_BUS: 'nats',
+    CDP_IDENTITY: 'redis',
+    CDP_STORE: 'chdb',
+    CDP_DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+    HOST: '127.0.0.1',
+    ...env,
+  };
+  const children: ChildProcess[] = [];
+  const start = async (entry: string, port: number) => {
+    const child = spawn(process.execPath, [join(ROOT, 'dist', entry)], {
+      env: { ...common, PORT: String(port) },
+      stdio: 'inherit',
+    });
+    children.push(child);
+    for (let i = 0; i < 300; i++) {
+      try {
+        if ((await fetch(`http://127.0.0.1:${port}/health`)).status === 200) return;
+      } catch {
+        // starting
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`${entry} did not become ready`);
+  };
+  const port = 39000 + Math.floor(Math.random() * 1000);
+  await start('apps/processor/src/main.js', port + 1);
+  await start('apps/api/src/main.js', port);
+  return {
+    apiUrl: `http://127.0.0.1:${port}`,
+    dataDir,
+    stop: async () => {
+      await Promise.all(children.map((c) => new Promise((r) => (c.once('exit', r), c.kill('SIGTERM')))));
+    },
+  };
+}
+
+/** Messages of the ingest stream not yet acknowledged by a processor (acknowledged = stored). */
+export async function ingestBacklog(
+  natsUrl: string,
+  prefix: string,
+): Promise<{ read: () => Promise<{ pending: number; published: number }>; close: () => Promise<void> }> {
+  const nc = await connect({ servers: natsUrl });
+  const jsm = await jetstreamManager(nc);
+  return {
+    read: async () => {
+      const info = await jsm.streams.info(`${prefix}_INGEST`);
+      return { pending: info.state.messages, published: info.state.last_seq };
+    },
+    close: () => nc.close(),
+  };
+}
+
+/** Baseline: a JetStream publish (file storage, acknowledged) of the same request bytes, `clients` at a time. */
+export async function publishBaseline(natsUrl: string, bodies: string[], clients: number): Promise<number> {
+  const nc = await connect({ servers: natsUrl });
+  const jsm = await jetstreamManager(nc);
+  const name = `BENCH${randomBytes(3).toString('hex').toUpperCase()}`;
+  await jsm.streams.add({
+    name,
+    subjects: [`${name.toLowerCase()}.>`],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+  });
+  const js = jetstream(nc);
+  const data = bodies.map((b) => Buffer.from(b));
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (next < data.length) {
+        const i = next++;
+        await js.publish(`${name.toLowerCase()}.events`, data[i]!, { msgID: `b${i}` });
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  await jsm.streams.delete(name);
+  await nc.close();
+  return seconds;
+}
