@@ -25,7 +25,7 @@ export async function startScaled(
   };
   const children: ChildProcess[] = [];
   const start = async (entry: string, port: number) => {
-    const child = spawn(process.execPath, [join(ROOT, 'dist', entry)], {
+    const child = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS?.split(' ') ?? []), join(ROOT, 'dist', entry)], {
       env: { ...common, PORT: String(port) },
       stdio: 'inherit',
     });
@@ -87,7 +87,7 @@ export async function publishBaseline(natsUrl: string, bodies: string[], clients
     Array.from({ length: clients }, async () => {
       while (next < data.length) {
         const i = next++;
-        await js.publish(`${name.toLowerCase()}.events`, data[i]!, { msgID: `b${i}` });
+        await js.publish(`${name.toLowerCase()}.events`, data[i], { msgID: `b${i}` });
       }
     }),
   );

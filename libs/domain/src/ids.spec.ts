@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { derivedId, eventId, newCustomerId } from './ids.js';
 
 describe('derivedId', () => {
@@ -34,7 +35,9 @@ describe('eventId', () => {
 describe('newCustomerId', () => {
   it('derives a c_ id from the message and index', () => {
     const id = newCustomerId('req-1', 0);
-    expect(id).toMatch(/^c_[A-Za-z0-9_-]{22}$/);
+    expect(id).toMatch(/^c_[0-9a-f]{24}$/);
+    // The Redis Function derives the same id: 'c_' .. first 24 hex digits of sha1(seed).
+    expect(id).toBe(`c_${createHash('sha1').update('req-1:0').digest('hex').slice(0, 24)}`);
     expect(newCustomerId('req-1', 0)).toBe(id);
     expect(newCustomerId('req-1', 1)).not.toBe(id);
     expect(newCustomerId('req-2', 0)).not.toBe(id);

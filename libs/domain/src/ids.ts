@@ -13,6 +13,16 @@ export function eventId(messageId: string, index: number): string {
   return `${messageId}-${index}`;
 }
 
+/** The seed of the id a record's new customer gets: a Redis Function derives the same id from it. */
+export function customerIdSeed(messageId: string, index: number): string {
+  return `${messageId}:${index}`;
+}
+
+/** `c_` and the first 24 hex digits of the seed's SHA-1 (what Redis's `redis.sha1hex` computes too). */
+export function customerIdFromSeed(seed: string): string {
+  return `c_${createHash('sha1').update(seed).digest('hex').slice(0, 24)}`;
+}
+
 export function newCustomerId(messageId: string, index: number): string {
-  return derivedId('c_', messageId, index);
+  return customerIdFromSeed(customerIdSeed(messageId, index));
 }

@@ -25,11 +25,8 @@ export class IdentityNotWarmError extends Error {
  * order, so a later record sees the customers and links an earlier one created.
  */
 export abstract class IdentityIndex {
-  abstract resolve(
-    account: string,
-    records: Identifier[][],
-    newCustomerId: (index: number) => string,
-  ): Promise<Resolution[]>;
+  /** `seeds[i]` derives the id of a customer record i creates (customerIdFromSeed), so replays agree. */
+  abstract resolve(account: string, records: Identifier[][], seeds: string[]): Promise<Resolution[]>;
   abstract lookup(account: string, id: Identifier): Promise<string | undefined>;
   /**
    * Starts a rebuild of an account: from now until `load` finishes, `resolve` refuses it with

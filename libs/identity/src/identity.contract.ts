@@ -1,3 +1,4 @@
+import { customerIdFromSeed as id } from '@cdp/domain';
 import type { IdentityIndex } from './identity-index.port.js';
 import type { ProfileState } from './profile-state.port.js';
 
@@ -24,11 +25,11 @@ export function identityIndexContract(
   describe(`IdentityIndex contract: ${name}`, () => {
     it('creates a customer for unknown identifiers and resolves known ones to it', async () => {
       const index = await open();
-      const [first] = await index.resolve(`acc${run}`, [[email('a@x.com'), vuid('v1')]], () => 'c1');
-      expect(first).toEqual({ customerId: 'c1', created: true, linked: [email('a@x.com'), vuid('v1')] });
-      const [again] = await index.resolve(`acc${run}`, [[vuid('v1')]], () => 'never');
-      expect(again).toEqual({ customerId: 'c1', created: false, linked: [] });
-      expect(await index.lookup(`acc${run}`, email('a@x.com'))).toBe('c1');
+      const [first] = await index.resolve(`acc${run}`, [[email('a@x.com'), vuid('v1')]], ['c1']);
+      expect(first).toEqual({ customerId: id('c1'), created: true, linked: [email('a@x.com'), vuid('v1')] });
+      const [again] = await index.resolve(`acc${run}`, [[vuid('v1')]], ['never']);
+      expect(again).toEqual({ customerId: id('c1'), created: false, linked: [] });
+      expect(await index.lookup(`acc${run}`, email('a@x.com'))).toBe(id('c1'));
       await index.close();
     });
 
@@ -37,9 +38,9 @@ export function identityIndexContract(
       const out = await index.resolve(
         `acc${run}`,
         [[vuid('v9')], [vuid('v9'), email('b@x.com')], [email('b@x.com')]],
-        (i) => `new${i}`,
+        ['new0', 'new1', 'new2'],
       );
-      expect(out.map((r) => r.customerId)).toEqual(['new0', 'new0', 'new0']);
+      expect(out.map((r) => r.customerId)).toEqual([id('new0'), id('new0'), id('new0')]);
       expect(out.map((r) => r.created)).toEqual([true, false, false]);
       expect(out[1]!.linked).toEqual([email('b@x.com')]);
       await index.close();
@@ -47,10 +48,10 @@ export function identityIndexContract(
 
     it('keeps accounts apart', async () => {
       const index = await open();
-      await index.resolve(`one${run}`, [[email('same@x.com')]], () => 'c-one');
-      await index.resolve(`two${run}`, [[email('same@x.com')]], () => 'c-two');
-      expect(await index.lookup(`one${run}`, email('same@x.com'))).toBe('c-one');
-      expect(await index.lookup(`two${run}`, email('same@x.com'))).toBe('c-two');
+      await index.resolve(`one${run}`, [[email('same@x.com')]], ['c-one']);
+      await index.resolve(`two${run}`, [[email('same@x.com')]], ['c-two']);
+      expect(await index.lookup(`one${run}`, email('same@x.com'))).toBe(id('c-one'));
+      expect(await index.lookup(`two${run}`, email('same@x.com'))).toBe(id('c-two'));
       await index.close();
     });
 

@@ -5,7 +5,7 @@ import {
   eventId,
   extractIdentifiers,
   isProfileIdentifier,
-  newCustomerId,
+  customerIdSeed,
   toStoreTime,
   type AttributeUpdate,
   type EventRecord,
@@ -51,14 +51,14 @@ export class IngestPipeline {
   private async resolve(
     account: string,
     records: Identifier[][],
-    newId: (i: number) => string,
+    seeds: string[],
   ): Promise<Resolution[]> {
     try {
-      return await this.identity.resolve(account, records, newId);
+      return await this.identity.resolve(account, records, seeds);
     } catch (err) {
       if (!(err instanceof IdentityNotWarmError)) throw err;
       if (!(await this.rebuild.rebuild(account))) throw err; // another processor is rebuilding: retry later
-      return this.identity.resolve(account, records, newId);
+      return this.identity.resolve(account, records, seeds);
     }
   }
 
@@ -69,7 +69,7 @@ export class IngestPipeline {
     const resolutions = await this.resolve(
       account,
       items.map((item) => extractIdentifiers(item.record.identifiers)),
-      (i) => newCustomerId(items[i]!.message.id, items[i]!.index),
+      items.map((item) => customerIdSeed(item.message.id, item.index)),
     );
     const now = toStoreTime(Date.now());
     const batch: StoreBatch = { identityLinks: [], customers: [], events: [] };
@@ -88,7 +88,7 @@ export class IngestPipeline {
           created_at: now,
         });
       }
-      const update = profileUpdate(item);
+      const update = profileUpdate(item, linked);
       if (created || Object.keys(update).length > 0) {
         updates.push({ customerId, update });
         lastMessageOf.set(customerId, msgId);
@@ -114,13 +114,15 @@ export class IngestPipeline {
   }
 }
 
-/** What a record changes on its customer's profile. Events carry identifiers only; those shown on profiles are set. */
-function profileUpdate(item: Item): AttributeUpdate {
+/**
+ * What a record changes on its customer's profile. A profile record: its attributes. An event: the
+ * profile identifiers (email, customer_id) it linked to the customer just now; an event repeating
+ * known identifiers changes nothing, so it costs no profile write.
+ */
+function profileUpdate(item: Item, linked: readonly Identifier[]): AttributeUpdate {
   if (item.message.kind === 'profiles') return (item.record as ProfileRecord).attributes;
   const update: AttributeUpdate = {};
-  for (const [kind, value] of Object.entries(item.record.identifiers)) {
-    if (isProfileIdentifier(kind) && typeof value === 'string') update[kind] = value;
-  }
+  for (const id of linked) if (isProfileIdentifier(id.kind)) update[id.kind] = id.value;
   return update;
 }
 

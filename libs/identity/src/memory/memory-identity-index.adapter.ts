@@ -1,5 +1,5 @@
 import type { DriverHealth } from '@cdp/contracts';
-import { identityKey, type Identifier } from '@cdp/domain';
+import { customerIdFromSeed, identityKey, type Identifier } from '@cdp/domain';
 import { IdentityIndex, type Resolution } from '../identity-index.port.js';
 
 /** The embedded identity index: a map per account, rebuilt from the store's links at start. */
@@ -13,11 +13,7 @@ export class MemoryIdentityIndex extends IdentityIndex {
     return links;
   }
 
-  resolve(
-    account: string,
-    records: Identifier[][],
-    newCustomerId: (index: number) => string,
-  ): Promise<Resolution[]> {
+  resolve(account: string, records: Identifier[][], seeds: string[]): Promise<Resolution[]> {
     const links = this.of(account);
     const out = records.map((ids, index): Resolution => {
       // Identifiers come in resolution order (customer_id, email, then the rest): the first known one wins.
@@ -27,7 +23,7 @@ export class MemoryIdentityIndex extends IdentityIndex {
         if (customerId) break;
       }
       const created = customerId === undefined;
-      customerId ??= newCustomerId(index);
+      customerId ??= customerIdFromSeed(seeds[index]!);
       const linked: Identifier[] = [];
       for (const id of ids) {
         const key = identityKey(id);

@@ -4,13 +4,14 @@
  * processors never interleave inside one.
  */
 export const LIBRARY_NAME = 'cdp';
-export const LIBRARY_VERSION = '1';
+export const LIBRARY_VERSION = '2';
 
 export const LIBRARY = `#!lua name=${LIBRARY_NAME}
 -- version ${LIBRARY_VERSION}
 
 -- KEYS[1] identity hash of the account, KEYS[2] its ready marker.
--- ARGV[1] JSON {r: [[identity key, ...] per record], n: [new customer id per record]}.
+-- ARGV[1] JSON {r: [[identity key, ...] per record], s: [seed of the new customer id per record]}.
+-- A new customer's id is 'c_' and the first 24 hex digits of the SHA-1 of its seed (as in @cdp/domain).
 -- Returns JSON [[customer id, created 0|1, [indexes of identifiers linked now]] per record].
 local function cdp_resolve(keys, args)
   if redis.call('EXISTS', keys[2]) == 0 then
@@ -19,20 +20,26 @@ local function cdp_resolve(keys, args)
   local input = cjson.decode(args[1])
   local out = {}
   for i, ids in ipairs(input.r) do
+    local found = redis.call('HMGET', keys[1], unpack(ids))
     local customer = false
-    for _, k in ipairs(ids) do
-      customer = redis.call('HGET', keys[1], k)
-      if customer then break end
+    for j = 1, #ids do
+      if found[j] then customer = found[j]; break end
     end
     local created = 0
     if not customer then
-      customer = input.n[i]
+      customer = 'c_' .. string.sub(redis.sha1hex(input.s[i]), 1, 24)
       created = 1
     end
     local linked = {}
-    for j, k in ipairs(ids) do
-      if redis.call('HSETNX', keys[1], k, customer) == 1 then linked[#linked + 1] = j - 1 end
+    local fields = {}
+    for j = 1, #ids do
+      if not found[j] then
+        linked[#linked + 1] = j - 1
+        fields[#fields + 1] = ids[j]
+        fields[#fields + 1] = customer
+      end
     end
+    if #fields > 0 then redis.call('HSET', keys[1], unpack(fields)) end
     out[i] = {customer, created, linked}
   end
   return cjson.encode(out)

@@ -21,15 +21,8 @@ export class RedisIdentityIndex extends IdentityIndex {
     super();
   }
 
-  async resolve(
-    account: string,
-    records: Identifier[][],
-    newCustomerId: (index: number) => string,
-  ): Promise<Resolution[]> {
-    const input = {
-      r: records.map((ids) => ids.map(identityKey)),
-      n: records.map((_, i) => newCustomerId(i)),
-    };
+  async resolve(account: string, records: Identifier[][], seeds: string[]): Promise<Resolution[]> {
+    const input = { r: records.map((ids) => ids.map(identityKey)), s: seeds };
     let raw: string;
     try {
       raw = await fcall(

@@ -33,7 +33,7 @@ describe('RedisIdentityIndex specifics', () => {
 
   it('refuses to resolve an account it does not hold, rather than split its customers', async () => {
     const index = new RedisIdentityIndex(redis);
-    await expect(index.resolve(`cold${account}`, [[id('a@x.com')]], () => 'c')).rejects.toBeInstanceOf(
+    await expect(index.resolve(`cold${account}`, [[id('a@x.com')]], ['c'])).rejects.toBeInstanceOf(
       IdentityNotWarmError,
     );
   });
@@ -46,11 +46,11 @@ describe('RedisIdentityIndex specifics', () => {
       id(`p${i % 200}@x.com`),
       { kind: 'vuid', value: `v${i}` },
     ]);
-    const before = await index.resolve(account, records, (i) => `c${i}`);
+    const before = await index.resolve(account, records, records.map((_, i) => `c${i}`));
     const links = before.flatMap((r) => r.linked.map((l) => ({ ...l, svc_id: r.customerId })));
 
     await redis.flushAll();
-    await expect(index.resolve(account, [[id('p1@x.com')]], () => 'new')).rejects.toBeInstanceOf(
+    await expect(index.resolve(account, [[id('p1@x.com')]], ['new'])).rejects.toBeInstanceOf(
       IdentityNotWarmError,
     );
     expect(await index.beginRebuild(account)).toBe(true);
@@ -59,7 +59,7 @@ describe('RedisIdentityIndex specifics', () => {
       for (const l of links) yield await Promise.resolve(l);
     }
     expect(await index.load(account, stored())).toBe(700);
-    const after = await index.resolve(account, records, () => 'never');
+    const after = await index.resolve(account, records, records.map(() => 'never'));
     expect(after.map((r) => r.customerId)).toEqual(before.map((r) => r.customerId));
     expect(after.every((r) => !r.created && r.linked.length === 0)).toBe(true);
   });
