@@ -25,10 +25,14 @@ export async function startScaled(
   };
   const children: ChildProcess[] = [];
   const start = async (entry: string, port: number) => {
-    const child = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS?.split(' ') ?? []), join(ROOT, 'dist', entry)], {
-      env: { ...common, PORT: String(port) },
-      stdio: 'inherit',
-    });
+    const child = spawn(
+      process.execPath,
+      [...(process.env.BENCH_NODE_ARGS?.split(' ') ?? []), join(ROOT, 'dist', entry)],
+      {
+        env: { ...common, PORT: String(port) },
+        stdio: 'inherit',
+      },
+    );
     children.push(child);
     for (let i = 0; i < 300; i++) {
       try {

@@ -5,6 +5,7 @@ import {
   collectIdentifiers,
   compareIdentifierKinds,
   extractIdentifiers,
+  identifierList,
   identityKey,
   isIdentifierField,
   isJunkIdentifierValue,
@@ -192,5 +193,24 @@ describe('IDENTIFIER_REQUIRED_REASON', () => {
     for (const word of ['customer_id', 'email', 'vuid', '_push_tokens', 'svc_alias_']) {
       expect(IDENTIFIER_REQUIRED_REASON).toContain(word);
     }
+  });
+});
+
+describe('identifierList', () => {
+  it('lists what collectIdentifiers kept, in the same order, without normalizing again', () => {
+    const collected = collectIdentifiers({
+      vuid: 'v1',
+      email: ' A@X.com ',
+      ios_push_tokens: ['t1', 't2'],
+      customer_id: 'c9',
+    });
+    expect(identifierList(collected)).toEqual(
+      extractIdentifiers({
+        vuid: 'v1',
+        email: ' A@X.com ',
+        ios_push_tokens: ['t1', 't2'],
+        customer_id: 'c9',
+      }),
+    );
   });
 });

@@ -101,5 +101,18 @@ export function collectIdentifiers(
   return out;
 }
 
+/**
+ * The identifiers of a record as `collectIdentifiers` left them (normalized, junk removed, in
+ * resolution order), as a list: no need to normalize them a second time.
+ */
+export function identifierList(collected: Readonly<Record<string, string | string[]>>): Identifier[] {
+  const out: Identifier[] = [];
+  for (const [kind, value] of Object.entries(collected)) {
+    if (Array.isArray(value)) for (const v of value) out.push({ kind, value: v });
+    else out.push({ kind, value });
+  }
+  return out;
+}
+
 export const IDENTIFIER_REQUIRED_REASON =
   'at least one identifier is required: customer_id, email, vuid, a *_push_tokens field or a svc_alias_* field';

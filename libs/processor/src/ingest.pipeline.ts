@@ -3,7 +3,7 @@ import type { Delivery, Settlement } from '@cdp/bus';
 import type { IngestMessage } from '@cdp/contracts';
 import {
   eventId,
-  extractIdentifiers,
+  identifierList,
   isProfileIdentifier,
   customerIdSeed,
   toStoreTime,
@@ -48,11 +48,7 @@ export class IngestPipeline {
   }
 
   /** Resolves a batch; an index that does not hold the account is rebuilt from the store first. */
-  private async resolve(
-    account: string,
-    records: Identifier[][],
-    seeds: string[],
-  ): Promise<Resolution[]> {
+  private async resolve(account: string, records: Identifier[][], seeds: string[]): Promise<Resolution[]> {
     try {
       return await this.identity.resolve(account, records, seeds);
     } catch (err) {
@@ -68,7 +64,7 @@ export class IngestPipeline {
     );
     const resolutions = await this.resolve(
       account,
-      items.map((item) => extractIdentifiers(item.record.identifiers)),
+      items.map((item) => identifierList(item.record.identifiers)),
       items.map((item) => customerIdSeed(item.message.id, item.index)),
     );
     const now = toStoreTime(Date.now());

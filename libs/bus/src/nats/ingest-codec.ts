@@ -1,8 +1,9 @@
 import { gunzipSync, gzipSync } from 'node:zlib';
 import type { IngestMessage } from '@cdp/contracts';
 
-/** Bodies above this are gzipped on the bus: a 1000-event request shrinks about tenfold. */
-const COMPRESS_ABOVE = 64 * 1024;
+/** Bodies above this are gzipped on the bus (a 1000-event request shrinks about tenfold); smaller ones are
+ * not: compressing costs the API and the processor more CPU than the bytes cost JetStream on a fast link. */
+const COMPRESS_ABOVE = 512 * 1024;
 
 export interface EncodedPart {
   id: string;

@@ -46,7 +46,11 @@ describe('RedisIdentityIndex specifics', () => {
       id(`p${i % 200}@x.com`),
       { kind: 'vuid', value: `v${i}` },
     ]);
-    const before = await index.resolve(account, records, records.map((_, i) => `c${i}`));
+    const before = await index.resolve(
+      account,
+      records,
+      records.map((_, i) => `c${i}`),
+    );
     const links = before.flatMap((r) => r.linked.map((l) => ({ ...l, svc_id: r.customerId })));
 
     await redis.flushAll();
@@ -59,7 +63,11 @@ describe('RedisIdentityIndex specifics', () => {
       for (const l of links) yield await Promise.resolve(l);
     }
     expect(await index.load(account, stored())).toBe(700);
-    const after = await index.resolve(account, records, records.map(() => 'never'));
+    const after = await index.resolve(
+      account,
+      records,
+      records.map(() => 'never'),
+    );
     expect(after.map((r) => r.customerId)).toEqual(before.map((r) => r.customerId));
     expect(after.every((r) => !r.created && r.linked.length === 0)).toBe(true);
   });
