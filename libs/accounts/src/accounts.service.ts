@@ -169,8 +169,20 @@ export class AccountsService {
     if (!parts || parts.trackerId !== publicKey) {
       throw new Error('the bootstrap private key must be `<public key>.<secret>`');
     }
-    const existing = await this.byTrackerId(publicKey);
-    if (!existing) return (await this.create({ trackerId: publicKey, secret: parts.secret })).account;
+    let existing = await this.byTrackerId(publicKey);
+    if (!existing) {
+      try {
+        return (await this.create({ trackerId: publicKey, secret: parts.secret })).account;
+      } catch (err) {
+        // Another replica starting at the same moment claimed it first: go on with theirs, once its
+        // account record (written right after the claim) is there.
+        for (let i = 0; i < 40 && !existing; i++) {
+          await new Promise((r) => setTimeout(r, 50));
+          existing = await this.byTrackerId(publicKey);
+        }
+        if (!existing) throw err;
+      }
+    }
     // A key the operator revoked stays revoked: configuration does not bring it back.
     const known = existing.keys.some((k) => constantTimeEqual(hashSecret(parts.secret, k.salt), k.hash));
     if (known) return existing;

@@ -47,3 +47,15 @@ export async function fcall(
     return (await client.fCall(fn, { keys, arguments: args })) as string;
   }
 }
+
+/** The health of the shared connection, as both Redis drivers report it. */
+export async function redisHealth(
+  client: RedisClient,
+): Promise<{ driver: string; ready: boolean; detail?: string }> {
+  try {
+    await client.ping();
+    return { driver: 'redis', ready: true };
+  } catch (err) {
+    return { driver: 'redis', ready: false, detail: String(err) };
+  }
+}

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { DriverHealth } from '@cdp/contracts';
 import { identityKey, type Identifier } from '@cdp/domain';
 import { IdentityIndex, IdentityNotWarmError, type Resolution } from '../identity-index.port.js';
-import { fcall, type RedisClient } from './redis-connection.js';
+import { fcall, redisHealth, type RedisClient } from './redis-connection.js';
 import { keys } from './redis-keys.js';
 
 /** How long a rebuild may hold its lock before another process may take over. */
@@ -89,13 +89,8 @@ export class RedisIdentityIndex extends IdentityIndex {
     return count;
   }
 
-  async health(): Promise<DriverHealth> {
-    try {
-      await this.redis.ping();
-      return { driver: 'redis', ready: true };
-    } catch (err) {
-      return { driver: 'redis', ready: false, detail: String(err) };
-    }
+  health(): Promise<DriverHealth> {
+    return redisHealth(this.redis);
   }
 
   close(): Promise<void> {

@@ -1,7 +1,7 @@
 import type { DriverHealth } from '@cdp/contracts';
 import type { AttributeUpdate, Attributes, AttributeValue } from '@cdp/domain';
 import { ProfileState, type ProfileSnapshot } from '../profile-state.port.js';
-import { fcall, type RedisClient } from './redis-connection.js';
+import { fcall, redisHealth, type RedisClient } from './redis-connection.js';
 import { keys } from './redis-keys.js';
 
 const VERSION_FIELD = '__v';
@@ -71,13 +71,8 @@ export class RedisProfileState extends ProfileState {
     return count;
   }
 
-  async health(): Promise<DriverHealth> {
-    try {
-      await this.redis.ping();
-      return { driver: 'redis', ready: true };
-    } catch (err) {
-      return { driver: 'redis', ready: false, detail: String(err) };
-    }
+  health(): Promise<DriverHealth> {
+    return redisHealth(this.redis);
   }
 
   close(): Promise<void> {
