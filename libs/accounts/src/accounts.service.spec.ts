@@ -461,10 +461,6 @@ describe('AccountsService', () => {
 
 describe('AccountsService.ensure under concurrency', () => {
   it('lets replicas starting together ensure the same bootstrap account: one account, every call succeeds', async () => {
-    const { mkdtempSync } = await import('node:fs');
-    const { tmpdir } = await import('node:os');
-    const { join } = await import('node:path');
-    const { FileMetadataStore } = await import('@cdp/metadata');
     const service = new AccountsService(new FileMetadataStore(mkdtempSync(join(tmpdir(), 'cdp-ensure-'))));
     const results = await Promise.all(Array.from({ length: 5 }, () => service.ensure('boot', 'boot.s3cret')));
     expect(new Set(results.map((a) => a.id)).size).toBe(1);
