@@ -1,0 +1,45 @@
+import { checkWiring, ConfigError, loadConfig } from './config.js';
+
+describe('loadConfig', () => {
+  it('defaults to the embedded wiring', () => {
+    const c = loadConfig({});
+    expect([c.bus, c.identity, c.store, c.metadata, c.port]).toEqual([
+      'memory',
+      'memory',
+      'chdb',
+      'file',
+      3000,
+    ]);
+  });
+
+  it('fails the boot on an unknown driver instead of falling back', () => {
+    expect(() => loadConfig({ CDP_BUS: 'kafka' })).toThrow(ConfigError);
+    expect(() => loadConfig({ CDP_IDENTITY: 'memcached' })).toThrow(
+      /CDP_IDENTITY=memcached is not a known driver/,
+    );
+    expect(() => loadConfig({ CDP_STORE: 'postgres' })).toThrow(ConfigError);
+  });
+
+  it('puts metadata in JetStream KV when the bus is NATS', () => {
+    expect(loadConfig({ CDP_BUS: 'nats' }).metadata).toBe('nats');
+    expect(loadConfig({ CDP_BUS: 'nats', CDP_METADATA: 'file' }).metadata).toBe('file');
+  });
+
+  it('wants both bootstrap keys or neither, and a valid port', () => {
+    expect(() => loadConfig({ CDP_BOOTSTRAP_PUBLIC_KEY: 'x' })).toThrow(/set together/);
+    expect(() => loadConfig({ PORT: '70000' })).toThrow(/PORT/);
+  });
+});
+
+describe('checkWiring', () => {
+  it('refuses in-memory drivers in a process that shares its work with others', () => {
+    expect(() => checkWiring(loadConfig({}), ['api'], false)).toThrow(/CDP_BUS=memory/);
+    expect(() => checkWiring(loadConfig({ CDP_BUS: 'nats' }), ['processor'], false)).toThrow(
+      /CDP_IDENTITY=memory/,
+    );
+    expect(() =>
+      checkWiring(loadConfig({ CDP_BUS: 'nats', CDP_IDENTITY: 'redis' }), ['api'], false),
+    ).not.toThrow();
+    expect(() => checkWiring(loadConfig({}), ['api', 'processor'], true)).not.toThrow();
+  });
+});
