@@ -124,7 +124,7 @@ describe('authentication, keys and the error envelope (embedded)', () => {
     expect(new Set(ids).size).toBe(answers.length);
     expect(answers.map((r) => r.status)).toEqual([200, 200, 202, 400, 404, 415, 400]);
     for (const res of answers.slice(3)) expectEnvelope(res);
-    const openapi = answers[1]!.body as { openapi: string; paths: Record<string, object> };
+    const openapi = answers[1].body as { openapi: string; paths: Record<string, object> };
     expect(openapi.openapi).toMatch(/^3\./);
     expect(Object.keys(openapi.paths)).toEqual(
       expect.arrayContaining(['/v3/events', '/v3/profiles', '/admin/v1/accounts', '/health']),
