@@ -1,4 +1,5 @@
 import { mkdtempSync } from 'node:fs';
+import request from 'supertest';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChdbTransport, ClickHouseStore } from '@cdp/store';
@@ -52,15 +53,20 @@ export class ScaledPlatform {
     this.processor = undefined;
   }
 
+  /** Requests to the API process, as supertest makes them (same calls as the embedded platform). */
+  http() {
+    return request(this.api.baseUrl);
+  }
+
   url(path: string): string {
     return `${this.api.baseUrl}${path}`;
   }
 
-  async createAccount(): Promise<TestAccount> {
+  async createAccount(name = 'scaled'): Promise<TestAccount> {
     const res = await fetch(this.url('/admin/v1/accounts'), {
       method: 'POST',
       headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'scaled' }),
+      body: JSON.stringify({ name }),
     });
     const body = (await res.json()) as { account: { id: string }; public_key: string; private_key: string };
     if (res.status !== 201) throw new Error(`account creation failed: ${res.status}`);

@@ -126,6 +126,8 @@ export class AccountsService {
     if (!key) throw ApiError.unauthorized();
     const parts = splitPrivateKey(key);
     const trackerId = parts ? parts.trackerId : key;
+    // Tracker ids are URL-safe tokens: anything else names no account, and is not looked up.
+    if (!isUrlSafeToken(trackerId) || (parts && !isUrlSafeToken(parts.secret))) throw ApiError.unauthorized();
     let account = await this.cachedByTrackerId(trackerId, false);
     if (!account) throw ApiError.unauthorized();
     if (!parts) return { account: account.id, trackerId: account.trackerId, private: false };

@@ -34,7 +34,7 @@ it('keeps keys with characters KV does not allow', async () => {
   const prefix = `t${randomBytes(4).toString('hex')}`;
   prefixes.push(prefix);
   const store = new NatsKvMetadataStore(nc, { replicas: 1, prefix });
-  await store.create('names', 'Spring Sale: 50%!', { ok: true });
-  expect((await store.get('names', 'Spring Sale: 50%!'))?.value).toEqual({ ok: true });
-  expect((await store.list('names')).map((v) => v.key)).toEqual(['Spring Sale: 50%!']);
+  await store.create('names', 'Spring Sale: 50%! v2.0. a=b', { ok: true });
+  expect((await store.get('names', 'Spring Sale: 50%! v2.0. a=b'))?.value).toEqual({ ok: true });
+  expect((await store.list('names')).map((v) => v.key)).toEqual(['Spring Sale: 50%! v2.0. a=b']);
 });

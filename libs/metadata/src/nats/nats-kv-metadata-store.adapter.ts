@@ -89,9 +89,12 @@ export class NatsKvMetadataStore extends MetadataStore {
   }
 }
 
-/** KV keys allow `[-/_=.a-zA-Z0-9]`; anything else is escaped as `=XX`. */
+/**
+ * KV keys allow `[-/_=.a-zA-Z0-9]` with `.` separating non-empty tokens; anything else, `.` included,
+ * is escaped as `=XX`.
+ */
 function encodeKey(key: string): string {
-  return key.replace(/[^-/_.a-zA-Z0-9]/g, (c) => `=${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  return key.replace(/[^-/_a-zA-Z0-9]/g, (c) => `=${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
 
 function decodeKey(key: string): string {
