@@ -2,18 +2,31 @@ import { gzipSync } from 'node:zlib';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { pageviews } from './support/generators.js';
+import { ScaledPlatform } from './support/scaled.js';
 
 const MiB = 1024 * 1024;
 
-describe('the first write path: events and profiles (embedded)', () => {
-  let p: EmbeddedPlatform;
+/**
+ * The same suite on both wirings. What it checks in the store it checks where the test can read the
+ * store (embedded: in this process); scaled out, chDB belongs to the processor, and the same requests
+ * are checked through the API.
+ */
+const wirings = [
+  ['embedded', () => EmbeddedPlatform.start()],
+  ['scaled out', () => ScaledPlatform.start()],
+] as const;
+
+describe.each(wirings)('the first write path: events and profiles (%s)', (_wiring, start) => {
+  let p: EmbeddedPlatform | ScaledPlatform;
   let acc: TestAccount;
 
   beforeAll(async () => {
-    p = await EmbeddedPlatform.start();
+    p = await start();
     acc = await p.createAccount();
-  });
-  afterAll(() => p.close());
+  }, 60_000);
+  afterAll(() => p.close(), 30_000);
+  /** Store checks run where the test can read the store. */
+  const inStore = (): EmbeddedPlatform | undefined => (p instanceof EmbeddedPlatform ? p : undefined);
 
   const events = (body: unknown, key = acc.publicKey) =>
     p
@@ -28,7 +41,8 @@ describe('the first write path: events and profiles (embedded)', () => {
       .set('x-api-key', acc.publicKey)
       .send(body as object);
   const profile = (query: string) => p.http().get(`/v3/profiles?${query}`).set('x-api-key', acc.privateKey);
-  const count = (where: string) => p.scalar(acc.id, `SELECT count() AS n FROM {db}.events WHERE ${where}`);
+  const count = (where: string) =>
+    inStore()!.scalar(acc.id, `SELECT count() AS n FROM {db}.events WHERE ${where}`);
 
   it('stores one event with its defaults: ts now, channel offline, typed data', async () => {
     const before = Date.now();
@@ -40,13 +54,14 @@ describe('the first write path: events and profiles (embedded)', () => {
     });
     expect(res.status).toBe(202);
     expect(res.body).toEqual({ title: 'Accepted', status: 202, timestamp: expect.any(String) });
+    // Processed: its visitor has a customer now.
+    await eventually(async () => (await profile('vuid=solo')).status === 200);
+    if (!inStore()) return;
     await eventually(async () => (await count("identifiers['vuid'] = 'solo'")) === 1);
-    const [row] = await p.app
-      .get((await import('@cdp/store')).AnalyticStore)
-      .query<Record<string, unknown>>(
-        acc.id,
-        "SELECT type, action, channel, product_id, landing, days_since_last_visit, toUnixTimestamp64Milli(ts) AS ms FROM {db}.events WHERE identifiers['vuid'] = 'solo'",
-      );
+    const [row] = await inStore()!.query<Record<string, unknown>>(
+      acc.id,
+      "SELECT type, action, channel, product_id, landing, days_since_last_visit, toUnixTimestamp64Milli(ts) AS ms FROM {db}.events WHERE identifiers['vuid'] = 'solo'",
+    );
     expect(row).toMatchObject({
       type: 'product',
       action: 'detail',
@@ -66,13 +81,12 @@ describe('the first write path: events and profiles (embedded)', () => {
       { type: 't3', identifiers: { vuid: 'ts3' }, data: { ts: '2024-03-05T10:11:12+02:00', channel: 'web' } },
     ]);
     expect(res.status).toBe(202);
+    if (!inStore()) return;
     const rows = await eventually(async () => {
-      const r = await p.app
-        .get((await import('@cdp/store')).AnalyticStore)
-        .query<{ type: string; ms: number; channel: string }>(
-          acc.id,
-          "SELECT type, toUnixTimestamp64Milli(ts) AS ms, channel FROM {db}.events WHERE type IN ('t1','t2','t3') ORDER BY type",
-        );
+      const r = await inStore()!.query<{ type: string; ms: number; channel: string }>(
+        acc.id,
+        "SELECT type, toUnixTimestamp64Milli(ts) AS ms, channel FROM {db}.events WHERE type IN ('t1','t2','t3') ORDER BY type",
+      );
       if (r.length !== 3) throw new Error(`only ${r.length} rows`);
       return r;
     });
@@ -106,6 +120,9 @@ describe('the first write path: events and profiles (embedded)', () => {
     ]);
     // Nothing of it was published: a marker sent after it arrives while batch-a never does.
     await events({ type: 'marker', identifiers: { vuid: 'after-invalid' } });
+    await eventually(async () => (await profile('vuid=after-invalid')).status === 200);
+    expect((await profile('vuid=batch-a')).status).toBe(404);
+    if (!inStore()) return;
     await eventually(async () => (await count("type = 'marker'")) === 1);
     expect(await count("identifiers['vuid'] = 'batch-a'")).toBe(0);
   });
@@ -122,6 +139,8 @@ describe('the first write path: events and profiles (embedded)', () => {
     expect(over.status).toBe(400);
     expect(over.body.detail.invalids).toEqual([{ field: 'body', reason: expect.stringContaining('1000') }]);
     expect((await events([])).status).toBe(400);
+    await eventually(async () => (await profile('vuid=edge-999')).status === 200);
+    if (!inStore()) return;
     await eventually(async () => (await count("startsWith(identifiers['vuid'], 'edge-')")) === 1000);
   });
 
@@ -152,7 +171,8 @@ describe('the first write path: events and profiles (embedded)', () => {
     expect(small.status).toBe(202);
     expect((await raw(bodyOfSize(8 * MiB), true)).status).toBe(202);
     expect((await raw(bodyOfSize(8 * MiB + 1), true)).status).toBe(413);
-    await eventually(async () => (await count("type = 'zipped'")) === 1);
+    await eventually(async () => (await profile('vuid=gz')).status === 200);
+    if (inStore()) await eventually(async () => (await count("type = 'zipped'")) === 1);
     const broken = await p.raw('/v3/events', Buffer.from('not gzip'), {
       'x-api-key': acc.publicKey,
       'content-type': 'application/json',
@@ -223,12 +243,11 @@ describe('the first write path: events and profiles (embedded)', () => {
         return r.body.attributes?.email === 'seven@x.com' && r.body;
       });
       expect(seen).toEqual({ attributes: { email: 'seven@x.com' } });
-      const ids = await p.app
-        .get((await import('@cdp/store')).AnalyticStore)
-        .query<{ n: number }>(
-          acc.id,
-          "SELECT uniqExact(svc_id) AS n FROM {db}.events WHERE identifiers['vuid'] = 'dev-7'",
-        );
+      if (!inStore()) return;
+      const ids = await inStore()!.query<{ n: number }>(
+        acc.id,
+        "SELECT uniqExact(svc_id) AS n FROM {db}.events WHERE identifiers['vuid'] = 'dev-7'",
+      );
       expect(Number(ids[0]!.n)).toBe(1);
     });
 

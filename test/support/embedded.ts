@@ -64,6 +64,11 @@ export class EmbeddedPlatform {
     return { id: res.body.account.id, publicKey: res.body.public_key, privateKey: res.body.private_key };
   }
 
+  /** Rows from the account's database (`{db}` names it). */
+  query<T>(account: string, sql: string, params: Record<string, unknown> = {}): Promise<T[]> {
+    return this.app.get(AnalyticStore).query<T>(account, sql, params);
+  }
+
   /** One number from the account's database, e.g. `SELECT count() AS n FROM {db}.events`. */
   async scalar(account: string, sql: string, params: Record<string, unknown> = {}): Promise<number> {
     const rows = await this.app.get(AnalyticStore).query<{ n: number | string }>(account, sql, params);

@@ -58,6 +58,16 @@ export class ScaledPlatform {
     return request(this.api.baseUrl);
   }
 
+  /** Sends raw bytes (supertest re-serialises a Buffer sent as application/json). */
+  async raw(
+    path: string,
+    body: Buffer,
+    headers: Record<string, string>,
+  ): Promise<{ status: number; body: Record<string, unknown> }> {
+    const res = await fetch(this.url(path), { method: 'POST', body, headers });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  }
+
   url(path: string): string {
     return `${this.api.baseUrl}${path}`;
   }

@@ -37,6 +37,7 @@ export interface NatsBusOptions {
 
 const nanos = (ms: number) => ms * 1_000_000;
 const ACK_WAIT_MS = 10_000;
+const FETCH_WAIT_MS = 1000; // the client refuses less than a second
 
 /**
  * The scaled-out bus on NATS JetStream. One stream takes every ingest message (work-queue retention,
@@ -155,9 +156,11 @@ export class NatsEventBus extends EventBus {
     while (!this.stopping) {
       let batch: JsMsg[] = [];
       try {
+        // A fetch returns once it has max_messages or when it expires: under load the first, when
+        // traffic is light the second, which bounds how long a lone message waits for company.
         const messages = await source.fetch({
           max_messages: this.options.batchMessages ?? 32,
-          expires: 1000,
+          expires: FETCH_WAIT_MS,
         });
         for await (const m of messages) batch.push(m);
       } catch (err) {
