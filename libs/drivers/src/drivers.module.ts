@@ -77,6 +77,7 @@ export class DriversModule {
                 replicas: config.natsReplicas,
                 maxBytes: config.natsStreamMaxBytes,
                 streamPrefix: config.natsPrefix,
+                onConsumerError: (err) => logger.warn({ err }, 'JetStream fetch failed; retrying'),
               })
             : LocalLogEventBus.open(join(config.dataDir, 'bus'), {
                 maxPendingBytes: config.busMaxPendingBytes,

@@ -33,6 +33,8 @@ export interface NatsBusOptions {
   maxBatchRecords?: number;
   publishTimeoutMs?: number;
   streamPrefix?: string;
+  /** Told about failures the consumer loop survives (JetStream away, a failed fetch). */
+  onConsumerError?: (err: unknown) => void;
 }
 
 const nanos = (ms: number) => ms * 1_000_000;
@@ -166,8 +168,8 @@ export class NatsEventBus extends EventBus {
       } catch (err) {
         if (this.stopping) break;
         // JetStream away (restart, network): keep trying; unacknowledged messages wait in the stream.
+        this.options.onConsumerError?.(err);
         await sleep(500);
-        void err;
         continue;
       }
       if (batch.length === 0) continue;
