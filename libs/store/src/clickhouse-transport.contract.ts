@@ -79,6 +79,17 @@ export function clickHouseTransportContract(
         expect(Number(rows[0]!.c)).toBe(2);
       });
 
+      it('inserts JSONCompactEachRow rows in the order of the columns named', async () => {
+        await t.insert(`${db}.rows`, '["c1", 7, null]\n["c2", -7, "x"]', {}, ['id', 'n', 'note']);
+        const back = await t.query<{ id: string; n: number; note: string | null }>(
+          `SELECT id, n, note FROM ${db}.rows WHERE id IN ('c1', 'c2') ORDER BY id`,
+        );
+        expect(back.map((r) => ({ ...r, n: Number(r.n) }))).toEqual([
+          { id: 'c1', n: 7, note: null },
+          { id: 'c2', n: -7, note: 'x' },
+        ]);
+      });
+
       it('drops a repeated insert carrying the same deduplication token', async () => {
         await t.exec(
           `CREATE TABLE ${db}.dedup (id String) ENGINE = MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 100`,

@@ -6,8 +6,16 @@ export interface ClickHouseTransport {
   readonly name: string;
   /** Runs a statement that returns nothing (DDL). */
   exec(sql: string): Promise<void>;
-  /** Inserts JSONEachRow text into a table as one block, with per-insert settings. */
-  insert(table: string, jsonEachRow: string, settings?: Record<string, string | number>): Promise<void>;
+  /**
+   * Inserts rows as one block, with per-insert settings: JSONEachRow text (objects), or with `columns`,
+   * JSONCompactEachRow text (one array per row, in the order of the columns).
+   */
+  insert(
+    table: string,
+    rows: string,
+    settings?: Record<string, string | number>,
+    columns?: readonly string[],
+  ): Promise<void>;
   /** Runs a select with `{name:Type}` parameters bound by the engine, returning all rows. */
   query<T>(sql: string, params?: Record<string, unknown>): Promise<T[]>;
   /** Runs a select and yields its rows as they come, without holding the whole result. */

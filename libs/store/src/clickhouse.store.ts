@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { DriverHealth } from '@cdp/contracts';
 import { AnalyticStore, type CustomerRow, type EventRow, type StoreBatch } from './analytic-store.port.js';
 import type { ClickHouseTransport } from './clickhouse-transport.js';
+import { EVENT_COLUMN_FIELDS } from '@cdp/domain';
 import { CUSTOMER_COLUMNS, accountTables, databaseName } from './schema.sql.js';
 
 type TableName = keyof typeof TABLES;
@@ -42,12 +43,15 @@ export class ClickHouseStore extends AnalyticStore {
         rows = rows.filter((r) => !present.has(r.msg_id));
         if (rows.length === 0) continue;
       }
-      const body = rows.map((r) => toStoreLine(key, r)).join('\n');
-      await this.transport.insert(table, body, {
+      // Events, the bulk of every batch, go as arrays: cheaper to write and for the engine to read.
+      const compact = key === 'events';
+      const body = rows.map((r) => (compact ? eventArray(r as EventRow) : toStoreLine(key, r))).join('\n');
+      const settings = {
         insert_deduplication_token: dedupToken(table, rows),
         // One block per insert: the insert is then atomic, so a message is wholly in a table or not at all.
         input_format_parallel_parsing: 0,
-      });
+      };
+      await this.transport.insert(table, body, settings, compact ? EVENT_INSERT_COLUMNS : undefined);
     }
   }
 
@@ -125,6 +129,38 @@ function joinJson(head: object, tail: object): string {
   const a = JSON.stringify(head);
   const b = JSON.stringify(tail);
   return b.length === 2 ? a : `${a.slice(0, -1)},${b.slice(1)}`;
+}
+
+const EVENT_INSERT_COLUMNS = [
+  'event_id',
+  'msg_id',
+  'svc_id',
+  'ts',
+  'received_at',
+  'type',
+  'action',
+  'channel',
+  'identifiers',
+  ...EVENT_COLUMN_FIELDS,
+  'order',
+];
+
+function eventArray(e: EventRow): string {
+  const data = e.data;
+  const values: unknown[] = [
+    e.event_id,
+    e.msg_id,
+    e.svc_id,
+    e.ts,
+    e.received_at,
+    e.type,
+    e.action,
+    e.channel,
+    e.identifiers,
+  ];
+  for (const field of EVENT_COLUMN_FIELDS) values.push(data[field] ?? null);
+  values.push(e.order);
+  return JSON.stringify(values);
 }
 
 /** The same rows give the same token, so the engine drops a repeated insert of them. */

@@ -32,11 +32,13 @@ export class ChdbTransport implements ClickHouseTransport {
 
   async insert(
     table: string,
-    jsonEachRow: string,
+    rows: string,
     settings: Record<string, string | number> = {},
+    columns?: readonly string[],
   ): Promise<void> {
+    const format = columns ? 'JSONCompactEachRow' : 'JSONEachRow';
     await wrap(() =>
-      this.db.insert({ table, values: Buffer.from(jsonEachRow), format: 'JSONEachRow', settings }),
+      this.db.insert({ table, values: Buffer.from(rows), format, settings, ...(columns ? { columns } : {}) }),
     );
   }
 

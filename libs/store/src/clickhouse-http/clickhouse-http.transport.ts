@@ -29,15 +29,18 @@ export class ClickHouseHttpTransport implements ClickHouseTransport {
 
   async insert(
     table: string,
-    jsonEachRow: string,
+    rows: string,
     settings: Record<string, string | number> = {},
+    columns?: readonly string[],
   ): Promise<void> {
     const base = await (this.insertSettings ??= this.decideInsertSettings());
     // exec sends the text as it is; insert() would serialise each chunk as a JSON row once more.
     const result = await wrap(() =>
       this.client.exec({
-        query: `INSERT INTO ${table} FORMAT JSONEachRow`,
-        values: Readable.from([Buffer.from(jsonEachRow)]),
+        query: columns
+          ? `INSERT INTO ${table} (${columns.join(', ')}) FORMAT JSONCompactEachRow`
+          : `INSERT INTO ${table} FORMAT JSONEachRow`,
+        values: Readable.from([Buffer.from(rows)]),
         clickhouse_settings: { ...base, ...settings },
       }),
     );
