@@ -1,14 +1,10 @@
 import { ADMIN_TOKEN, EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import { ScaledPlatform } from './support/scaled.js';
+import type { ScaledPlatform } from './support/scaled.js';
+import { WIRINGS } from './support/wirings.js';
 
 /** The same suite on both wirings: all in one process, and API + processor on NATS and Redis. */
-const wirings = [
-  ['embedded', () => EmbeddedPlatform.start()],
-  ['scaled out', () => ScaledPlatform.start()],
-] as const;
-
-describe.each(wirings)('authentication, keys and the error envelope (%s)', (_wiring, start) => {
+describe.each(WIRINGS)('authentication, keys and the error envelope (%s)', (_wiring, start) => {
   let p: EmbeddedPlatform | ScaledPlatform;
   let a: TestAccount;
   let b: TestAccount;

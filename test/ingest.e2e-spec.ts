@@ -2,7 +2,8 @@ import { gzipSync } from 'node:zlib';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { pageviews } from './support/generators.js';
-import { ScaledPlatform } from './support/scaled.js';
+import type { ScaledPlatform } from './support/scaled.js';
+import { WIRINGS } from './support/wirings.js';
 
 const MiB = 1024 * 1024;
 
@@ -11,12 +12,7 @@ const MiB = 1024 * 1024;
  * store (embedded: in this process); scaled out, chDB belongs to the processor, and the same requests
  * are checked through the API.
  */
-const wirings = [
-  ['embedded', () => EmbeddedPlatform.start()],
-  ['scaled out', () => ScaledPlatform.start()],
-] as const;
-
-describe.each(wirings)('the first write path: events and profiles (%s)', (_wiring, start) => {
+describe.each(WIRINGS)('the first write path: events and profiles (%s)', (_wiring, start) => {
   let p: EmbeddedPlatform | ScaledPlatform;
   let acc: TestAccount;
 

@@ -4,9 +4,10 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { collector, eventBusContract, message, until } from '../event-bus.contract.js';
 import type { EventBus } from '../event-bus.port.js';
 import { NatsEventBus } from './nats-event-bus.adapter.js';
+import { loadConfig } from '@cdp/config';
 
 /** Runs against the NATS server of the machine (NATS_URL or 127.0.0.1:4222); it must be up under CI. */
-const url = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+const url = loadConfig().natsUrl;
 const connections: NatsConnection[] = [];
 
 afterAll(async () => {

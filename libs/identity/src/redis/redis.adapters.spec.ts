@@ -3,9 +3,10 @@ import { IdentityNotWarmError } from '../identity-index.port.js';
 import { connectRedis, type RedisClient } from './redis-connection.js';
 import { RedisIdentityIndex } from './redis-identity-index.adapter.js';
 import { RedisProfileState } from './redis-profile-state.adapter.js';
+import { loadConfig } from '@cdp/config';
 
 /** Runs against the Redis of the machine (REDIS_URL or 127.0.0.1:6379); it must be up under CI. */
-const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const url = loadConfig().redisUrl;
 let redis: RedisClient;
 
 beforeAll(async () => {

@@ -3,9 +3,10 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { Kvm } from '@nats-io/kv';
 import { metadataStoreContract } from '../metadata-store.contract.js';
 import { NatsKvMetadataStore } from './nats-kv-metadata-store.adapter.js';
+import { loadConfig } from '@cdp/config';
 
 /** Runs against the NATS server of the machine (NATS_URL or 127.0.0.1:4222); it must be up under CI. */
-const url = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+const url = loadConfig().natsUrl;
 let nc: NatsConnection;
 const prefixes: string[] = [];
 
