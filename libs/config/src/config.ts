@@ -29,7 +29,8 @@ export interface AppConfig {
   metadata: MetadataDriver;
   natsUrl: string;
   redisUrl: string;
-  clickhouse: { url: string; user: string; password: string };
+  /** `named` tells whether CLICKHOUSE_URL was set (the default points at a local server). */
+  clickhouse: { url: string; user: string; password: string; named: boolean };
   /** Names of this deployment's streams (`<prefix>_INGEST`) and KV buckets (`<prefix>_accounts`). */
   natsPrefix: string;
   /** JetStream: replicas of the streams and buckets (1 on one server, 3 in a cluster). */
@@ -93,6 +94,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
       url: env.CLICKHOUSE_URL || 'http://127.0.0.1:8123',
       user: env.CLICKHOUSE_USER || 'default',
       password: env.CLICKHOUSE_PASSWORD || '',
+      named: Boolean(env.CLICKHOUSE_URL),
     },
     natsPrefix: natsPrefix(env.CDP_NATS_PREFIX || 'CDP'),
     natsReplicas: integer(env, 'CDP_NATS_REPLICAS', 1, 1, 5),

@@ -35,3 +35,26 @@ export class StoreError extends Error {
     super(message, options);
   }
 }
+
+/**
+ * Any failure of an engine call as a StoreError carrying the engine's code: chDB gives it as
+ * `clickhouseCode`, the HTTP client as `code`, and old servers only in the text (`Code: 60, …`).
+ */
+export function toStoreError(err: unknown): StoreError {
+  if (err instanceof StoreError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  const e = err as { clickhouseCode?: number; code?: string | number };
+  const code = Number(
+    e.clickhouseCode ?? (/^\d+$/.test(String(e.code ?? '')) ? e.code : /Code: (\d+)/.exec(message)?.[1]),
+  );
+  return new StoreError(message, Number.isFinite(code) ? code : undefined, { cause: err });
+}
+
+/** Runs an engine call, turning its failure into a StoreError. */
+export async function storeCall<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    throw toStoreError(err);
+  }
+}

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { Session, drainPending } from 'chdb';
-import { StoreError, type ClickHouseTransport } from '../clickhouse-transport.js';
+import { StoreError, storeCall, toStoreError, type ClickHouseTransport } from '../clickhouse-transport.js';
 
 /**
  * ClickHouse in-process. chDB holds one data directory per process, so exactly one transport (one
@@ -27,7 +27,7 @@ export class ChdbTransport implements ClickHouseTransport {
   }
 
   async exec(sql: string): Promise<void> {
-    await wrap(() => this.db.queryAsync(sql));
+    await storeCall(() => this.db.queryAsync(sql));
   }
 
   async insert(
@@ -37,13 +37,13 @@ export class ChdbTransport implements ClickHouseTransport {
     columns?: readonly string[],
   ): Promise<void> {
     const format = columns ? 'JSONCompactEachRow' : 'JSONEachRow';
-    await wrap(() =>
+    await storeCall(() =>
       this.db.insert({ table, values: Buffer.from(rows), format, settings, ...(columns ? { columns } : {}) }),
     );
   }
 
   async query<T>(sql: string, params: Record<string, unknown> = {}): Promise<T[]> {
-    const result = await wrap(() => this.db.queryBindAsync(sql, params, { format: 'JSONEachRow' }));
+    const result = await storeCall(() => this.db.queryBindAsync(sql, params, { format: 'JSONEachRow' }));
     const text = result.text();
     if (!text) return [];
     return text
@@ -74,17 +74,4 @@ export class ChdbTransport implements ClickHouseTransport {
     await drainPending();
     ChdbTransport.openPath = undefined;
   }
-}
-
-async function wrap<T>(call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (err) {
-    throw toStoreError(err);
-  }
-}
-
-function toStoreError(err: unknown): StoreError {
-  const code = (err as { clickhouseCode?: number }).clickhouseCode;
-  return new StoreError(err instanceof Error ? err.message : String(err), code, { cause: err });
 }

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
-import { StoreError, type ClickHouseTransport } from '../clickhouse-transport.js';
+import { storeCall, toStoreError, type ClickHouseTransport } from '../clickhouse-transport.js';
 
 /**
  * A ClickHouse server over HTTP (`@clickhouse/client`), running exactly the SQL the chDB transport
@@ -24,7 +24,7 @@ export class ClickHouseHttpTransport implements ClickHouseTransport {
   }
 
   async exec(sql: string): Promise<void> {
-    await wrap(() => this.client.command({ query: sql }));
+    await storeCall(() => this.client.command({ query: sql }));
   }
 
   async insert(
@@ -35,7 +35,7 @@ export class ClickHouseHttpTransport implements ClickHouseTransport {
   ): Promise<void> {
     const base = await (this.insertSettings ??= this.decideInsertSettings());
     // exec sends the text as it is; insert() would serialise each chunk as a JSON row once more.
-    const result = await wrap(() =>
+    const result = await storeCall(() =>
       this.client.exec({
         query: columns
           ? `INSERT INTO ${table} (${columns.join(', ')}) FORMAT JSONCompactEachRow`
@@ -59,14 +59,14 @@ export class ClickHouseHttpTransport implements ClickHouseTransport {
   }
 
   async query<T>(sql: string, params: Record<string, unknown> = {}): Promise<T[]> {
-    return wrap(async () => {
+    return storeCall(async () => {
       const result = await this.client.query({ query: sql, query_params: params, format: 'JSONEachRow' });
       return result.json<T>();
     });
   }
 
   async *stream<T>(sql: string, params: Record<string, unknown> = {}): AsyncIterable<T> {
-    const result = await wrap(() =>
+    const result = await storeCall(() =>
       this.client.query({ query: sql, query_params: params, format: 'JSONEachRow' }),
     );
     try {
@@ -87,19 +87,4 @@ export class ClickHouseHttpTransport implements ClickHouseTransport {
   async close(): Promise<void> {
     await this.client.close();
   }
-}
-
-async function wrap<T>(call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (err) {
-    throw toStoreError(err);
-  }
-}
-
-function toStoreError(err: unknown): StoreError {
-  const message = err instanceof Error ? err.message : String(err);
-  // Old servers word their errors `Code: 60, e.displayText() = ...`, which the client does not parse.
-  const code = Number((err as { code?: string | number }).code ?? /Code: (\d+)/.exec(message)?.[1]);
-  return new StoreError(message, Number.isFinite(code) ? code : undefined, { cause: err });
 }
