@@ -1,13 +1,6 @@
 import type { DriverHealth } from '@cdp/contracts';
 import type { Identifier } from '@cdp/domain';
-
-export interface Resolution {
-  customerId: string;
-  /** True when this call created the customer. */
-  created: boolean;
-  /** Identifiers this call linked to the customer (they were unknown before). */
-  linked: Identifier[];
-}
+import type { ResolveInput, Resolution } from './resolution.js';
 
 /**
  * Raised when the index does not hold an account's links (a flushed or new Redis): resolving now
@@ -20,24 +13,37 @@ export class IdentityNotWarmError extends Error {
   }
 }
 
+/** What the store keeps of the identity graph, read back to rebuild an index. */
+export interface IdentityGraphRows {
+  /** Each identifier with the customer it was first linked to, and that customer's born key. */
+  links: AsyncIterable<{ kind: string; value: string; svc_id: string; born: string }>;
+  /** Every merge in the order it happened (seq): the loser's history belongs to the survivor since. */
+  merges: AsyncIterable<{ loser: string; survivor: string; seq: number }>;
+}
+
 /**
- * Maps identifiers to customers. `resolve` handles a whole batch atomically: records are resolved in
- * order, so a later record sees the customers and links an earlier one created.
+ * Maps identifiers to customers and merges customers (the rules: resolution.ts). `resolve` handles a
+ * whole batch atomically: records are resolved in order, so a later record sees what an earlier one did.
+ *
+ * The effects of a message (customers created, identifiers linked, merges) are remembered until the
+ * caller `settle`s it, after the store holds them: a message redelivered before that (a crash, a failed
+ * store write) gets the same resolutions again, so its effects reach the store exactly once.
  */
 export abstract class IdentityIndex {
-  /** `seeds[i]` derives the id of a customer record i creates (customerIdFromSeed), so replays agree. */
-  abstract resolve(account: string, records: Identifier[][], seeds: string[]): Promise<Resolution[]>;
+  abstract resolve(account: string, records: ResolveInput[]): Promise<Resolution[]>;
+  /** Forgets the remembered effects of messages whose rows the store now holds. */
+  abstract settle(account: string, messages: string[]): Promise<void>;
+  /** The customer an identifier resolves to now (a merged customer's identifiers give the survivor). */
   abstract lookup(account: string, id: Identifier): Promise<string | undefined>;
+  /** Every identifier of a customer (and of the customers merged into it). */
+  abstract identifiersOf(account: string, customerId: string): Promise<Identifier[]>;
   /**
    * Starts a rebuild of an account: from now until `load` finishes, `resolve` refuses it with
    * IdentityNotWarmError. False when another process is rebuilding it already.
    */
   abstract beginRebuild(account: string): Promise<boolean>;
-  /** Replaces what the index knows of an account with links read back from the store; ends a rebuild. */
-  abstract load(
-    account: string,
-    links: AsyncIterable<{ kind: string; value: string; svc_id: string }>,
-  ): Promise<number>;
+  /** Replaces what the index knows of an account with the graph read back from the store; ends a rebuild. */
+  abstract load(account: string, graph: IdentityGraphRows): Promise<number>;
   /** Whether the index keeps its content across restarts (if not, it is rebuilt from the store at start). */
   abstract readonly persistent: boolean;
   abstract health(): Promise<DriverHealth>;

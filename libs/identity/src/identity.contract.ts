@@ -1,21 +1,36 @@
-import { customerIdFromSeed as id } from '@cdp/domain';
-import type { IdentityIndex } from './identity-index.port.js';
+import { customerIdFromSeed as id, type Identifier } from '@cdp/domain';
+import type { IdentityGraphRows, IdentityIndex } from './identity-index.port.js';
 import type { ProfileState } from './profile-state.port.js';
+import { MAX_MERGE, bornKey, type ResolveInput } from './resolution.js';
 
 async function* from<T>(items: T[]): AsyncIterable<T> {
   for (const item of items) yield await Promise.resolve(item);
 }
 
+export function graphRows(
+  links: { kind: string; value: string; svc_id: string; born: string }[],
+  merges: { loser: string; survivor: string; seq: number }[] = [],
+): IdentityGraphRows {
+  return { links: from(links), merges: from(merges) };
+}
+
 const email = (value: string) => ({ kind: 'email', value });
 const vuid = (value: string) => ({ kind: 'vuid', value });
+const cid = (value: string) => ({ kind: 'customer_id', value });
+
+let clock = 1_800_000_000_000;
+/** A record of its own message, received later than every record made before it. */
+export function record(ids: Identifier[], seed: string, message = `m-${seed}`, index = 0): ResolveInput {
+  return { ids, seed, born: bornKey(clock++, message, index), message, index };
+}
 
 /** Account names unique to this run, since a shared Redis outlives it. */
 const run = Math.random().toString(36).slice(2, 8);
-const accountNames = ['acc', 'one', 'two'];
+const accountNames = ['acc', 'one', 'two', 'mrg', 'cnf', 'lim', 'mem', 'chn'];
 
 /**
- * What every identity-index driver owes the processor and the profile reads. `open` returns an index
- * on which the accounts passed are loaded (warm).
+ * What every identity-index driver owes the processor and the profile reads. `openWarm` returns an
+ * index on which the accounts passed are loaded (warm).
  */
 export function identityIndexContract(
   name: string,
@@ -25,21 +40,27 @@ export function identityIndexContract(
   describe(`IdentityIndex contract: ${name}`, () => {
     it('creates a customer for unknown identifiers and resolves known ones to it', async () => {
       const index = await open();
-      const [first] = await index.resolve(`acc${run}`, [[email('a@x.com'), vuid('v1')]], ['c1']);
-      expect(first).toEqual({ customerId: id('c1'), created: true, linked: [email('a@x.com'), vuid('v1')] });
-      const [again] = await index.resolve(`acc${run}`, [[vuid('v1')]], ['never']);
-      expect(again).toEqual({ customerId: id('c1'), created: false, linked: [] });
+      const [first] = await index.resolve(`acc${run}`, [record([email('a@x.com'), vuid('v1')], 'c1')]);
+      expect(first).toMatchObject({
+        customerId: id('c1'),
+        created: true,
+        linked: [email('a@x.com'), vuid('v1')],
+        merged: [],
+        conflicts: [],
+      });
+      const [again] = await index.resolve(`acc${run}`, [record([vuid('v1')], 'never')]);
+      expect(again).toMatchObject({ customerId: id('c1'), created: false, linked: [], born: first!.born });
       expect(await index.lookup(`acc${run}`, email('a@x.com'))).toBe(id('c1'));
       await index.close();
     });
 
     it('within one batch, a later record sees what an earlier one created and links new identifiers', async () => {
       const index = await open();
-      const out = await index.resolve(
-        `acc${run}`,
-        [[vuid('v9')], [vuid('v9'), email('b@x.com')], [email('b@x.com')]],
-        ['new0', 'new1', 'new2'],
-      );
+      const out = await index.resolve(`acc${run}`, [
+        record([vuid('v9')], 'new0', 'mb', 0),
+        record([vuid('v9'), email('b@x.com')], 'new1', 'mb', 1),
+        record([email('b@x.com')], 'new2', 'mb', 2),
+      ]);
       expect(out.map((r) => r.customerId)).toEqual([id('new0'), id('new0'), id('new0')]);
       expect(out.map((r) => r.created)).toEqual([true, false, false]);
       expect(out[1]!.linked).toEqual([email('b@x.com')]);
@@ -48,18 +69,130 @@ export function identityIndexContract(
 
     it('keeps accounts apart', async () => {
       const index = await open();
-      await index.resolve(`one${run}`, [[email('same@x.com')]], ['c-one']);
-      await index.resolve(`two${run}`, [[email('same@x.com')]], ['c-two']);
+      await index.resolve(`one${run}`, [record([email('same@x.com')], 'c-one')]);
+      await index.resolve(`two${run}`, [record([email('same@x.com')], 'c-two')]);
       expect(await index.lookup(`one${run}`, email('same@x.com'))).toBe(id('c-one'));
       expect(await index.lookup(`two${run}`, email('same@x.com'))).toBe(id('c-two'));
       await index.close();
     });
 
-    it('loads links read back from the store', async () => {
+    it('merges two customers a record joins: the older survives and takes the other identifiers', async () => {
       const index = await open();
-      const n = await index.load(`acc${run}`, from([{ kind: 'email', value: 'z@x.com', svc_id: 'cz' }]));
-      expect(n).toBe(1);
-      expect(await index.lookup(`acc${run}`, email('z@x.com'))).toBe('cz');
+      const a = `mrg${run}`;
+      await index.resolve(a, [record([email('old@x.com')], 'old')]);
+      await index.resolve(a, [record([vuid('young')], 'young')]);
+      const [r] = await index.resolve(a, [record([vuid('young'), email('old@x.com'), vuid('third')], 'x')]);
+      expect(r).toMatchObject({
+        customerId: id('old'),
+        created: false,
+        merged: [id('young')],
+        conflicts: [],
+      });
+      expect(r!.linked).toEqual([vuid('third')]);
+      expect(r!.mergeSeq).toBeGreaterThan(0);
+      expect(await index.lookup(a, vuid('young'))).toBe(id('old'));
+      const ids = await index.identifiersOf(a, id('young'));
+      expect(ids).toEqual(expect.arrayContaining([email('old@x.com'), vuid('young'), vuid('third')]));
+      expect(ids).toHaveLength(3);
+      await index.close();
+    });
+
+    it('never merges two customers with different customer_id values, and reports the conflict', async () => {
+      const index = await open();
+      const a = `cnf${run}`;
+      await index.resolve(a, [record([cid('A'), email('shared@x.com')], 'ca')]);
+      await index.resolve(a, [record([cid('B')], 'cb')]);
+      const [r] = await index.resolve(a, [record([cid('B'), email('shared@x.com'), vuid('vb')], 'x')]);
+      expect(r).toMatchObject({
+        customerId: id('cb'),
+        merged: [],
+        conflicts: [{ customerId: id('ca'), reason: 'customer_id' }],
+        linked: [vuid('vb')],
+      });
+      expect(await index.lookup(a, email('shared@x.com'))).toBe(id('ca'));
+      // An unknown customer_id with another customer's email: a new customer, never a second customer_id.
+      const [n] = await index.resolve(a, [record([cid('C'), email('shared@x.com')], 'cc')]);
+      expect(n).toMatchObject({ customerId: id('cc'), created: true, linked: [cid('C')] });
+      expect(n!.conflicts).toEqual([{ customerId: id('ca'), reason: 'customer_id' }]);
+      await index.close();
+    });
+
+    it(`joins at most ${MAX_MERGE} customers in one merge: the record's anchor and the oldest others`, async () => {
+      const index = await open();
+      const a = `lim${run}`;
+      const n = MAX_MERGE + 2;
+      for (let i = 0; i < n; i++) await index.resolve(a, [record([vuid(`l${i}`)], `l${i}`)]);
+      const ids = Array.from({ length: n }, (_, i) => vuid(`l${n - 1 - i}`)); // the youngest first: the anchor
+      const [r] = await index.resolve(a, [record(ids, 'x')]);
+      expect(r!.customerId).toBe(id('l0'));
+      expect(r!.merged).toHaveLength(MAX_MERGE - 1);
+      expect(r!.merged).toContain(id(`l${n - 1}`));
+      expect(r!.conflicts).toEqual([
+        { customerId: id(`l${n - 2}`), reason: 'merge_limit' },
+        { customerId: id(`l${n - 3}`), reason: 'merge_limit' },
+      ]);
+      expect(await index.lookup(a, vuid(`l${n - 2}`))).toBe(id(`l${n - 2}`));
+      await index.close();
+    });
+
+    it('a merged customer merged again takes the customers merged into it along', async () => {
+      const index = await open();
+      const a = `chn${run}`;
+      await index.resolve(a, [record([email('c@x.com')], 'c')]);
+      await index.resolve(a, [record([email('b@x.com')], 'b')]);
+      await index.resolve(a, [record([email('a@x.com')], 'a')]);
+      const [first] = await index.resolve(a, [record([email('a@x.com'), email('b@x.com')], 'x1')]);
+      expect(first!.merged).toEqual([id('a')]);
+      const [second] = await index.resolve(a, [record([email('b@x.com'), email('c@x.com')], 'x2')]);
+      expect(second!.customerId).toBe(id('c'));
+      expect(second!.merged.sort()).toEqual([id('a'), id('b')].sort());
+      expect(second!.mergeSeq).toBeGreaterThan(first!.mergeSeq);
+      expect(await index.lookup(a, email('a@x.com'))).toBe(id('c'));
+      await index.close();
+    });
+
+    it('gives a message the same resolutions until it is settled, so its effects reach the store once', async () => {
+      const index = await open();
+      const a = `mem${run}`;
+      const batch = [
+        record([email('r@x.com')], 'r', 'mr', 0),
+        record([email('r@x.com'), vuid('rv')], 'r2', 'mr', 1),
+      ];
+      const first = await index.resolve(a, batch);
+      expect(await index.resolve(a, batch)).toEqual(first); // redelivered before the store held it
+      await index.settle(a, ['mr']);
+      const after = await index.resolve(a, batch);
+      expect(after.map((r) => [r.customerId, r.created, r.linked.length])).toEqual([
+        [id('r'), false, 0],
+        [id('r'), false, 0],
+      ]);
+      await index.close();
+    });
+
+    it('loads the graph read back from the store, merges included', async () => {
+      const index = await open();
+      const a = `acc${run}`;
+      const n = await index.load(
+        a,
+        graphRows(
+          [
+            { kind: 'email', value: 'z@x.com', svc_id: 'cz', born: '1' },
+            { kind: 'vuid', value: 'zv', svc_id: 'cy', born: '2' },
+            { kind: 'vuid', value: 'zw', svc_id: 'cx', born: '3' },
+          ],
+          [
+            { loser: 'cx', survivor: 'cy', seq: 1 },
+            { loser: 'cy', survivor: 'cz', seq: 2 },
+            { loser: 'cx', survivor: 'cz', seq: 2 },
+          ],
+        ),
+      );
+      expect(n).toBe(3);
+      expect(await index.lookup(a, email('z@x.com'))).toBe('cz');
+      expect(await index.lookup(a, vuid('zw'))).toBe('cz');
+      expect((await index.identifiersOf(a, 'cx')).length).toBe(3);
+      const [r] = await index.resolve(a, [record([vuid('zw'), vuid('new')], 'q')]);
+      expect(r).toMatchObject({ customerId: 'cz', born: '1', linked: [vuid('new')] });
       await index.close();
     });
   });
@@ -81,6 +214,34 @@ export function profileStateContract(name: string, open: () => Promise<ProfileSt
       ]);
       expect(await state.get(`acc${run}`, 'c1')).toEqual(out[0]);
       expect(await state.get(`other${run}`, 'c1')).toBeUndefined();
+      await state.close();
+    });
+
+    it('merges a profile into its survivor: the survivor keeps its values, gaps are filled, the loser is gone', async () => {
+      const state = await open();
+      const a = `mrg${run}`;
+      await state.apply(a, [
+        { customerId: 's', update: { email: 's@x.com', city: 'Oslo' } },
+        { customerId: 'l', update: { email: 'l@x.com', phone: '123', city: 'Rome' } },
+        { customerId: 'l', update: { zip: '1' } },
+      ]);
+      const out = await state.apply(a, [
+        { customerId: 's', update: { name: 'S' }, absorb: ['l', 'never-seen'] },
+      ]);
+      expect(out).toEqual([
+        {
+          customerId: 'l',
+          version: 3,
+          attributes: { email: 'l@x.com', phone: '123', city: 'Rome', zip: '1' },
+          mergedInto: 's',
+        },
+        {
+          customerId: 's',
+          version: 2,
+          attributes: { email: 's@x.com', city: 'Oslo', phone: '123', zip: '1', name: 'S' },
+        },
+      ]);
+      expect(await state.get(a, 'l')).toBeUndefined();
       await state.close();
     });
 

@@ -5,3 +5,5 @@ export * from './memory/memory-profile-state.adapter.js';
 export * from './redis/redis-connection.js';
 export * from './redis/redis-identity-index.adapter.js';
 export * from './redis/redis-profile-state.adapter.js';
+export * from './resolution.js';
+export * from './memory/account-graph.js';

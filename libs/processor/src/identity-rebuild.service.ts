@@ -50,7 +50,7 @@ export class IdentityRebuild implements OnModuleInit {
     const started = Date.now();
     // Profiles first: the index opens the account again only once both are loaded.
     const profiles = await this.profiles.load(account, this.store.currentProfiles(account));
-    const links = await this.identity.load(account, this.store.identityLinks(account));
+    const links = await this.identity.load(account, this.store.identityGraph(account));
     this.logger.info(
       { account, links, profiles, ms: Date.now() - started },
       'identity index rebuilt from the store',

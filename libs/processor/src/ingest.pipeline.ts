@@ -11,7 +11,15 @@ import {
   type EventRecord,
   type ProfileRecord,
 } from '@cdp/domain';
-import { IdentityIndex, IdentityNotWarmError, ProfileState, type Resolution } from '@cdp/identity';
+import {
+  bornKey,
+  IdentityIndex,
+  IdentityNotWarmError,
+  ProfileState,
+  type ProfileUpdate,
+  type ResolveInput,
+  type Resolution,
+} from '@cdp/identity';
 import type { Identifier } from '@cdp/domain';
 import { AnalyticStore, type EventRow, type StoreBatch } from '@cdp/store';
 import { IdentityRebuild } from './identity-rebuild.service.js';
@@ -48,13 +56,13 @@ export class IngestPipeline {
   }
 
   /** Resolves a batch; an index that does not hold the account is rebuilt from the store first. */
-  private async resolve(account: string, records: Identifier[][], seeds: string[]): Promise<Resolution[]> {
+  private async resolve(account: string, records: ResolveInput[]): Promise<Resolution[]> {
     try {
-      return await this.identity.resolve(account, records, seeds);
+      return await this.identity.resolve(account, records);
     } catch (err) {
       if (!(err instanceof IdentityNotWarmError)) throw err;
       if (!(await this.rebuild.rebuild(account))) throw err; // another processor is rebuilding: retry later
-      return this.identity.resolve(account, records, seeds);
+      return this.identity.resolve(account, records);
     }
   }
 
@@ -64,29 +72,59 @@ export class IngestPipeline {
     );
     const resolutions = await this.resolve(
       account,
-      items.map((item) => identifierList(item.record.identifiers)),
-      items.map((item) => customerIdSeed(item.message.id, item.index)),
+      items.map(({ message, index, record }) => ({
+        ids: identifierList(record.identifiers),
+        seed: customerIdSeed(message.id, index),
+        born: bornKey(message.receivedAt, message.id, index),
+        message: message.id,
+        index,
+      })),
     );
     const now = toStoreTime(Date.now());
-    const batch: StoreBatch = { identityLinks: [], customers: [], events: [] };
-    const updates: { customerId: string; update: AttributeUpdate }[] = [];
+    const batch: StoreBatch = { identityLinks: [], merges: [], conflicts: [], customers: [], events: [] };
+    const updates: ProfileUpdate[] = [];
     const lastMessageOf = new Map<string, string>();
 
     items.forEach((item, i) => {
-      const { customerId, created, linked } = resolutions[i]!;
+      const { customerId, born, created, linked, merged, mergeSeq, conflicts } = resolutions[i]!;
       const msgId = item.message.id;
       for (const id of linked) {
         batch.identityLinks.push({
           kind: id.kind,
           value: id.value,
           svc_id: customerId,
+          born,
           msg_id: msgId,
           created_at: now,
         });
       }
+      if (merged.length || conflicts.length) {
+        const cause = identifierList(item.record.identifiers).map((id) => `${id.kind}:${id.value}`);
+        for (const loser of merged) {
+          batch.merges.push({
+            loser,
+            survivor: customerId,
+            seq: mergeSeq,
+            cause,
+            msg_id: msgId,
+            created_at: now,
+          });
+          lastMessageOf.set(loser, msgId);
+        }
+        for (const c of conflicts) {
+          batch.conflicts.push({
+            svc_id: customerId,
+            other_svc_id: c.customerId,
+            reason: c.reason,
+            cause,
+            msg_id: msgId,
+            created_at: now,
+          });
+        }
+      }
       const update = profileUpdate(item, linked);
-      if (created || Object.keys(update).length > 0) {
-        updates.push({ customerId, update });
+      if (created || merged.length || Object.keys(update).length > 0) {
+        updates.push(merged.length ? { customerId, update, absorb: merged } : { customerId, update });
         lastMessageOf.set(customerId, msgId);
       }
       if (item.message.kind === 'events') {
@@ -102,11 +140,13 @@ export class IngestPipeline {
         version: snapshot.version,
         msg_id: lastMessageOf.get(snapshot.customerId)!,
         updated_at: now,
+        merged_into: snapshot.mergedInto ?? null,
         attributes: snapshot.attributes,
       });
     }
     const redelivery = deliveries.some((d) => d.deliveryCount > 1);
     await this.store.write(account, batch, redelivery);
+    await this.identity.settle(account, [...new Set(deliveries.map((d) => d.message.id))]);
   }
 }
 

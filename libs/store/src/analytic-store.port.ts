@@ -5,6 +5,30 @@ export interface IdentityLinkRow {
   kind: string;
   value: string;
   svc_id: string;
+  /** The customer's born key (identity resolution.ts): how customers compare by age after a rebuild. */
+  born: string;
+  msg_id: string;
+  created_at: string;
+}
+
+/** A merge: from now on the loser's history belongs to the survivor (spec "What the service does"). */
+export interface MergeRow {
+  loser: string;
+  survivor: string;
+  /** The account's merge counter: for a loser merged twice, the higher seq names its survivor. */
+  seq: number;
+  /** The identifiers of the record that caused it, as `kind:value`. */
+  cause: string[];
+  msg_id: string;
+  created_at: string;
+}
+
+/** Customers a record touched but could not merge (different customer_id values, or the merge limit). */
+export interface ConflictRow {
+  svc_id: string;
+  other_svc_id: string;
+  reason: string;
+  cause: string[];
   msg_id: string;
   created_at: string;
 }
@@ -15,6 +39,8 @@ export interface CustomerRow {
   version: number;
   msg_id: string;
   updated_at: string;
+  /** Set on a merged customer's last snapshot: the survivor that holds its profile now. */
+  merged_into: string | null;
   attributes: Record<string, string | boolean>;
 }
 
@@ -35,6 +61,8 @@ export interface EventRow {
 /** Everything one processed batch writes for one account. */
 export interface StoreBatch {
   identityLinks: IdentityLinkRow[];
+  merges: MergeRow[];
+  conflicts: ConflictRow[];
   customers: CustomerRow[];
   events: EventRow[];
 }
@@ -51,7 +79,11 @@ export abstract class AnalyticStore {
    * a batch that was stored before a crash but never acknowledged is not stored twice.
    */
   abstract write(account: string, batch: StoreBatch, redelivery: boolean): Promise<void>;
-  abstract identityLinks(account: string): AsyncIterable<{ kind: string; value: string; svc_id: string }>;
+  /** What the identity index is rebuilt from: every identifier's first link, then the merges in order. */
+  abstract identityGraph(account: string): {
+    links: AsyncIterable<{ kind: string; value: string; svc_id: string; born: string }>;
+    merges: AsyncIterable<{ loser: string; survivor: string; seq: number }>;
+  };
   abstract currentProfiles(
     account: string,
   ): AsyncIterable<{ svc_id: string; version: number; attributes: Record<string, string | boolean> }>;

@@ -18,14 +18,17 @@ describe('ClickHouseStore on chDB', () => {
   function batch(msg: string, customer: string, events: number): StoreBatch {
     return {
       identityLinks: [
-        { kind: 'email', value: `${customer}@x.com`, svc_id: customer, msg_id: msg, created_at: at },
+        { kind: 'email', value: `${customer}@x.com`, svc_id: customer, born: `b-${customer}`, msg_id: msg, created_at: at },
       ],
+      merges: [],
+      conflicts: [],
       customers: [
         {
           svc_id: customer,
           version: 1,
           msg_id: msg,
           updated_at: at,
+          merged_into: null,
           attributes: { email: `${customer}@x.com`, opted_in: true },
         },
       ],
@@ -71,6 +74,8 @@ describe('ClickHouseStore on chDB', () => {
       'acc3',
       {
         identityLinks: [...regrouped.identityLinks, ...fresh.identityLinks],
+        merges: [],
+        conflicts: [],
         customers: [...regrouped.customers, ...fresh.customers],
         events: [...regrouped.events, ...fresh.events],
       },
@@ -91,11 +96,44 @@ describe('ClickHouseStore on chDB', () => {
     later.identityLinks = [];
     await store.write('acc4', later, false);
     const links = [];
-    for await (const l of store.identityLinks('acc4')) links.push(l);
-    expect(links).toEqual([{ kind: 'email', value: 'c1@x.com', svc_id: 'c1' }]);
+    for await (const l of store.identityGraph('acc4').links) links.push(l);
+    expect(links).toEqual([{ kind: 'email', value: 'c1@x.com', svc_id: 'c1', born: 'b-c1' }]);
     const profiles = [];
     for await (const p of store.currentProfiles('acc4')) profiles.push(p);
     expect(profiles).toEqual([{ svc_id: 'c1', version: 2, attributes: { email: 'c1@x.com', city: 'Oslo' } }]);
+  });
+
+  it('reads merges back in order, and attributes a merged customer to its latest survivor', async () => {
+    const merge = (loser: string, survivor: string, seq: number, msg: string) => ({
+      loser,
+      survivor,
+      seq,
+      cause: ['email:a@x.com'],
+      msg_id: msg,
+      created_at: at,
+    });
+    const b = batch('mm1', 'cs', 0);
+    b.merges = [merge('cl', 'cm', 1, 'mm1'), merge('cm', 'cs', 2, 'mm1'), merge('cl', 'cs', 2, 'mm1')];
+    b.customers.push({ ...b.customers[0]!, svc_id: 'cm', merged_into: 'cs', version: 3 });
+    await store.write('acc6', b, false);
+    const merges = [];
+    for await (const m of store.identityGraph('acc6').merges) merges.push(m);
+    expect(merges).toEqual([
+      { loser: 'cl', survivor: 'cm', seq: 1 },
+      { loser: 'cl', survivor: 'cs', seq: 2 },
+      { loser: 'cm', survivor: 'cs', seq: 2 },
+    ]);
+    const survivors = await store.query<{ svc_id: string; survivor: string }>(
+      'acc6',
+      'SELECT svc_id, survivor FROM {db}.customer_survivors ORDER BY svc_id',
+    );
+    expect(survivors).toEqual([
+      { svc_id: 'cl', survivor: 'cs' },
+      { svc_id: 'cm', survivor: 'cs' },
+    ]);
+    const profiles = [];
+    for await (const p of store.currentProfiles('acc6')) profiles.push(p.svc_id);
+    expect(profiles).toEqual(['cs']); // a merged customer's profile lives on in its survivor
   });
 
   it('reads both time forms the domain writes, before and after 1970, to the millisecond', async () => {

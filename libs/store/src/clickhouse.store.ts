@@ -8,7 +8,13 @@ import { CUSTOMER_COLUMNS, accountTables, databaseName } from './schema.sql.js';
 type TableName = keyof typeof TABLES;
 
 /** Insert order matters: links first, so a crash never leaves events whose customer cannot be resolved. */
-const TABLES = { identityLinks: 'identity_links', customers: 'customers', events: 'events' } as const;
+const TABLES = {
+  identityLinks: 'identity_links',
+  merges: 'identity_merges',
+  conflicts: 'identity_conflicts',
+  customers: 'customers',
+  events: 'events',
+} as const;
 
 /** The analytic store in ClickHouse SQL, over whichever transport the configuration chose. */
 export class ClickHouseStore extends AnalyticStore {
@@ -64,12 +70,30 @@ export class ClickHouseStore extends AnalyticStore {
     return new Set(found.map((r) => r.msg_id));
   }
 
-  async *identityLinks(account: string): AsyncIterable<{ kind: string; value: string; svc_id: string }> {
+  identityGraph(account: string): {
+    links: AsyncIterable<{ kind: string; value: string; svc_id: string; born: string }>;
+    merges: AsyncIterable<{ loser: string; survivor: string; seq: number }>;
+  } {
+    return { links: this.links(account), merges: this.merges(account) };
+  }
+
+  /** Each identifier with its first owner; in link order, so a rebuilt index meets customers as they came. */
+  private async *links(
+    account: string,
+  ): AsyncIterable<{ kind: string; value: string; svc_id: string; born: string }> {
     await this.ensureAccount(account);
-    yield* this.transport.stream<{ kind: string; value: string; svc_id: string }>(
-      `SELECT kind, value, argMin(svc_id, (created_at, msg_id)) AS svc_id
-       FROM ${databaseName(account)}.identity_links GROUP BY kind, value`,
+    yield* this.transport.stream<{ kind: string; value: string; svc_id: string; born: string }>(
+      `SELECT kind, value, argMin(svc_id, (created_at, msg_id)) AS svc_id, argMin(born, (created_at, msg_id)) AS born
+       FROM ${databaseName(account)}.identity_links GROUP BY kind, value ORDER BY min(created_at), kind, value`,
     );
+  }
+
+  private async *merges(account: string): AsyncIterable<{ loser: string; survivor: string; seq: number }> {
+    await this.ensureAccount(account);
+    const rows = this.transport.stream<{ loser: string; survivor: string; seq: number | string }>(
+      `SELECT DISTINCT loser, survivor, seq FROM ${databaseName(account)}.identity_merges ORDER BY seq, loser`,
+    );
+    for await (const m of rows) yield { loser: m.loser, survivor: m.survivor, seq: Number(m.seq) };
   }
 
   async *currentProfiles(
@@ -77,7 +101,8 @@ export class ClickHouseStore extends AnalyticStore {
   ): AsyncIterable<{ svc_id: string; version: number; attributes: Record<string, string | boolean> }> {
     await this.ensureAccount(account);
     const rows = this.transport.stream<Record<string, string | boolean | number | null>>(
-      `SELECT svc_id, version, ${CUSTOMER_COLUMNS.join(', ')} FROM ${databaseName(account)}.customers FINAL`,
+      `SELECT svc_id, version, ${CUSTOMER_COLUMNS.join(', ')} FROM ${databaseName(account)}.customers FINAL
+       WHERE merged_into IS NULL`,
     );
     for await (const row of rows) {
       const attributes: Record<string, string | boolean> = {};

@@ -47,15 +47,38 @@ export function accountTables(db: string): string[] {
   kind LowCardinality(String),
   value String,
   svc_id String,
+  born String,
   msg_id String,
   created_at DateTime64(3, 'UTC'),
   INDEX msg_idx msg_id TYPE bloom_filter GRANULARITY 4
 ) ENGINE = MergeTree ORDER BY (kind, value) ${DEDUP}`,
+    `CREATE TABLE IF NOT EXISTS ${db}.identity_merges (
+  loser String,
+  survivor String,
+  seq UInt64,
+  cause Array(String),
+  msg_id String,
+  created_at DateTime64(3, 'UTC'),
+  INDEX msg_idx msg_id TYPE bloom_filter GRANULARITY 4
+) ENGINE = MergeTree ORDER BY (loser, seq) ${DEDUP}`,
+    `CREATE TABLE IF NOT EXISTS ${db}.identity_conflicts (
+  svc_id String,
+  other_svc_id String,
+  reason LowCardinality(String),
+  cause Array(String),
+  msg_id String,
+  created_at DateTime64(3, 'UTC'),
+  INDEX msg_idx msg_id TYPE bloom_filter GRANULARITY 4
+) ENGINE = MergeTree ORDER BY (svc_id, created_at) ${DEDUP}`,
+    // Where a customer's history belongs now: itself, unless it was merged (the latest merge names the survivor).
+    `CREATE VIEW IF NOT EXISTS ${db}.customer_survivors AS
+SELECT loser AS svc_id, argMax(survivor, seq) AS survivor FROM ${db}.identity_merges GROUP BY loser`,
     `CREATE TABLE IF NOT EXISTS ${db}.customers (
   svc_id String,
   version UInt64,
   msg_id String,
   updated_at DateTime64(3, 'UTC'),
+  merged_into Nullable(String),
 ${customerColumns},
   INDEX msg_idx msg_id TYPE bloom_filter GRANULARITY 4
 ) ENGINE = ReplacingMergeTree(version) ORDER BY svc_id ${DEDUP}`,

@@ -1,44 +1,56 @@
 import type { DriverHealth } from '@cdp/contracts';
-import { customerIdFromSeed, identityKey, type Identifier } from '@cdp/domain';
-import { IdentityIndex, type Resolution } from '../identity-index.port.js';
+import { identityKey, type Identifier } from '@cdp/domain';
+import { IdentityIndex, type IdentityGraphRows } from '../identity-index.port.js';
+import { resolveRecord, type ResolveInput, type Resolution } from '../resolution.js';
+import { AccountGraph } from './account-graph.js';
 
-/** The embedded identity index: a map per account, rebuilt from the store's links at start. */
+interface AccountState {
+  graph: AccountGraph;
+  /** message → the resolutions of its records, while its effects may not be in the store yet. */
+  unsettled: Map<string, Resolution[]>;
+}
+
+/** The embedded identity index: a graph per account in memory, rebuilt from the store at start. */
 export class MemoryIdentityIndex extends IdentityIndex {
   readonly persistent = false;
-  private readonly accounts = new Map<string, Map<string, string>>();
+  private readonly accounts = new Map<string, AccountState>();
 
-  private of(account: string): Map<string, string> {
-    let links = this.accounts.get(account);
-    if (!links) this.accounts.set(account, (links = new Map<string, string>()));
-    return links;
+  private of(account: string): AccountState {
+    let state = this.accounts.get(account);
+    if (!state) this.accounts.set(account, (state = { graph: new AccountGraph(), unsettled: new Map() }));
+    return state;
   }
 
-  resolve(account: string, records: Identifier[][], seeds: string[]): Promise<Resolution[]> {
-    const links = this.of(account);
-    const out = records.map((ids, index): Resolution => {
-      // Identifiers come in resolution order (customer_id, email, then the rest): the first known one wins.
-      let customerId: string | undefined;
-      for (const id of ids) {
-        customerId = links.get(identityKey(id));
-        if (customerId) break;
-      }
-      const created = customerId === undefined;
-      customerId ??= customerIdFromSeed(seeds[index]!);
-      const linked: Identifier[] = [];
-      for (const id of ids) {
-        const key = identityKey(id);
-        if (!links.has(key)) {
-          links.set(key, customerId);
-          linked.push(id);
-        }
-      }
-      return { customerId, created, linked };
+  resolve(account: string, records: ResolveInput[]): Promise<Resolution[]> {
+    const { graph, unsettled } = this.of(account);
+    const fresh = new Map<string, Resolution[]>();
+    const out = records.map((record) => {
+      const remembered = unsettled.get(record.message)?.[record.index];
+      if (remembered) return remembered;
+      const resolution = resolveRecord(graph, record);
+      let list = fresh.get(record.message);
+      if (!list) fresh.set(record.message, (list = []));
+      list[record.index] = resolution;
+      return resolution;
     });
+    for (const [message, list] of fresh) if (list.some(hasEffects)) unsettled.set(message, list);
     return Promise.resolve(out);
   }
 
+  settle(account: string, messages: string[]): Promise<void> {
+    const state = this.accounts.get(account);
+    for (const m of messages) state?.unsettled.delete(m);
+    return Promise.resolve();
+  }
+
   lookup(account: string, id: Identifier): Promise<string | undefined> {
-    return Promise.resolve(this.accounts.get(account)?.get(identityKey(id)));
+    return Promise.resolve(this.accounts.get(account)?.graph.owner(identityKey(id)));
+  }
+
+  identifiersOf(account: string, customerId: string): Promise<Identifier[]> {
+    const graph = this.accounts.get(account)?.graph;
+    if (!graph) return Promise.resolve([]);
+    return Promise.resolve([...(graph.members.get(graph.survivorOf(customerId)) ?? [])]);
   }
 
   /** The memory index is rebuilt once, at start, before anything runs: nobody else can be rebuilding. */
@@ -46,19 +58,15 @@ export class MemoryIdentityIndex extends IdentityIndex {
     return Promise.resolve(true);
   }
 
-  async load(
-    account: string,
-    links: AsyncIterable<{ kind: string; value: string; svc_id: string }>,
-  ): Promise<number> {
-    const fresh = new Map<string, string>();
-    for await (const link of links) fresh.set(identityKey(link), link.svc_id);
-    this.accounts.set(account, fresh);
-    return fresh.size;
+  async load(account: string, rows: IdentityGraphRows): Promise<number> {
+    const graph = await AccountGraph.fromRows(rows);
+    this.accounts.set(account, { graph, unsettled: new Map() });
+    return graph.owners.size;
   }
 
   health(): Promise<DriverHealth> {
     let size = 0;
-    for (const links of this.accounts.values()) size += links.size;
+    for (const { graph } of this.accounts.values()) size += graph.owners.size;
     return Promise.resolve({ driver: 'memory', ready: true, detail: `${size} identifier(s)` });
   }
 
@@ -66,4 +74,9 @@ export class MemoryIdentityIndex extends IdentityIndex {
     this.accounts.clear();
     return Promise.resolve();
   }
+}
+
+/** Whether resolving a record changed the graph (so its effects must reach the store). */
+export function hasEffects(r: Resolution): boolean {
+  return r.created || r.linked.length > 0 || r.merged.length > 0 || r.conflicts.length > 0;
 }

@@ -1,6 +1,6 @@
 import type { DriverHealth } from '@cdp/contracts';
-import { applyAttributeUpdate, type AttributeUpdate, type Attributes } from '@cdp/domain';
-import { ProfileState, type ProfileSnapshot } from '../profile-state.port.js';
+import { applyAttributeUpdate, type Attributes } from '@cdp/domain';
+import { ProfileState, type ProfileSnapshot, type ProfileUpdate } from '../profile-state.port.js';
 
 /** The embedded hot profile state: a map per account, rebuilt from the store's latest snapshots at start. */
 export class MemoryProfileState extends ProfileState {
@@ -12,23 +12,29 @@ export class MemoryProfileState extends ProfileState {
     return profiles;
   }
 
-  apply(
-    account: string,
-    updates: { customerId: string; update: AttributeUpdate }[],
-  ): Promise<ProfileSnapshot[]> {
+  apply(account: string, updates: ProfileUpdate[]): Promise<ProfileSnapshot[]> {
     const profiles = this.of(account);
     const changed = new Map<string, ProfileSnapshot>();
-    for (const { customerId, update } of updates) {
-      const current = profiles.get(customerId);
+    const gone: ProfileSnapshot[] = [];
+    for (const { customerId, update, absorb = [] } of updates) {
+      let attributes = { ...(profiles.get(customerId)?.attributes ?? {}) };
+      for (const loser of absorb) {
+        const last = profiles.get(loser);
+        if (!last) continue;
+        attributes = { ...last.attributes, ...attributes };
+        profiles.delete(loser);
+        changed.delete(loser);
+        gone.push({ ...last, version: last.version + 1, mergedInto: customerId });
+      }
       const next: ProfileSnapshot = {
         customerId,
-        version: (current?.version ?? 0) + 1,
-        attributes: applyAttributeUpdate(current?.attributes ?? {}, update),
+        version: (profiles.get(customerId)?.version ?? 0) + 1,
+        attributes: applyAttributeUpdate(attributes, update),
       };
       profiles.set(customerId, next);
       changed.set(customerId, next);
     }
-    return Promise.resolve([...changed.values()]);
+    return Promise.resolve([...gone, ...changed.values()]);
   }
 
   get(account: string, customerId: string): Promise<ProfileSnapshot | undefined> {

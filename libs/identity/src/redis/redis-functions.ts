@@ -2,57 +2,215 @@
  * The Redis Functions library of the identity index and the hot profile state. Each function runs
  * atomically on the server, so a whole batch is resolved or applied in one round trip, and two
  * processors never interleave inside one.
+ *
+ * Besides the keys it is given, a function touches other keys of the same account (a customer's
+ * identifier set, a message's remembered effects). They all carry the account's hash tag, so they
+ * live in the declared keys' cluster slot.
  */
 export const LIBRARY_NAME = 'cdp';
-export const LIBRARY_VERSION = '2';
+export const LIBRARY_VERSION = '3';
 
 export const LIBRARY = `#!lua name=${LIBRARY_NAME}
 -- version ${LIBRARY_VERSION}
 
--- KEYS[1] identity hash of the account, KEYS[2] its ready marker.
--- ARGV[1] JSON {r: [[identity key, ...] per record], s: [seed of the new customer id per record]}.
--- A new customer's id is 'c_' and the first 24 hex digits of the SHA-1 of its seed (as in @cdp/domain).
--- Returns JSON [[customer id, created 0|1, [indexes of identifiers linked now]] per record].
+-- cdp_resolve: the identity rules of libs/identity/src/resolution.ts, line for line.
+-- KEYS[1] identity hash of the account (identity key -> customer), KEYS[2] its ready marker.
+-- ARGV[1] the account's key prefix 'cdp:{<account>}:', ARGV[2] the merge limit, ARGV[3] JSON
+-- {m: [message ids], r: [[message number (1-based), record index, seed, born, [identity keys],
+--  position of the customer_id key (0-based, -1 if none), customer_id value or '']]}.
+-- Other keys: <p>born, <p>cids (customer -> born key / customer_id), <p>merged (loser -> survivor),
+-- <p>m:<customer> (its identity keys), <p>a:<customer> (customers merged into it), <p>done:<message>
+-- (the resolutions of a message until it is settled).
+-- Returns JSON [[customer, born, created 0|1, [linked positions], [merged], merge seq, [[customer, reason]]]].
+-- <p>mseq counts the account's merges.
 local function cdp_resolve(keys, args)
   if redis.call('EXISTS', keys[2]) == 0 then
     return redis.error_reply('CDP_NOT_WARM identity index not loaded')
   end
-  local input = cjson.decode(args[1])
-  local out = {}
-  for i, ids in ipairs(input.r) do
-    local found = redis.call('HMGET', keys[1], unpack(ids))
-    local customer = false
-    for j = 1, #ids do
-      if found[j] then customer = found[j]; break end
+  local p = args[1]
+  local max_merge = tonumber(args[2])
+  local input = cjson.decode(args[3])
+  local ids_key, born_key, cids_key, merged_key = keys[1], p .. 'born', p .. 'cids', p .. 'merged'
+  local born_cache, cid_cache = {}, {}
+  local function born_of(c)
+    local v = born_cache[c]
+    if v == nil then
+      v = redis.call('HGET', born_key, c) or ''
+      born_cache[c] = v
     end
-    local created = 0
-    if not customer then
-      customer = 'c_' .. string.sub(redis.sha1hex(input.s[i]), 1, 24)
-      created = 1
+    return v
+  end
+  local function cid_of(c)
+    local v = cid_cache[c]
+    if v == nil then
+      v = redis.call('HGET', cids_key, c) or false
+      cid_cache[c] = v
     end
-    local linked = {}
-    local fields = {}
-    for j = 1, #ids do
-      if not found[j] then
-        linked[#linked + 1] = j - 1
-        fields[#fields + 1] = ids[j]
-        fields[#fields + 1] = customer
+    return v or nil
+  end
+  local function older(a, b)
+    local x, y = born_of(a), born_of(b)
+    if x ~= y then return x < y end
+    return a < b
+  end
+  local function add_all(cmd, key, items, extra)
+    for i = 1, #items, 500 do
+      local chunk = {}
+      for j = i, math.min(i + 499, #items) do
+        chunk[#chunk + 1] = items[j]
+        if extra then chunk[#chunk + 1] = extra end
+      end
+      redis.call(cmd, key, unpack(chunk))
+    end
+  end
+  local function merge(loser, survivor, merged)
+    local members = redis.call('SMEMBERS', p .. 'm:' .. loser)
+    if #members > 0 then
+      add_all('HSET', ids_key, members, survivor)
+      add_all('SADD', p .. 'm:' .. survivor, members)
+      redis.call('DEL', p .. 'm:' .. loser)
+    end
+    local lc = cid_of(loser)
+    if lc and not cid_of(survivor) then
+      redis.call('HSET', cids_key, survivor, lc)
+      cid_cache[survivor] = lc
+    end
+    local moved = redis.call('SMEMBERS', p .. 'a:' .. loser)
+    table.insert(moved, 1, loser)
+    redis.call('DEL', p .. 'a:' .. loser)
+    add_all('HSET', merged_key, moved, survivor)
+    add_all('SADD', p .. 'a:' .. survivor, moved)
+    for _, c in ipairs(moved) do merged[#merged + 1] = c end
+  end
+
+  local function resolve(rec)
+    local ks, cid_pos = rec[5], rec[6]
+    local owners = redis.call('HMGET', ids_key, unpack(ks))
+    local known, seen = {}, {}
+    for j = 1, #ks do
+      local o = owners[j]
+      if o and not seen[o] then
+        seen[o] = true
+        known[#known + 1] = o
       end
     end
-    if #fields > 0 then redis.call('HSET', keys[1], unpack(fields)) end
-    out[i] = {customer, created, linked}
+    local record_cid = nil
+    local anchor = nil
+    if cid_pos >= 0 then
+      record_cid = rec[7]
+      anchor = owners[cid_pos + 1] or nil
+    else
+      anchor = known[1]
+    end
+    local cid = record_cid
+    if not cid and anchor then cid = cid_of(anchor) end
+    if not cid then
+      for _, c in ipairs(known) do
+        local v = cid_of(c)
+        if v then cid = v; break end
+      end
+    end
+    local conflicts, joined = {}, {}
+    for _, c in ipairs(known) do
+      local other = cid_of(c)
+      if other == nil or other == cid then
+        joined[#joined + 1] = c
+      else
+        conflicts[#conflicts + 1] = {c, 'customer_id'}
+      end
+    end
+    if #joined > max_merge then
+      local others = {}
+      for _, c in ipairs(joined) do if c ~= anchor then others[#others + 1] = c end end
+      table.sort(others, older)
+      local kept, is_kept = {}, {}
+      if anchor then kept[1] = anchor end
+      for _, c in ipairs(others) do if #kept < max_merge then kept[#kept + 1] = c end end
+      for _, c in ipairs(kept) do is_kept[c] = true end
+      for _, c in ipairs(joined) do
+        if not is_kept[c] then conflicts[#conflicts + 1] = {c, 'merge_limit'} end
+      end
+      joined = kept
+    end
+    local customer, created, merged, seq = nil, 0, {}, 0
+    if #joined == 0 then
+      customer = 'c_' .. string.sub(redis.sha1hex(rec[3]), 1, 24)
+      created = 1
+      redis.call('HSET', born_key, customer, rec[4])
+      born_cache[customer] = rec[4]
+    else
+      table.sort(joined, older)
+      customer = joined[1]
+      if #joined > 1 then seq = redis.call('INCR', p .. 'mseq') end
+      for k = 2, #joined do merge(joined[k], customer, merged) end
+    end
+    local linked, fields, members = {}, {}, {}
+    for j = 1, #ks do
+      if not owners[j] then
+        linked[#linked + 1] = j - 1
+        fields[#fields + 1] = ks[j]
+        fields[#fields + 1] = customer
+        members[#members + 1] = ks[j]
+        if j == cid_pos + 1 and not cid_of(customer) then
+          redis.call('HSET', cids_key, customer, record_cid)
+          cid_cache[customer] = record_cid
+        end
+      end
+    end
+    if #fields > 0 then
+      redis.call('HSET', ids_key, unpack(fields))
+      redis.call('SADD', p .. 'm:' .. customer, unpack(members))
+    end
+    local effects = created == 1 or #linked > 0 or #merged > 0 or #conflicts > 0
+    return {customer, born_of(customer), created, linked, merged, seq, conflicts}, effects
+  end
+
+  local remembered = {}
+  for i, m in ipairs(input.m) do
+    local v = redis.call('GET', p .. 'done:' .. m)
+    if v then remembered[i] = cjson.decode(v) end
+  end
+  local fresh, changed, out = {}, {}, {}
+  for i, rec in ipairs(input.r) do
+    local mi = rec[1]
+    if remembered[mi] then
+      out[i] = remembered[mi][rec[2] + 1]
+    else
+      local res, effects = resolve(rec)
+      fresh[mi] = fresh[mi] or {}
+      fresh[mi][rec[2] + 1] = res
+      if effects then changed[mi] = true end
+      out[i] = res
+    end
+  end
+  for mi in pairs(changed) do
+    redis.call('SET', p .. 'done:' .. input.m[mi], cjson.encode(fresh[mi]), 'EX', 604800)
   end
   return cjson.encode(out)
 end
 
--- KEYS: one profile hash per customer touched. ARGV[1] JSON [[key index, {field: JSON text | null}], ...]
--- in order. Every update bumps the field __v. Returns JSON [[key index, [field, value, ...]], ...] with
--- the final state of every touched profile.
+-- KEYS: one profile hash per customer touched. ARGV[1] JSON [[key index, {field: JSON text | null},
+-- [key indexes of profiles merged into it]], ...] in order. A merged profile fills the fields the
+-- survivor lacks, then is deleted. Every update bumps the field __v. Returns JSON
+-- [[key index, [field, value, ...], survivor key index or -1], ...]: the final state of every touched
+-- profile, and the last state of every merged one.
 local function cdp_apply(keys, args)
   local updates = cjson.decode(args[1])
-  local touched = {}
+  local touched, gone, out = {}, {}, {}
   for _, u in ipairs(updates) do
     local key = keys[u[1] + 1]
+    for _, l in ipairs(u[3] or {}) do
+      local lkey = keys[l + 1]
+      local flat = redis.call('HGETALL', lkey)
+      if #flat > 0 then
+        for i = 1, #flat, 2 do
+          if flat[i] ~= '__v' then redis.call('HSETNX', key, flat[i], flat[i + 1]) end
+        end
+        redis.call('DEL', lkey)
+        out[#out + 1] = {l, flat, u[1]}
+        gone[l + 1] = true
+      end
+    end
     redis.call('HINCRBY', key, '__v', 1)
     for field, value in pairs(u[2]) do
       if value == cjson.null then
@@ -63,9 +221,8 @@ local function cdp_apply(keys, args)
     end
     touched[u[1] + 1] = true
   end
-  local out = {}
   for i = 1, #keys do
-    if touched[i] then out[#out + 1] = {i - 1, redis.call('HGETALL', keys[i])} end
+    if touched[i] and not gone[i] then out[#out + 1] = {i - 1, redis.call('HGETALL', keys[i]), -1} end
   end
   return cjson.encode(out)
 end

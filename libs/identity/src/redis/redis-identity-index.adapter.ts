@@ -1,17 +1,32 @@
 import { randomUUID } from 'node:crypto';
 import type { DriverHealth } from '@cdp/contracts';
 import { identityKey, type Identifier } from '@cdp/domain';
-import { IdentityIndex, IdentityNotWarmError, type Resolution } from '../identity-index.port.js';
+import { IdentityIndex, IdentityNotWarmError, type IdentityGraphRows } from '../identity-index.port.js';
+import { AccountGraph } from '../memory/account-graph.js';
+import { MAX_MERGE, type ResolveInput, type Resolution } from '../resolution.js';
 import { fcall, redisHealth, type RedisClient } from './redis-connection.js';
 import { keys } from './redis-keys.js';
 
 /** How long a rebuild may hold its lock before another process may take over. */
 const REBUILD_LOCK_MS = 10 * 60 * 1000;
 
+type RawResolution = [
+  string,
+  string,
+  0 | 1,
+  number[] | object,
+  string[] | object,
+  number,
+  [string, string][] | object,
+];
+
+/** cjson encodes an empty array as {}. */
+const list = <T>(v: T[] | object): T[] => (Array.isArray(v) ? v : []);
+
 /**
- * The identity index in Redis: one hash per account (`identity key → customer id`) and a ready
- * marker. A batch is resolved by one function call, atomically. Everything here can be rebuilt from
- * the store; a missing marker (flushed or fresh Redis) makes `resolve` refuse until it is.
+ * The identity index in Redis (layout: redis-keys.ts). A batch is resolved by one function call,
+ * atomically, running the rules of resolution.ts in Lua. Everything here can be rebuilt from the
+ * store; a missing ready marker (flushed or fresh Redis) makes `resolve` refuse until it is.
  */
 export class RedisIdentityIndex extends IdentityIndex {
   readonly persistent = true;
@@ -21,31 +36,66 @@ export class RedisIdentityIndex extends IdentityIndex {
     super();
   }
 
-  async resolve(account: string, records: Identifier[][], seeds: string[]): Promise<Resolution[]> {
-    const input = { r: records.map((ids) => ids.map(identityKey)), s: seeds };
+  async resolve(account: string, records: ResolveInput[]): Promise<Resolution[]> {
+    const messages: string[] = [];
+    const number = new Map<string, number>();
+    const r = records.map((rec) => {
+      let m = number.get(rec.message);
+      if (m === undefined) number.set(rec.message, (m = messages.push(rec.message)));
+      const cidPos = rec.ids.findIndex((id) => id.kind === 'customer_id');
+      return [
+        m,
+        rec.index,
+        rec.seed,
+        rec.born,
+        rec.ids.map(identityKey),
+        cidPos,
+        cidPos >= 0 ? rec.ids[cidPos]!.value : '',
+      ];
+    });
     let raw: string;
     try {
       raw = await fcall(
         this.redis,
         'cdp_resolve',
         [keys.identities(account), keys.ready(account)],
-        [JSON.stringify(input)],
+        [keys.prefix(account), String(MAX_MERGE), JSON.stringify({ m: messages, r })],
       );
     } catch (err) {
       if (/CDP_NOT_WARM/.test(String(err))) throw new IdentityNotWarmError(account);
       throw err;
     }
-    const out = JSON.parse(raw) as [string, 0 | 1, number[] | Record<string, never>][];
-    return out.map(([customerId, created, linked], i) => ({
-      customerId,
-      created: created === 1,
-      // cjson encodes an empty array as {}.
-      linked: Array.isArray(linked) ? linked.map((j) => records[i]![j]!) : [],
-    }));
+    return (JSON.parse(raw) as RawResolution[]).map(
+      ([customerId, born, created, linked, merged, mergeSeq, conflicts], i) => ({
+        customerId,
+        born,
+        created: created === 1,
+        linked: list<number>(linked).map((j) => records[i]!.ids[j]!),
+        merged: list<string>(merged),
+        mergeSeq,
+        conflicts: list<[string, string]>(conflicts).map(([c, reason]) => ({
+          customerId: c,
+          reason: reason as Resolution['conflicts'][number]['reason'],
+        })),
+      }),
+    );
+  }
+
+  async settle(account: string, messages: string[]): Promise<void> {
+    if (messages.length) await this.redis.unlink(messages.map((m) => keys.unsettled(account, m)));
   }
 
   async lookup(account: string, id: Identifier): Promise<string | undefined> {
     return (await this.redis.hGet(keys.identities(account), identityKey(id))) ?? undefined;
+  }
+
+  async identifiersOf(account: string, customerId: string): Promise<Identifier[]> {
+    const survivor = (await this.redis.hGet(keys.merged(account), customerId)) ?? customerId;
+    const members = await this.redis.sMembers(keys.members(account, survivor));
+    return members.map((key) => {
+      const cut = key.indexOf('\u0000');
+      return { kind: key.slice(0, cut), value: key.slice(cut + 1) };
+    });
   }
 
   async beginRebuild(account: string): Promise<boolean> {
@@ -58,35 +108,65 @@ export class RedisIdentityIndex extends IdentityIndex {
     return true;
   }
 
-  async load(
-    account: string,
-    links: AsyncIterable<{ kind: string; value: string; svc_id: string }>,
-  ): Promise<number> {
-    const hash = keys.identities(account);
-    const staging = `${hash}:staging`;
-    await this.redis.del(staging);
-    let count = 0;
-    let chunk: Record<string, string> = {};
-    let size = 0;
-    const flush = async () => {
-      if (size) await this.redis.hSet(staging, chunk);
-      chunk = {};
-      size = 0;
-    };
-    for await (const link of links) {
-      chunk[identityKey(link)] = link.svc_id;
-      count++;
-      if (++size === 5000) await flush();
+  /**
+   * Computes the graph in memory from the store's rows, replaces the account's keys with it, then opens
+   * the account again. Resolution is refused meanwhile (no ready marker), so nothing interleaves.
+   */
+  async load(account: string, rows: IdentityGraphRows): Promise<number> {
+    const graph = await AccountGraph.fromRows(rows);
+    for (const pattern of keys.graphPatterns(account)) {
+      for await (const found of this.redis.scanIterator({ MATCH: pattern, COUNT: 1000 })) {
+        const batch = Array.isArray(found) ? found : [found];
+        if (batch.length) await this.redis.unlink(batch);
+      }
     }
-    await flush();
-    // Swap in the rebuilt hash, then open the account again.
-    const swap = this.redis.multi();
-    if (count) swap.rename(staging, hash);
-    else swap.del(hash);
-    swap.set(keys.ready(account), new Date().toISOString());
-    swap.del(keys.rebuilding(account));
-    await swap.exec();
-    return count;
+    let pipeline = this.redis.multi();
+    let queued = 0;
+    const flush = async (force = false) => {
+      if (queued === 0 || (!force && queued < 1000)) return;
+      await pipeline.execAsPipeline();
+      pipeline = this.redis.multi();
+      queued = 0;
+    };
+    const hashInChunks = async (key: string, entries: Iterable<[string, string]>) => {
+      let chunk: Record<string, string> = {};
+      let size = 0;
+      for (const [field, value] of entries) {
+        chunk[field] = value;
+        if (++size === 1000) {
+          pipeline.hSet(key, chunk);
+          queued++;
+          await flush();
+          chunk = {};
+          size = 0;
+        }
+      }
+      if (size) {
+        pipeline.hSet(key, chunk);
+        queued++;
+      }
+    };
+    await hashInChunks(keys.identities(account), graph.owners);
+    await hashInChunks(keys.born(account), graph.born);
+    await hashInChunks(keys.customerIds(account), graph.customerIds);
+    await hashInChunks(keys.merged(account), graph.mergedInto);
+    for (const [customer, ids] of graph.members) {
+      pipeline.sAdd(keys.members(account, customer), ids.map(identityKey));
+      queued++;
+      await flush();
+    }
+    for (const [customer, losers] of graph.absorbed) {
+      pipeline.sAdd(keys.absorbed(account, customer), losers);
+      queued++;
+      await flush();
+    }
+    await flush(true);
+    const open = this.redis.multi();
+    open.set(keys.mergeSeq(account), String(graph.mergeSeq));
+    open.set(keys.ready(account), new Date().toISOString());
+    open.del(keys.rebuilding(account));
+    await open.exec();
+    return graph.owners.size;
   }
 
   health(): Promise<DriverHealth> {

@@ -3,9 +3,20 @@
  * one cluster slot and a function may touch all of its keys.
  */
 export const keys = {
+  prefix: (account: string) => `cdp:{${account}}:`,
   identities: (account: string) => `cdp:{${account}}:ids`,
   ready: (account: string) => `cdp:{${account}}:ready`,
   rebuilding: (account: string) => `cdp:{${account}}:rebuilding`,
+  born: (account: string) => `cdp:{${account}}:born`,
+  customerIds: (account: string) => `cdp:{${account}}:cids`,
+  merged: (account: string) => `cdp:{${account}}:merged`,
+  mergeSeq: (account: string) => `cdp:{${account}}:mseq`,
+  members: (account: string, customerId: string) => `cdp:{${account}}:m:${customerId}`,
+  absorbed: (account: string, customerId: string) => `cdp:{${account}}:a:${customerId}`,
+  unsettled: (account: string, message: string) => `cdp:{${account}}:done:${message}`,
+  /** Everything the identity index keeps of an account (not the profiles, not the rebuild lock). */
+  graphPatterns: (account: string) =>
+    ['ids', 'born', 'cids', 'merged', 'mseq', 'm:*', 'a:*', 'done:*'].map((k) => `cdp:{${account}}:${k}`),
   profile: (account: string, customerId: string) => `cdp:{${account}}:p:${customerId}`,
   profilePattern: (account: string) => `cdp:{${account}}:p:*`,
 };

@@ -1,6 +1,6 @@
 import type { DriverHealth } from '@cdp/contracts';
-import type { AttributeUpdate, Attributes, AttributeValue } from '@cdp/domain';
-import { ProfileState, type ProfileSnapshot } from '../profile-state.port.js';
+import type { Attributes, AttributeValue } from '@cdp/domain';
+import { ProfileState, type ProfileSnapshot, type ProfileUpdate } from '../profile-state.port.js';
 import { fcall, redisHealth, type RedisClient } from './redis-connection.js';
 import { keys } from './redis-keys.js';
 
@@ -15,23 +15,23 @@ export class RedisProfileState extends ProfileState {
     super();
   }
 
-  async apply(
-    account: string,
-    updates: { customerId: string; update: AttributeUpdate }[],
-  ): Promise<ProfileSnapshot[]> {
+  async apply(account: string, updates: ProfileUpdate[]): Promise<ProfileSnapshot[]> {
     if (updates.length === 0) return [];
     const customers: string[] = [];
     const index = new Map<string, number>();
-    const encoded = updates.map(({ customerId, update }) => {
+    const slot = (customerId: string): number => {
       let i = index.get(customerId);
       if (i === undefined) {
         i = customers.push(customerId) - 1;
         index.set(customerId, i);
       }
+      return i;
+    };
+    const encoded = updates.map(({ customerId, update, absorb = [] }) => {
       const fields: Record<string, string | null> = {};
       for (const [field, value] of Object.entries(update))
         fields[field] = value === null ? null : JSON.stringify(value);
-      return [i, fields];
+      return [slot(customerId), fields, absorb.map(slot)];
     });
     const raw = await fcall(
       this.redis,
@@ -39,7 +39,11 @@ export class RedisProfileState extends ProfileState {
       customers.map((c) => keys.profile(account, c)),
       [JSON.stringify(encoded)],
     );
-    return (JSON.parse(raw) as [number, string[]][]).map(([i, flat]) => snapshot(customers[i]!, flat));
+    return (JSON.parse(raw) as [number, string[] | object, number][]).map(([i, flat, survivor]) => {
+      const snap = snapshot(customers[i]!, Array.isArray(flat) ? flat : []);
+      if (survivor < 0) return snap;
+      return { ...snap, version: snap.version + 1, mergedInto: customers[survivor]! };
+    });
   }
 
   async get(account: string, customerId: string): Promise<ProfileSnapshot | undefined> {

@@ -1,8 +1,9 @@
-import { identityIndexContract, profileStateContract } from '../identity.contract.js';
+import { graphRows, identityIndexContract, profileStateContract, record } from '../identity.contract.js';
 import { IdentityNotWarmError } from '../identity-index.port.js';
 import { connectRedis, type RedisClient } from './redis-connection.js';
 import { RedisIdentityIndex } from './redis-identity-index.adapter.js';
 import { RedisProfileState } from './redis-profile-state.adapter.js';
+import { keys } from './redis-keys.js';
 import { loadConfig } from '@cdp/config';
 
 /** Runs against the Redis of the machine (REDIS_URL or 127.0.0.1:6379); it must be up under CI. */
@@ -16,13 +17,11 @@ afterAll(async () => {
   await redis.quit();
 });
 
-async function* none<T>(): AsyncIterable<T> {}
-
 identityIndexContract('redis', async (accounts) => {
   const index = new RedisIdentityIndex(redis);
   for (const account of accounts) {
     await index.beginRebuild(account);
-    await index.load(account, none());
+    await index.load(account, graphRows([]));
   }
   return index;
 });
@@ -34,42 +33,49 @@ describe('RedisIdentityIndex specifics', () => {
 
   it('refuses to resolve an account it does not hold, rather than split its customers', async () => {
     const index = new RedisIdentityIndex(redis);
-    await expect(index.resolve(`cold${account}`, [[id('a@x.com')]], ['c'])).rejects.toBeInstanceOf(
+    await expect(index.resolve(`cold${account}`, [record([id('a@x.com')], 'c')])).rejects.toBeInstanceOf(
       IdentityNotWarmError,
     );
   });
 
-  it('after a flush, a rebuild from the links gives the same resolutions as before', async () => {
+  it('after losing its keys, a rebuild from the store rows gives the same resolutions as before', async () => {
     const index = new RedisIdentityIndex(redis);
     await index.beginRebuild(account);
-    await index.load(account, none());
-    const records = Array.from({ length: 500 }, (_, i) => [
-      id(`p${i % 200}@x.com`),
-      { kind: 'vuid', value: `v${i}` },
-    ]);
-    const before = await index.resolve(
-      account,
-      records,
-      records.map((_, i) => `c${i}`),
+    await index.load(account, graphRows([]));
+    const records = Array.from({ length: 500 }, (_, i) =>
+      record(
+        [id(`p${i % 200}@x.com`), { kind: 'vuid', value: `v${i}` }, { kind: 'vuid', value: `w${i % 150}` }],
+        `c${i}`,
+      ),
     );
-    const links = before.flatMap((r) => r.linked.map((l) => ({ ...l, svc_id: r.customerId })));
+    const before = await index.resolve(account, records);
+    expect(before.some((r) => r.merged.length > 0)).toBe(true);
+    const links = before.flatMap((r) => r.linked.map((l) => ({ ...l, svc_id: r.customerId, born: r.born })));
+    const merges = before.flatMap((r) =>
+      r.merged.map((loser) => ({ loser, survivor: r.customerId, seq: r.mergeSeq })),
+    );
 
-    await redis.flushAll();
-    await expect(index.resolve(account, [[id('p1@x.com')]], ['new'])).rejects.toBeInstanceOf(
+    // What a FLUSHALL does to this account (the scaled e2e suite flushes a whole Redis of its own).
+    for (const pattern of [...keys.graphPatterns(account), keys.ready(account)])
+      for await (const found of redis.scanIterator({ MATCH: pattern }))
+        if (found.length) await redis.unlink(found);
+    await expect(index.resolve(account, [record([id('p1@x.com')], 'new')])).rejects.toBeInstanceOf(
       IdentityNotWarmError,
     );
     expect(await index.beginRebuild(account)).toBe(true);
     expect(await index.beginRebuild(account)).toBe(false); // one rebuild at a time, across processes
-    async function* stored() {
-      for (const l of links) yield await Promise.resolve(l);
-    }
-    expect(await index.load(account, stored())).toBe(700);
+    expect(await index.load(account, graphRows(links, merges))).toBe(850);
     const after = await index.resolve(
       account,
-      records,
-      records.map(() => 'never'),
+      records.map((r) => ({ ...r, seed: 'never', message: 'again' })),
     );
-    expect(after.map((r) => r.customerId)).toEqual(before.map((r) => r.customerId));
-    expect(after.every((r) => !r.created && r.linked.length === 0)).toBe(true);
+    expect(after.map((r) => r.customerId)).toEqual(before.map((r) => final(r.customerId)));
+    expect(after.every((r) => !r.created && r.linked.length === 0 && r.merged.length === 0)).toBe(true);
+
+    function final(c: string): string {
+      let survivor = c;
+      for (const m of merges) if (m.loser === survivor) survivor = m.survivor;
+      return survivor;
+    }
   });
 });

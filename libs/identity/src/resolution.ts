@@ -1,0 +1,130 @@
+import { customerIdFromSeed, identityKey, type Identifier } from '@cdp/domain';
+
+/**
+ * The identity rules (spec "Identifiers", DESIGN "Identity"), written once against an abstract graph
+ * so the memory driver runs them directly; the Redis driver's function (redis-functions.ts) is the
+ * same algorithm in Lua, and both are checked against a reference model by a property test.
+ *
+ * For one record:
+ * 1. Look up every identifier. The record's anchor is the owner of its customer_id when it has one,
+ *    else the owner of its first known identifier (customer_id, email, then the rest by name).
+ * 2. The customer_id the merged customer will carry: the record's own, else the anchor's, else that of
+ *    the first known customer that has one.
+ * 3. Every known customer whose customer_id is absent or equal to it joins the merge; a customer with
+ *    a different customer_id never does (spec: such customers never merge) — a conflict, recorded.
+ * 4. At most MAX_MERGE customers join one merge: the anchor and the oldest others. The rest stay apart,
+ *    recorded as conflicts with reason `merge_limit`: a record that touches that many customers is far
+ *    more likely a shared junk value (a device id on a shop counter) than one person.
+ * 5. The oldest joined customer survives (born earliest); the others are merged into it: their
+ *    identifiers, and those of customers merged into them before, now resolve to the survivor.
+ *    With nobody to join, a new customer is created, its id derived from the record's seed.
+ * 6. Identifiers nobody owned are linked to the survivor; those of conflicting customers stay theirs.
+ */
+export const MAX_MERGE = 10;
+
+export interface ResolveInput {
+  /** The record's identifiers, normalized, in resolution order (see `identifierList`). */
+  ids: Identifier[];
+  /** Derives the id of a customer this record creates (customerIdFromSeed), so replays agree. */
+  seed: string;
+  /**
+   * Sort key of a customer this record creates: customers compare by age through it. Built from the
+   * message's receive time, so which customer survives does not depend on processing order.
+   */
+  born: string;
+  /** The bus message the record came in, and its index there: effects are remembered per message. */
+  message: string;
+  index: number;
+}
+
+export type ConflictReason = 'customer_id' | 'merge_limit';
+
+export interface Resolution {
+  customerId: string;
+  /** Sort key of the customer's age (see ResolveInput.born). */
+  born: string;
+  /** True when this record created the customer. */
+  created: boolean;
+  /** Identifiers this record linked to the customer (nobody owned them before). */
+  linked: Identifier[];
+  /** Customers merged into `customerId` by this record, including those merged into them earlier. */
+  merged: string[];
+  /** The account's merge counter when this record merged (0 if it did not): orders merges for the store. */
+  mergeSeq: number;
+  /** Customers this record touched but could not merge, and why. */
+  conflicts: { customerId: string; reason: ConflictReason }[];
+}
+
+/** What the rules need of an index: lookups, and the three changes they make. */
+export interface IdentityGraph {
+  owner(key: string): string | undefined;
+  customerIdOf(customer: string): string | undefined;
+  bornOf(customer: string): string;
+  create(customer: string, born: string): void;
+  link(key: string, id: Identifier, customer: string): void;
+  /** Points the loser, its identifiers and everyone merged into it at the survivor; returns them all. */
+  merge(loser: string, survivor: string): string[];
+  /** Advances and returns the account's merge counter. */
+  nextMergeSeq(): number;
+}
+
+export function resolveRecord(graph: IdentityGraph, input: ResolveInput): Resolution {
+  const keys = input.ids.map(identityKey);
+  const owners = keys.map((key) => graph.owner(key));
+  const own = input.ids.findIndex((id) => id.kind === 'customer_id');
+  const recordCid = own >= 0 ? input.ids[own]!.value : undefined;
+
+  const known: string[] = [];
+  for (const o of owners) if (o !== undefined && !known.includes(o)) known.push(o);
+  const anchor = recordCid !== undefined ? owners[own] : known[0];
+  let cid = recordCid ?? (anchor !== undefined ? graph.customerIdOf(anchor) : undefined);
+  cid ??= known.map((c) => graph.customerIdOf(c)).find((c) => c !== undefined);
+
+  const conflicts: Resolution['conflicts'] = [];
+  let joined: string[] = [];
+  for (const c of known) {
+    const other = graph.customerIdOf(c);
+    if (other === undefined || other === cid) joined.push(c);
+    else conflicts.push({ customerId: c, reason: 'customer_id' });
+  }
+  if (joined.length > MAX_MERGE) {
+    const others = joined.filter((c) => c !== anchor).sort((a, b) => byAge(graph, a, b));
+    const kept =
+      anchor !== undefined ? [anchor, ...others.slice(0, MAX_MERGE - 1)] : others.slice(0, MAX_MERGE);
+    for (const c of joined) if (!kept.includes(c)) conflicts.push({ customerId: c, reason: 'merge_limit' });
+    joined = kept;
+  }
+
+  let customerId: string;
+  const merged: string[] = [];
+  let mergeSeq = 0;
+  const created = joined.length === 0;
+  if (created) {
+    customerId = customerIdFromSeed(input.seed);
+    graph.create(customerId, input.born);
+  } else {
+    joined.sort((a, b) => byAge(graph, a, b));
+    customerId = joined[0]!;
+    if (joined.length > 1) mergeSeq = graph.nextMergeSeq();
+    for (const loser of joined.slice(1)) merged.push(...graph.merge(loser, customerId));
+  }
+
+  const linked: Identifier[] = [];
+  input.ids.forEach((id, i) => {
+    if (owners[i] !== undefined || graph.owner(keys[i]!) !== undefined) return;
+    graph.link(keys[i]!, id, customerId);
+    linked.push(id);
+  });
+  return { customerId, born: graph.bornOf(customerId), created, linked, merged, mergeSeq, conflicts };
+}
+
+function byAge(graph: IdentityGraph, a: string, b: string): number {
+  const x = graph.bornOf(a);
+  const y = graph.bornOf(b);
+  return x < y ? -1 : x > y ? 1 : a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** A born key: receive time (ms, fixed width so keys sort as text), then message and record index. */
+export function bornKey(receivedAtMs: number, message: string, index: number): string {
+  return `${receivedAtMs.toString().padStart(15, '0')}:${message}:${index.toString().padStart(4, '0')}`;
+}
