@@ -21,7 +21,7 @@ type RawResolution = [
 ];
 
 /** cjson encodes an empty array as {}. */
-const list = <T>(v: T[] | object): T[] => (Array.isArray(v) ? v : []);
+const list = <T>(v: T[] | object): T[] => (Array.isArray(v) ? (v as T[]) : []);
 
 /**
  * The identity index in Redis (layout: redis-keys.ts). A batch is resolved by one function call,

@@ -40,7 +40,7 @@ export class RedisProfileState extends ProfileState {
       [JSON.stringify(encoded)],
     );
     return (JSON.parse(raw) as [number, string[] | object, number][]).map(([i, flat, survivor]) => {
-      const snap = snapshot(customers[i]!, Array.isArray(flat) ? flat : []);
+      const snap = snapshot(customers[i]!, Array.isArray(flat) ? (flat as string[]) : []);
       if (survivor < 0) return snap;
       return { ...snap, version: snap.version + 1, mergedInto: customers[survivor]! };
     });
