@@ -7,8 +7,13 @@
  * identifier set, a message's remembered effects). They all carry the account's hash tag, so they
  * live in the declared keys' cluster slot.
  */
-export const LIBRARY_NAME = 'cdp';
 export const LIBRARY_VERSION = '3';
+/**
+ * The version is part of the library's and the functions' names, so processors of two releases can
+ * share one Redis during a rolling upgrade: each calls the functions it was written against.
+ */
+export const LIBRARY_NAME = `cdp_v${LIBRARY_VERSION}`;
+export const FN = { resolve: `${LIBRARY_NAME}_resolve`, apply: `${LIBRARY_NAME}_apply` };
 
 export const LIBRARY = `#!lua name=${LIBRARY_NAME}
 -- version ${LIBRARY_VERSION}
@@ -227,6 +232,6 @@ local function cdp_apply(keys, args)
   return cjson.encode(out)
 end
 
-redis.register_function('cdp_resolve', cdp_resolve)
-redis.register_function('cdp_apply', cdp_apply)
+redis.register_function('${FN.resolve}', cdp_resolve)
+redis.register_function('${FN.apply}', cdp_apply)
 `;

@@ -5,6 +5,7 @@ import { IdentityIndex, IdentityNotWarmError, type IdentityGraphRows } from '../
 import { AccountGraph } from '../memory/account-graph.js';
 import { MAX_MERGE, type ResolveInput, type Resolution } from '../resolution.js';
 import { fcall, redisHealth, type RedisClient } from './redis-connection.js';
+import { FN } from './redis-functions.js';
 import { keys } from './redis-keys.js';
 
 /** How long a rebuild may hold its lock before another process may take over. */
@@ -57,7 +58,7 @@ export class RedisIdentityIndex extends IdentityIndex {
     try {
       raw = await fcall(
         this.redis,
-        'cdp_resolve',
+        FN.resolve,
         [keys.identities(account), keys.ready(account)],
         [keys.prefix(account), String(MAX_MERGE), JSON.stringify({ m: messages, r })],
       );

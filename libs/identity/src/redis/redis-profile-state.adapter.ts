@@ -2,6 +2,7 @@ import type { DriverHealth } from '@cdp/contracts';
 import type { Attributes, AttributeValue } from '@cdp/domain';
 import { ProfileState, type ProfileSnapshot, type ProfileUpdate } from '../profile-state.port.js';
 import { fcall, redisHealth, type RedisClient } from './redis-connection.js';
+import { FN } from './redis-functions.js';
 import { keys } from './redis-keys.js';
 
 const VERSION_FIELD = '__v';
@@ -35,7 +36,7 @@ export class RedisProfileState extends ProfileState {
     });
     const raw = await fcall(
       this.redis,
-      'cdp_apply',
+      FN.apply,
       customers.map((c) => keys.profile(account, c)),
       [JSON.stringify(encoded)],
     );

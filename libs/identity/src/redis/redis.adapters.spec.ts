@@ -4,6 +4,7 @@ import { connectRedis, type RedisClient } from './redis-connection.js';
 import { RedisIdentityIndex } from './redis-identity-index.adapter.js';
 import { RedisProfileState } from './redis-profile-state.adapter.js';
 import { keys } from './redis-keys.js';
+import { identityProperties } from '../identity.properties.js';
 import { loadConfig } from '@cdp/config';
 
 /** Runs against the Redis of the machine (REDIS_URL or 127.0.0.1:6379); it must be up under CI. */
@@ -25,6 +26,15 @@ identityIndexContract('redis', async (accounts) => {
   }
   return index;
 });
+identityProperties(
+  'redis',
+  async (account) => {
+    // A new account holds nothing, so there is nothing to rebuild: open it (a rebuild would scan every key).
+    await redis.set(keys.ready(account), 'new');
+    return new RedisIdentityIndex(redis);
+  },
+  1000,
+);
 profileStateContract('redis', () => Promise.resolve(new RedisProfileState(redis)));
 
 describe('RedisIdentityIndex specifics', () => {
