@@ -85,8 +85,16 @@ export interface AcceptedBody {
   title: 'Accepted';
   status: 202;
   timestamp: string;
+  /**
+   * Fields the account has not defined, per record (its index in the batch): accepted records keep
+   * everything else, and the sender sees what did not land (spec "Custom objects and fields").
+   */
+  dropped?: { event: number; fields: string[] }[];
 }
 
-export function accepted(now = new Date()): AcceptedBody {
-  return { title: 'Accepted', status: 202, timestamp: now.toISOString() };
+export function accepted(records: readonly { dropped?: string[] }[] = [], now = new Date()): AcceptedBody {
+  const body: AcceptedBody = { title: 'Accepted', status: 202, timestamp: now.toISOString() };
+  const dropped = records.flatMap((r, event) => (r.dropped?.length ? [{ event, fields: r.dropped }] : []));
+  if (dropped.length) body.dropped = dropped;
+  return body;
 }

@@ -1,4 +1,5 @@
-import { collectIdentifiers, isIdentifierField } from './identifiers.js';
+import { canonicalCustomerValue } from './customer-fields.js';
+import { collectIdentifiers, isIdentifierField, isJunkIdentifierValue } from './identifiers.js';
 
 /** Customer fields of the spec's customer table, plus the consent flag `opted_in`. */
 export const CUSTOMER_FIELDS: Readonly<Record<string, 'string' | 'boolean'>> = {
@@ -42,8 +43,16 @@ export function normalizeProfile(sent: Readonly<Record<string, unknown>>): Profi
   const dropped: string[] = [];
   for (const [field, value] of Object.entries(sent)) {
     if (value === undefined) continue;
+    // A junk identifier value identifies nobody; stored as an attribute it would pretend to.
+    if (isIdentifierField(field) && typeof value === 'string' && value !== '' && isJunkIdentifierValue(value))
+      continue;
     if (Object.hasOwn(CUSTOMER_FIELDS, field)) {
-      attributes[field] = value === '' ? null : (value as AttributeValue | null);
+      attributes[field] =
+        value === '' || value === null
+          ? null
+          : typeof value === 'string'
+            ? canonicalCustomerValue(field, value)
+            : (value as AttributeValue);
     } else if (!isIdentifierField(field)) {
       dropped.push(field);
     }

@@ -122,7 +122,7 @@ export class IngestPipeline {
           });
         }
       }
-      const update = profileUpdate(item, linked);
+      const update = profileUpdate(item, linked, conflicts.length > 0);
       if (created || merged.length || Object.keys(update).length > 0) {
         updates.push(merged.length ? { customerId, update, absorb: merged } : { customerId, update });
         lastMessageOf.set(customerId, msgId);
@@ -154,9 +154,19 @@ export class IngestPipeline {
  * What a record changes on its customer's profile. A profile record: its attributes. An event: the
  * profile identifiers (email, customer_id) it linked to the customer just now; an event repeating
  * known identifiers changes nothing, so it costs no profile write.
+ *
+ * A record in conflict (its identifiers also name another customer it could not merge with) does not
+ * copy onto its customer the email or customer_id that still belong to that other customer.
  */
-function profileUpdate(item: Item, linked: readonly Identifier[]): AttributeUpdate {
-  if (item.message.kind === 'profiles') return (item.record as ProfileRecord).attributes;
+function profileUpdate(item: Item, linked: readonly Identifier[], conflicted: boolean): AttributeUpdate {
+  if (item.message.kind === 'profiles') {
+    const { attributes } = item.record as ProfileRecord;
+    if (!conflicted) return attributes;
+    const update = { ...attributes };
+    for (const kind of ['email', 'customer_id'])
+      if (typeof update[kind] === 'string' && !linked.some((id) => id.kind === kind)) delete update[kind];
+    return update;
+  }
   const update: AttributeUpdate = {};
   for (const id of linked) if (isProfileIdentifier(id.kind)) update[id.kind] = id.value;
   return update;

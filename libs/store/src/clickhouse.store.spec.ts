@@ -18,7 +18,14 @@ describe('ClickHouseStore on chDB', () => {
   function batch(msg: string, customer: string, events: number): StoreBatch {
     return {
       identityLinks: [
-        { kind: 'email', value: `${customer}@x.com`, svc_id: customer, born: `b-${customer}`, msg_id: msg, created_at: at },
+        {
+          kind: 'email',
+          value: `${customer}@x.com`,
+          svc_id: customer,
+          born: `b-${customer}`,
+          msg_id: msg,
+          created_at: at,
+        },
       ],
       merges: [],
       conflicts: [],

@@ -33,6 +33,6 @@ export class EventsController {
       receivedAt,
       records,
     });
-    return accepted();
+    return accepted(records);
   }
 }

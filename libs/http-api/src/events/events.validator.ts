@@ -1,5 +1,6 @@
 import { BatchValidator, eventSchema, type Invalid } from '@cdp/contracts';
 import {
+  customerFieldProblem,
   extractIdentifiers,
   IDENTIFIER_REQUIRED_REASON,
   normalizeEvent,
@@ -19,6 +20,8 @@ export const eventsValidator = new BatchValidator<EventInput, EventRecord, numbe
     if (extractIdentifiers(input.identifiers).length === 0) {
       invalids.push({ event: index, field: 'identifiers', reason: IDENTIFIER_REQUIRED_REASON });
     }
+    const email = customerFieldProblem('email', input.identifiers.email);
+    if (email) invalids.push({ event: index, field: 'identifiers.email', reason: email });
     const record = normalizeEvent(input, nowMs);
     if ('invalidTs' in record) {
       invalids.push({

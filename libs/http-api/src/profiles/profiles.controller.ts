@@ -37,7 +37,7 @@ export class ProfilesController {
       receivedAt: Date.now(),
       records,
     });
-    return accepted();
+    return accepted(records);
   }
 
   @Get()

@@ -1,15 +1,28 @@
-import { BatchValidator, profileSchema } from '@cdp/contracts';
-import { IDENTIFIER_REQUIRED_REASON, normalizeProfile, type ProfileRecord } from '@cdp/domain';
+import { BatchValidator, profileSchema, type Invalid } from '@cdp/contracts';
+import {
+  customerFieldProblems,
+  IDENTIFIER_REQUIRED_REASON,
+  normalizeProfile,
+  type ProfileRecord,
+} from '@cdp/domain';
 
-/** `POST /v3/profiles` records: the schema, then at least one usable identifier among the attributes. */
+/**
+ * `POST /v3/profiles` records: the schema, the customer table's field rules, then at least one usable
+ * identifier among the attributes.
+ */
 export const profilesValidator = new BatchValidator<{ attributes: Record<string, unknown> }, ProfileRecord>(
   profileSchema,
   'profile',
   (input, index) => {
+    const invalids: Invalid[] = customerFieldProblems(input.attributes).map(({ field, reason }) => ({
+      event: index,
+      field: `attributes.${field}`,
+      reason,
+    }));
     const record = normalizeProfile(input.attributes);
     if (Object.keys(record.identifiers).length === 0) {
-      return [{ event: index, field: 'attributes', reason: IDENTIFIER_REQUIRED_REASON }];
+      invalids.push({ event: index, field: 'attributes', reason: IDENTIFIER_REQUIRED_REASON });
     }
-    return record;
+    return invalids.length ? invalids : record;
   },
 );

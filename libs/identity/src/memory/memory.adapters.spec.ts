@@ -1,5 +1,5 @@
 import { identityIndexContract, profileStateContract } from '../identity.contract.js';
-import { identityProperties } from '../identity.properties.js';
+import { identityProperties } from '../identity-properties.contract.js';
 import { MemoryIdentityIndex } from './memory-identity-index.adapter.js';
 import { MemoryProfileState } from './memory-profile-state.adapter.js';
 

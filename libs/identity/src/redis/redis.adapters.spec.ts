@@ -4,7 +4,7 @@ import { connectRedis, type RedisClient } from './redis-connection.js';
 import { RedisIdentityIndex } from './redis-identity-index.adapter.js';
 import { RedisProfileState } from './redis-profile-state.adapter.js';
 import { keys } from './redis-keys.js';
-import { identityProperties } from '../identity.properties.js';
+import { identityProperties } from '../identity-properties.contract.js';
 import { loadConfig } from '@cdp/config';
 
 /** Runs against the Redis of the machine (REDIS_URL or 127.0.0.1:6379); it must be up under CI. */

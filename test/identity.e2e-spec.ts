@@ -1,0 +1,167 @@
+import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
+import { eventually } from './support/eventually.js';
+import type { ScaledPlatform } from './support/scaled.js';
+import { WIRINGS } from './support/wirings.js';
+
+/** Identity resolution through the API, on both wirings: merges, conflicts, field rules. */
+describe.each(WIRINGS)('customers and identity (%s)', (_wiring, start) => {
+  let p: EmbeddedPlatform | ScaledPlatform;
+  let acc: TestAccount;
+
+  beforeAll(async () => {
+    p = await start();
+    acc = await p.createAccount();
+  }, 60_000);
+  afterAll(() => p.close(), 30_000);
+  const inStore = (): EmbeddedPlatform | undefined => (p instanceof EmbeddedPlatform ? p : undefined);
+
+  const post = (path: string, body: unknown) =>
+    p
+      .http()
+      .post(path)
+      .set('x-api-key', acc.publicKey)
+      .send(body as object);
+  const profile = (query: string) => p.http().get(`/v3/profiles?${query}`).set('x-api-key', acc.privateKey);
+  const profileWhen = (query: string, ready: (attributes: Record<string, unknown>) => boolean) =>
+    eventually(async () => {
+      const r = await profile(query);
+      return r.status === 200 && ready(r.body.attributes) && (r.body.attributes as Record<string, unknown>);
+    });
+
+  it('merges two customers an event ties together: the older survives with both profiles and histories', async () => {
+    expect(
+      (await post('/v3/profiles', { attributes: { email: 'old@x.com', first_name: 'Old', city: 'Oslo' } }))
+        .status,
+    ).toBe(202);
+    await profileWhen('email=old@x.com', (a) => a.city === 'Oslo');
+    await post('/v3/events', { type: 'pageview', identifiers: { vuid: 'young-dev' }, data: { page: '/a' } });
+    await post('/v3/profiles', { attributes: { vuid: 'young-dev', city: 'Rome', phone: '123' } });
+    await profileWhen('vuid=young-dev', (a) => a.phone === '123');
+
+    await post('/v3/events', {
+      type: 'account',
+      action: 'login',
+      identifiers: { vuid: 'young-dev', email: 'old@x.com' },
+    });
+    const merged = await profileWhen('vuid=young-dev', (a) => a.email === 'old@x.com');
+    // The survivor's own values win; the merged profile fills what it lacked.
+    expect(merged).toEqual({
+      email: 'old@x.com',
+      first_name: 'Old',
+      name: 'Old',
+      city: 'Oslo',
+      phone: '123',
+    });
+    expect((await profile('email=old@x.com')).body.attributes).toEqual(merged);
+
+    const store = inStore();
+    if (!store) return;
+    const [m] = await eventually(async () => {
+      type Merge = { loser: string; survivor: string; cause: string[] };
+      const rows = await store.query<Merge>(
+        acc.id,
+        'SELECT loser, survivor, cause FROM {db}.identity_merges',
+      );
+      if (rows.length === 0) throw new Error('no merge stored yet');
+      return rows;
+    });
+    expect(m!.cause).toEqual(['email:old@x.com', 'vuid:young-dev']);
+    // Every event, the loser's earlier pageview included, belongs to the survivor now.
+    const owners = await store.query<{ owner: string }>(
+      acc.id,
+      `SELECT DISTINCT if(s.survivor != '', s.survivor, e.svc_id) AS owner
+       FROM {db}.events AS e LEFT JOIN {db}.customer_survivors AS s ON e.svc_id = s.svc_id
+       WHERE e.identifiers['vuid'] = 'young-dev' OR e.identifiers['email'] = 'old@x.com'`,
+    );
+    expect(owners).toEqual([{ owner: m!.survivor }]);
+    const gone = await store.query<{ merged_into: string }>(
+      acc.id,
+      'SELECT merged_into FROM {db}.customers FINAL WHERE svc_id = {loser:String}',
+      { loser: m!.loser },
+    );
+    expect(gone).toEqual([{ merged_into: m!.survivor }]);
+  });
+
+  it('never merges customers with different customer_ids: the record is accepted and the conflict recorded', async () => {
+    await post('/v3/profiles', { attributes: { customer_id: 'X-1', email: 'shared@x.com', city: 'Oslo' } });
+    await profileWhen('customer_id=X-1', (a) => a.city === 'Oslo');
+    const res = await post('/v3/profiles', {
+      attributes: { customer_id: 'Y-2', email: 'shared@x.com', city: 'Rome' },
+    });
+    expect(res.status).toBe(202);
+    const y = await profileWhen('customer_id=Y-2', (a) => a.city === 'Rome');
+    expect(y).toEqual({ customer_id: 'Y-2', city: 'Rome' }); // the email stays with X-1
+    expect((await profile('email=shared@x.com')).body.attributes).toEqual({
+      customer_id: 'X-1',
+      email: 'shared@x.com',
+      city: 'Oslo',
+    });
+    const store = inStore();
+    if (!store) return;
+    const conflicts = await store.query<{ reason: string; cause: string[] }>(
+      acc.id,
+      'SELECT reason, cause FROM {db}.identity_conflicts',
+    );
+    expect(conflicts).toEqual([{ reason: 'customer_id', cause: ['customer_id:Y-2', 'email:shared@x.com'] }]);
+  });
+
+  it('never lets a junk identifier value identify anyone', async () => {
+    await post('/v3/events', [
+      { type: 'pageview', identifiers: { vuid: 'j-1', email: 'anonymous' } },
+      { type: 'pageview', identifiers: { vuid: 'j-2', email: 'anonymous' } },
+    ]);
+    await post('/v3/profiles', [
+      { attributes: { vuid: 'j-1', city: 'A' } },
+      { attributes: { vuid: 'j-2', city: 'B' } },
+    ]);
+    expect(await profileWhen('vuid=j-1', (a) => a.city === 'A')).toEqual({ city: 'A' });
+    expect(await profileWhen('vuid=j-2', (a) => a.city === 'B')).toEqual({ city: 'B' });
+  });
+
+  it('refuses values the customer table does not allow, each on its field and record', async () => {
+    const res = await post('/v3/profiles', [
+      { attributes: { email: 'fine@x.com', gender: 'F', country: 'nor', timezone: 'Europe/Oslo' } },
+      {
+        attributes: { email: 'bad@x.com', gender: 'female', country: 'NO', timezone: 'Oslo', image_url: 'x' },
+      },
+      { attributes: { email: 'not-an-email' } },
+      { attributes: { email: 'long@x.com', city: 'x'.repeat(1025) } },
+    ]);
+    expect(res.status).toBe(400);
+    expect(res.body.detail.invalids).toEqual([
+      { event: 1, field: 'attributes.gender', reason: 'must be M or F' },
+      { event: 1, field: 'attributes.country', reason: 'must be an ISO 3166-1 alpha-3 country code' },
+      { event: 1, field: 'attributes.timezone', reason: expect.stringContaining('tz database') },
+      { event: 1, field: 'attributes.image_url', reason: 'must be a valid http or https URL' },
+      { event: 2, field: 'attributes.email', reason: expect.stringContaining('email address') },
+      { event: 3, field: 'attributes.city', reason: expect.stringContaining('1024') },
+    ]);
+    expect((await profile('email=fine@x.com')).status).toBe(404); // nothing of a refused request is stored
+    const ok = await post('/v3/profiles', {
+      attributes: { email: 'fine@x.com', country: 'nor', city: 'x'.repeat(1024) },
+    });
+    expect(ok.status).toBe(202);
+    expect(await profileWhen('email=fine@x.com', (a) => a.country === 'NOR')).toMatchObject({
+      country: 'NOR',
+    });
+  });
+
+  it('drops fields the account has not defined, keeps the rest, and says what it dropped', async () => {
+    const res = await post('/v3/profiles', [
+      { attributes: { email: 'drop@x.com', city: 'Oslo', shoe_size: 44, favourite: 'x' } },
+      { attributes: { email: 'keep@x.com' } },
+    ]);
+    expect(res.status).toBe(202);
+    expect(res.body.dropped).toEqual([{ event: 0, fields: ['shoe_size', 'favourite'] }]);
+    expect(await profileWhen('email=drop@x.com', (a) => a.city === 'Oslo')).toEqual({
+      email: 'drop@x.com',
+      city: 'Oslo',
+    });
+    const ev = await post('/v3/events', {
+      type: 'pageview',
+      identifiers: { vuid: 'd-1' },
+      data: { page: '/', mood: 'ok' },
+    });
+    expect(ev.body.dropped).toEqual([{ event: 0, fields: ['mood'] }]);
+  });
+});
