@@ -1,4 +1,5 @@
 import type { DriverHealth } from '@cdp/contracts';
+import type { ColumnSpec } from './custom-columns.sql.js';
 
 /** A link from an identifier to the customer it identifies; written once, when first seen. */
 export interface IdentityLinkRow {
@@ -15,7 +16,7 @@ export interface CustomerRow {
   version: number;
   msg_id: string;
   updated_at: string;
-  attributes: Record<string, string | boolean>;
+  attributes: Record<string, string | boolean | number>;
 }
 
 export interface EventRow {
@@ -54,7 +55,25 @@ export abstract class AnalyticStore {
   abstract identityLinks(account: string): AsyncIterable<{ kind: string; value: string; svc_id: string }>;
   abstract currentProfiles(
     account: string,
-  ): AsyncIterable<{ svc_id: string; version: number; attributes: Record<string, string | boolean> }>;
+  ): AsyncIterable<{
+    svc_id: string;
+    version: number;
+    attributes: Record<string, string | boolean | number>;
+  }>;
+  /** Adds the columns of custom fields to a built-in table (`events`, `customers`, …) unless present. */
+  abstract addColumns(account: string, table: string, columns: readonly ColumnSpec[]): Promise<void>;
+  /** Creates an account object's table, or adds the columns of its newer fields. */
+  abstract ensureObjectTable(account: string, table: string, columns: readonly ColumnSpec[]): Promise<void>;
+  /**
+   * Upserts records of an account object (each with `_msg_id` and `_updated_at`); a record changes the
+   * fields it carries. With `redelivery`, records of messages already stored are skipped.
+   */
+  abstract writeObjects(
+    account: string,
+    table: string,
+    rows: readonly ({ _msg_id: string } & Record<string, unknown>)[],
+    redelivery: boolean,
+  ): Promise<void>;
   /** Runs a select in the account's database: `{db}` in the SQL names it. */
   abstract query<T>(account: string, sql: string, params?: Record<string, unknown>): Promise<T[]>;
   abstract health(): Promise<DriverHealth>;
