@@ -58,7 +58,7 @@ export function readCustomValue(
   }
 }
 
-function readNumber(value: unknown): { value: number } | { reason: string } {
+function readNumber(value: unknown): { value: number | string } | { reason: string } {
   // A number's shortest text form: exponent forms only appear below 1e-6 or from 1e21, both over the limits.
   const text = typeof value === 'number' ? String(value) : typeof value === 'string' ? value.trim() : '';
   if (typeof value === 'number' && !Number.isFinite(value)) return { reason: 'must be a finite number' };
@@ -71,7 +71,10 @@ function readNumber(value: unknown): { value: number } | { reason: string } {
     return { reason: `must have at most ${MAX_NUMBER_DECIMALS} digits after the decimal point` };
   if (Math.max(digits, 1) > MAX_NUMBER_DIGITS)
     return { reason: `must have at most ${MAX_NUMBER_DIGITS} digits in total` };
-  return { value: Number(text) };
+  // 18 digits are more than a double holds: a value it would round travels as its exact decimal text.
+  const exact = `${text.startsWith('-') ? '-' : ''}${integer}${decimals ? `.${decimals}` : ''}`;
+  const number = Number(text);
+  return { value: String(number) === exact || number === 0 ? number : exact };
 }
 
 /**
