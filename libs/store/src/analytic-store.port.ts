@@ -53,9 +53,7 @@ export abstract class AnalyticStore {
    */
   abstract write(account: string, batch: StoreBatch, redelivery: boolean): Promise<void>;
   abstract identityLinks(account: string): AsyncIterable<{ kind: string; value: string; svc_id: string }>;
-  abstract currentProfiles(
-    account: string,
-  ): AsyncIterable<{
+  abstract currentProfiles(account: string): AsyncIterable<{
     svc_id: string;
     version: number;
     attributes: Record<string, string | boolean | number>;

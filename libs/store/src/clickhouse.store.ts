@@ -122,9 +122,7 @@ export class ClickHouseStore extends AnalyticStore {
     );
   }
 
-  async *currentProfiles(
-    account: string,
-  ): AsyncIterable<{
+  async *currentProfiles(account: string): AsyncIterable<{
     svc_id: string;
     version: number;
     attributes: Record<string, string | boolean | number>;
