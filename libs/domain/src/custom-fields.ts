@@ -88,6 +88,8 @@ export function readCustomFields(
 ): { values: Record<string, CustomValue | null>; invalids: { field: string; reason: string }[] } {
   const values: Record<string, CustomValue | null> = {};
   const invalids: { field: string; reason: string }[] = [];
+  // Most accounts define no custom field of an object: nothing to look at on the hot path.
+  if (!hasAny(fields)) return { values, invalids };
   for (const [name, value] of Object.entries(sent ?? {})) {
     if (value === undefined || !Object.hasOwn(fields, name)) continue;
     const read = readCustomValue(fields[name]!, value);
@@ -95,4 +97,9 @@ export function readCustomFields(
     else values[name] = read.value;
   }
   return { values, invalids };
+}
+
+function hasAny(fields: CustomFields): boolean {
+  for (const _ in fields) return true;
+  return false;
 }

@@ -36,23 +36,26 @@ export class CustomColumns {
       for (const n in row.attributes) if (!Object.hasOwn(CUSTOMER_FIELDS, n)) customerNames.add(n);
     if (eventNames.size === 0 && customerNames.size === 0) return;
 
-    const events = await this.columns(account, 'events', eventNames);
+    const events = await this.ensure(account, 'events', eventNames);
     for (const row of batch.events) {
       if (!Object.keys(row.data).some((n) => eventNames.has(n))) continue;
       row.data = toStoreForm(row.data, events, BUILTIN_EVENT_COLUMNS);
     }
-    const customers = await this.columns(account, 'customers', customerNames);
+    const customers = await this.ensure(account, 'customers', customerNames);
     const builtinCustomer = new Set(Object.keys(CUSTOMER_FIELDS));
     // Profile attributes are the hot state's own objects: the row gets a converted copy.
     for (const row of batch.customers)
       row.attributes = toStoreForm(row.attributes, customers, builtinCustomer);
   }
 
-  /** The types of the named custom fields of an object, with their columns ensured in its table. */
-  private async columns(
+  /**
+   * The types of the named custom fields of a built-in object, with their columns ensured in its table
+   * (products, orders and line items use it the same way). Names the schema does not define are absent.
+   */
+  async ensure(
     account: string,
-    object: 'events' | 'customers',
-    names: Set<string>,
+    object: string,
+    names: ReadonlySet<string>,
   ): Promise<Map<string, CustomFieldType>> {
     const types = new Map<string, CustomFieldType>();
     if (names.size === 0) return types;
@@ -69,11 +72,13 @@ export class CustomColumns {
           'a value for a field the schema does not define was left out',
         );
     }
-    const key = `${account}/${object}`;
+    const table = schema.object(object)?.table;
+    if (!table) return new Map();
+    const key = `${account}/${table}`;
     const done = this.applied.get(key) ?? new Set<string>();
     const missing = [...types].filter(([n]) => !done.has(n)).map(([name, type]) => ({ name, type }));
     if (missing.length) {
-      await this.store.addColumns(account, object, missing);
+      await this.store.addColumns(account, table, missing);
       for (const c of missing) done.add(c.name);
       this.applied.set(key, done);
     }

@@ -14,6 +14,6 @@ import { ObjectsWriter } from './objects.writer.js';
   imports: [SchemaModule],
   controllers: [IngestController],
   providers: [IngestPipeline, IdentityRebuild, CustomColumns, ObjectsWriter],
-  exports: [IdentityRebuild],
+  exports: [IdentityRebuild, CustomColumns],
 })
 export class ProcessorModule {}

@@ -41,11 +41,6 @@ export class AccountSchema {
     return this.byName.get(nameOrAlias) ?? this.byAlias.get(nameOrAlias);
   }
 
-  /** Which object already uses a name as its name or its alias. */
-  nameOwner(name: string): ObjectDef | undefined {
-    return this.object(name);
-  }
-
   /**
    * The fields the account made on an object, by name and type: the ones ingestion reads by their type
    * (built-in fields have rules of their own). Every field of an account's object is one.

@@ -36,7 +36,7 @@ export function parseObject(body: unknown, schema: AccountSchema): ObjectDef {
   if (nameProblem) invalids.push({ field: 'name', reason: nameProblem });
   else if (!isPlural(name as string)) invalids.push({ field: 'name', reason: 'must be plural (end in s)' });
   else {
-    const owner = schema.nameOwner(name as string);
+    const owner = schema.object(name as string);
     if (owner) invalids.push({ field: 'name', reason: alreadyUsed(`object ${owner.name}`) });
     else if (RESERVED_OBJECT_NAMES.includes(name as string))
       invalids.push({ field: 'name', reason: alreadyUsed('the platform') });
@@ -58,7 +58,7 @@ export function parseObject(body: unknown, schema: AccountSchema): ObjectDef {
       invalids.push({ field: 'alias', reason: 'must be singular (the object name is the plural)' });
     else if (body.alias === name) invalids.push({ field: 'alias', reason: alreadyUsed('the name') });
     else {
-      const owner = schema.nameOwner(body.alias as string);
+      const owner = schema.object(body.alias as string);
       if (owner) invalids.push({ field: 'alias', reason: alreadyUsed(`object ${owner.name}`) });
       else alias = body.alias as string;
     }
