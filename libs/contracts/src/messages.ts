@@ -1,4 +1,4 @@
-import type { EventRecord, ProfileRecord } from '@cdp/domain';
+import type { CustomValue, EventRecord, ProfileRecord } from '@cdp/domain';
 
 /**
  * One bus message per accepted request (DESIGN "The write path"): the request id is the message id,
@@ -23,7 +23,15 @@ export interface ProfilesMessage extends IngestMessageBase {
   records: ProfileRecord[];
 }
 
-export type IngestMessage = EventsMessage | ProfilesMessage;
+/** Records of an account-created object (`POST /v3/objects/{object}`), fields read by their types. */
+export interface ObjectsMessage extends IngestMessageBase {
+  kind: 'objects';
+  /** The object's name (an alias sent in the path is resolved by the API). */
+  object: string;
+  records: Record<string, CustomValue>[];
+}
+
+export type IngestMessage = EventsMessage | ProfilesMessage | ObjectsMessage;
 
 /** The pattern under which the processor's handler receives batches of ingest messages. */
 export const INGEST_PATTERN = 'ingest';

@@ -1,5 +1,6 @@
 import { collectIdentifiers } from './identifiers.js';
 import { parseTimestamp } from './timestamps.js';
+import type { CustomValue } from './custom-fields.js';
 
 export type FieldType = 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'timestamp';
 
@@ -48,6 +49,7 @@ export interface EventRecord {
   ts: number;
   channel: string;
   identifiers: Record<string, string | string[]>;
+  /** Built-in fields, and the account's custom event fields (read by their type beforehand). */
   data: Record<string, string | number | boolean>;
   order?: Record<string, unknown>;
   /** Names of data fields the account has not defined; dropped, reported to the sender. */
@@ -66,7 +68,12 @@ export interface EventInput {
  * Applies the spec's defaults: `ts` now when absent, `channel` offline when absent. Null data values
  * mean "no value" (every type allows null). Returns `{invalidTs}` when `ts` cannot be read.
  */
-export function normalizeEvent(input: EventInput, nowMs: number): EventRecord | { invalidTs: true } {
+export function normalizeEvent(
+  input: EventInput,
+  nowMs: number,
+  /** The account's custom `data` fields, already read by their type (readCustomFields); kept, not dropped. */
+  custom: Readonly<Record<string, CustomValue | null>> = {},
+): EventRecord | { invalidTs: true } {
   const data: Record<string, string | number | boolean> = {};
   const dropped: string[] = [];
   let order: Record<string, unknown> | undefined;
@@ -75,7 +82,9 @@ export function normalizeEvent(input: EventInput, nowMs: number): EventRecord | 
   for (const [name, value] of Object.entries(input.data ?? {})) {
     if (value === null || value === undefined) continue;
     const type = Object.hasOwn(EVENT_DATA_FIELDS, name) ? EVENT_DATA_FIELDS[name] : undefined;
-    if (type === undefined) {
+    if (type === undefined && Object.hasOwn(custom, name)) {
+      if (custom[name] !== null) data[name] = custom[name]!;
+    } else if (type === undefined) {
       dropped.push(name);
     } else if (name === 'ts') {
       const parsed = parseTimestamp(value);

@@ -4,3 +4,4 @@ export * from './events.js';
 export * from './profiles.js';
 export * from './ids.js';
 export * from './customer-fields.js';
+export * from './custom-fields.js';

@@ -1,4 +1,5 @@
 import { canonicalCustomerValue } from './customer-fields.js';
+import type { CustomValue } from './custom-fields.js';
 import { collectIdentifiers, isIdentifierField, isJunkIdentifierValue } from './identifiers.js';
 
 /** Customer fields of the spec's customer table, plus the consent flag `opted_in`. */
@@ -21,7 +22,8 @@ export const CUSTOMER_FIELDS: Readonly<Record<string, 'string' | 'boolean'>> = {
   opted_in: 'boolean',
 };
 
-export type AttributeValue = string | boolean;
+/** Numbers come from the account's custom fields (number, timestamp as unix seconds). */
+export type AttributeValue = string | boolean | number;
 /** A profile's stored attributes. */
 export type Attributes = Record<string, AttributeValue>;
 /** An additive update: a value sets a field, null unsets it (spec "Entities (v2)": null or "" unsets). */
@@ -38,7 +40,11 @@ export interface ProfileRecord {
  * Splits sent attributes into identifiers and customer fields, drops fields the account has not
  * defined, and derives `name` from first/last name when it is absent (never the other way round).
  */
-export function normalizeProfile(sent: Readonly<Record<string, unknown>>): ProfileRecord {
+export function normalizeProfile(
+  sent: Readonly<Record<string, unknown>>,
+  /** The account's custom customer fields, already read by their type (readCustomFields); kept, not dropped. */
+  custom: Readonly<Record<string, CustomValue | null>> = {},
+): ProfileRecord {
   const attributes: AttributeUpdate = {};
   const dropped: string[] = [];
   for (const [field, value] of Object.entries(sent)) {
@@ -53,6 +59,8 @@ export function normalizeProfile(sent: Readonly<Record<string, unknown>>): Profi
           : typeof value === 'string'
             ? canonicalCustomerValue(field, value)
             : (value as AttributeValue);
+    } else if (Object.hasOwn(custom, field)) {
+      attributes[field] = custom[field]!;
     } else if (!isIdentifierField(field)) {
       dropped.push(field);
     }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Delivery, Settlement } from '@cdp/bus';
-import type { IngestMessage } from '@cdp/contracts';
+import type { EventsMessage, IngestMessage, ProfilesMessage } from '@cdp/contracts';
 import {
   eventId,
   identifierList,
@@ -23,6 +23,8 @@ import {
 import type { Identifier } from '@cdp/domain';
 import { AnalyticStore, type EventRow, type StoreBatch } from '@cdp/store';
 import { IdentityRebuild } from './identity-rebuild.service.js';
+import { CustomColumns } from './custom-columns.service.js';
+import { ObjectsWriter } from './objects.writer.js';
 
 interface Item {
   message: IngestMessage;
@@ -42,11 +44,17 @@ export class IngestPipeline {
     private readonly profiles: ProfileState,
     private readonly store: AnalyticStore,
     private readonly rebuild: IdentityRebuild,
+    private readonly columns: CustomColumns,
+    private readonly objects: ObjectsWriter,
   ) {}
 
   async process(batch: readonly Delivery[]): Promise<Settlement[]> {
+    // Records of account objects identify no customer: they go straight to their tables.
+    const objects = batch.filter((d) => d.message.kind === 'objects');
+    if (objects.length) await this.objects.write(objects);
     const byAccount = new Map<string, Delivery[]>();
     for (const delivery of batch) {
+      if (delivery.message.kind === 'objects') continue;
       const list = byAccount.get(delivery.message.account) ?? [];
       list.push(delivery);
       byAccount.set(delivery.message.account, list);
@@ -68,7 +76,11 @@ export class IngestPipeline {
 
   private async processAccount(account: string, deliveries: Delivery[]): Promise<void> {
     const items: Item[] = deliveries.flatMap((d) =>
-      d.message.records.map((record, index) => ({ message: d.message, index, record })),
+      (d.message as EventsMessage | ProfilesMessage).records.map((record, index) => ({
+        message: d.message,
+        index,
+        record,
+      })),
     );
     const resolutions = await this.resolve(
       account,
@@ -145,6 +157,7 @@ export class IngestPipeline {
       });
     }
     const redelivery = deliveries.some((d) => d.deliveryCount > 1);
+    await this.columns.prepare(account, batch);
     await this.store.write(account, batch, redelivery);
     await this.identity.settle(account, [...new Set(deliveries.map((d) => d.message.id))]);
   }

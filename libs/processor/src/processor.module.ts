@@ -2,14 +2,18 @@ import { Module } from '@nestjs/common';
 import { IngestController } from './ingest.controller.js';
 import { IngestPipeline } from './ingest.pipeline.js';
 import { IdentityRebuild } from './identity-rebuild.service.js';
+import { SchemaModule } from '@cdp/schema';
+import { CustomColumns } from './custom-columns.service.js';
+import { ObjectsWriter } from './objects.writer.js';
 
 /**
  * The processor role: consumes ingest messages, resolves identities, writes the store. Its ports
  * (bus, identity, profile state, store) come from the drivers module the app composes it with.
  */
 @Module({
+  imports: [SchemaModule],
   controllers: [IngestController],
-  providers: [IngestPipeline, IdentityRebuild],
-  exports: [IdentityRebuild],
+  providers: [IngestPipeline, IdentityRebuild, CustomColumns, ObjectsWriter],
+  exports: [IdentityRebuild, CustomColumns],
 })
 export class ProcessorModule {}

@@ -1,4 +1,5 @@
 import type { DriverHealth } from '@cdp/contracts';
+import type { ColumnSpec } from './custom-columns.sql.js';
 
 /** A link from an identifier to the customer it identifies; written once, when first seen. */
 export interface IdentityLinkRow {
@@ -41,7 +42,7 @@ export interface CustomerRow {
   updated_at: string;
   /** Set on a merged customer's last snapshot: the survivor that holds its profile now. */
   merged_into: string | null;
-  attributes: Record<string, string | boolean>;
+  attributes: Record<string, string | boolean | number>;
 }
 
 export interface EventRow {
@@ -84,9 +85,25 @@ export abstract class AnalyticStore {
     links: AsyncIterable<{ kind: string; value: string; svc_id: string; born: string }>;
     merges: AsyncIterable<{ loser: string; survivor: string; seq: number }>;
   };
-  abstract currentProfiles(
+  abstract currentProfiles(account: string): AsyncIterable<{
+    svc_id: string;
+    version: number;
+    attributes: Record<string, string | boolean | number>;
+  }>;
+  /** Adds the columns of custom fields to a built-in table (`events`, `customers`, …) unless present. */
+  abstract addColumns(account: string, table: string, columns: readonly ColumnSpec[]): Promise<void>;
+  /** Creates an account object's table, or adds the columns of its newer fields. */
+  abstract ensureObjectTable(account: string, table: string, columns: readonly ColumnSpec[]): Promise<void>;
+  /**
+   * Upserts records of an account object (each with `_msg_id` and `_updated_at`); a record changes the
+   * fields it carries. With `redelivery`, records of messages already stored are skipped.
+   */
+  abstract writeObjects(
     account: string,
-  ): AsyncIterable<{ svc_id: string; version: number; attributes: Record<string, string | boolean> }>;
+    table: string,
+    rows: readonly ({ _msg_id: string } & Record<string, unknown>)[],
+    redelivery: boolean,
+  ): Promise<void>;
   /** Runs a select in the account's database: `{db}` in the SQL names it. */
   abstract query<T>(account: string, sql: string, params?: Record<string, unknown>): Promise<T[]>;
   abstract health(): Promise<DriverHealth>;

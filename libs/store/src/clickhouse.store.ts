@@ -4,6 +4,7 @@ import { AnalyticStore, type CustomerRow, type EventRow, type StoreBatch } from 
 import type { ClickHouseTransport } from './clickhouse-transport.js';
 import { EVENT_COLUMN_FIELDS } from '@cdp/domain';
 import { CUSTOMER_COLUMNS, accountTables, databaseName } from './schema.sql.js';
+import { addColumnSql, objectTableSql, sqlName, type ColumnSpec } from './custom-columns.sql.js';
 
 type TableName = keyof typeof TABLES;
 
@@ -51,14 +52,63 @@ export class ClickHouseStore extends AnalyticStore {
       }
       // Events, the bulk of every batch, go as arrays: cheaper to write and for the engine to read.
       const compact = key === 'events';
-      const body = rows.map((r) => (compact ? eventArray(r as EventRow) : toStoreLine(key, r))).join('\n');
+      // Custom event fields (spec "Custom objects and fields") follow the built-in columns.
+      const custom = compact ? customEventColumns(rows as EventRow[]) : [];
+      const body = rows
+        .map((r) => (compact ? eventArray(r as EventRow, custom) : toStoreLine(key, r)))
+        .join('\n');
       const settings = {
         insert_deduplication_token: dedupToken(table, rows),
         // One block per insert: the insert is then atomic, so a message is wholly in a table or not at all.
         input_format_parallel_parsing: 0,
       };
-      await this.transport.insert(table, body, settings, compact ? EVENT_INSERT_COLUMNS : undefined);
+      await this.transport.insert(
+        table,
+        body,
+        settings,
+        compact ? [...EVENT_INSERT_COLUMNS, ...custom] : undefined,
+      );
     }
+  }
+
+  async addColumns(account: string, table: string, columns: readonly ColumnSpec[]): Promise<void> {
+    await this.ensureAccount(account);
+    const db = databaseName(account);
+    for (const column of columns) await this.transport.exec(addColumnSql(db, table, column));
+  }
+
+  async ensureObjectTable(account: string, table: string, columns: readonly ColumnSpec[]): Promise<void> {
+    await this.ensureAccount(account);
+    for (const statement of objectTableSql(databaseName(account), table, columns))
+      await this.transport.exec(statement);
+  }
+
+  async writeObjects(
+    account: string,
+    table: string,
+    rows: readonly ({ _msg_id: string } & Record<string, unknown>)[],
+    redelivery: boolean,
+  ): Promise<void> {
+    await this.ensureAccount(account);
+    const target = `${databaseName(account)}.${sqlName(table)}`;
+    let pending = rows;
+    if (redelivery) {
+      const ids = [...new Set(rows.map((r) => r._msg_id))];
+      const found = await this.transport.query<{ m: string }>(
+        `SELECT DISTINCT _msg_id AS m FROM ${target} WHERE _msg_id IN {ids:Array(String)}`,
+        { ids },
+      );
+      const present = new Set(found.map((r) => r.m));
+      pending = rows.filter((r) => !present.has(r._msg_id));
+    }
+    if (pending.length === 0) return;
+    await this.transport.insert(target, pending.map((r) => JSON.stringify(r)).join('\n'), {
+      insert_deduplication_token: dedupToken(
+        target,
+        pending.map((r) => ({ msg_id: r._msg_id })),
+      ),
+      input_format_parallel_parsing: 0,
+    });
   }
 
   private async storedMessages(table: string, rows: { msg_id: string }[]): Promise<Set<string>> {
@@ -96,19 +146,39 @@ export class ClickHouseStore extends AnalyticStore {
     for await (const m of rows) yield { loser: m.loser, survivor: m.survivor, seq: Number(m.seq) };
   }
 
-  async *currentProfiles(
-    account: string,
-  ): AsyncIterable<{ svc_id: string; version: number; attributes: Record<string, string | boolean> }> {
+  async *currentProfiles(account: string): AsyncIterable<{
+    svc_id: string;
+    version: number;
+    attributes: Record<string, string | boolean | number>;
+  }> {
     await this.ensureAccount(account);
+    const table = `${databaseName(account)}.customers`;
+    // Custom fields are columns added after the built-in ones; custom timestamps go back to unix seconds.
+    const described = await this.transport.query<{ name: string; type: string }>(`DESCRIBE TABLE ${table}`);
+    const builtin = new Set([
+      'svc_id',
+      'version',
+      'msg_id',
+      'updated_at',
+      'merged_into',
+      ...CUSTOMER_COLUMNS,
+    ]);
+    const custom = described.filter((c) => !builtin.has(c.name));
+    const customSql = custom.map((c) =>
+      c.type.includes('DateTime64')
+        ? `toUnixTimestamp64Milli(${sqlName(c.name)}) / 1000 AS ${c.name}`
+        : sqlName(c.name),
+    );
+    const columns = [...CUSTOMER_COLUMNS, ...custom.map((c) => c.name)];
     const rows = this.transport.stream<Record<string, string | boolean | number | null>>(
-      `SELECT svc_id, version, ${CUSTOMER_COLUMNS.join(', ')} FROM ${databaseName(account)}.customers FINAL
+      `SELECT ${['svc_id', 'version', ...CUSTOMER_COLUMNS, ...customSql].join(', ')} FROM ${table} FINAL
        WHERE merged_into IS NULL`,
     );
     for await (const row of rows) {
-      const attributes: Record<string, string | boolean> = {};
-      for (const column of CUSTOMER_COLUMNS) {
+      const attributes: Record<string, string | boolean | number> = {};
+      for (const column of columns) {
         const value = row[column];
-        if (value !== null && value !== undefined) attributes[column] = value as string | boolean;
+        if (value !== null && value !== undefined) attributes[column] = value;
       }
       yield { svc_id: String(row.svc_id), version: Number(row.version), attributes };
     }
@@ -170,7 +240,16 @@ const EVENT_INSERT_COLUMNS = [
   'order',
 ];
 
-function eventArray(e: EventRow): string {
+const EVENT_COLUMN_SET = new Set(EVENT_COLUMN_FIELDS);
+
+/** Data fields of a batch's events that are not built-in columns: the account's custom event fields. */
+function customEventColumns(rows: readonly EventRow[]): string[] {
+  const names = new Set<string>();
+  for (const row of rows) for (const name in row.data) if (!EVENT_COLUMN_SET.has(name)) names.add(name);
+  return [...names];
+}
+
+function eventArray(e: EventRow, custom: readonly string[] = []): string {
   const data = e.data;
   const values: unknown[] = [
     e.event_id,
@@ -185,6 +264,7 @@ function eventArray(e: EventRow): string {
   ];
   for (const field of EVENT_COLUMN_FIELDS) values.push(data[field] ?? null);
   values.push(e.order);
+  for (const field of custom) values.push(data[field] ?? null);
   return JSON.stringify(values);
 }
 

@@ -4,3 +4,4 @@ export * from './clickhouse.store.js';
 export * from './chdb/chdb.transport.js';
 export * from './clickhouse-http/clickhouse-http.transport.js';
 export { databaseName } from './schema.sql.js';
+export * from './custom-columns.sql.js';

@@ -3,6 +3,7 @@ import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
 import { accepted, batchOf, eventSchema, type AcceptedBody } from '@cdp/contracts';
+import { SchemaRegistry } from '@cdp/schema';
 import { Auth } from '../auth/auth.decorator.js';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
@@ -12,7 +13,10 @@ import { eventsValidator } from './events.validator.js';
 @ApiHeader({ name: 'x-api-key', description: 'public key (tracker id) or private key', required: true })
 @Controller('v3/events')
 export class EventsController {
-  constructor(private readonly publisher: IngestPublisher) {}
+  constructor(
+    private readonly publisher: IngestPublisher,
+    private readonly schema: SchemaRegistry,
+  ) {}
 
   @Post()
   @HttpCode(202)
@@ -25,7 +29,8 @@ export class EventsController {
     @CurrentPrincipal() principal: Principal,
   ): Promise<AcceptedBody> {
     const receivedAt = Date.now();
-    const records = eventsValidator.parse(body, receivedAt);
+    const custom = (await this.schema.read(principal.account)).customFields('events');
+    const records = eventsValidator.parse(body, { nowMs: receivedAt, custom });
     await this.publisher.publish({
       id: request.id,
       account: principal.account,

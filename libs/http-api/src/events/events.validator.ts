@@ -4,25 +4,36 @@ import {
   extractIdentifiers,
   IDENTIFIER_REQUIRED_REASON,
   normalizeEvent,
+  readCustomFields,
+  type CustomFields,
   type EventInput,
   type EventRecord,
 } from '@cdp/domain';
 
+/** The time of receipt (the default `ts`) and the account's custom event fields. */
+export interface EventsContext {
+  nowMs: number;
+  custom: CustomFields;
+}
+
 /**
  * `POST /v3/events` records: the schema (compiled once), then at least one usable identifier and a
- * readable `ts`. The context is the time of receipt, the default `ts`.
+ * readable `ts`. Custom event fields are read by their types (an unreadable one is a 400 on its
+ * field); fields the account has not defined are dropped.
  */
-export const eventsValidator = new BatchValidator<EventInput, EventRecord, number>(
+export const eventsValidator = new BatchValidator<EventInput, EventRecord, EventsContext>(
   eventSchema,
   'event',
-  (input, index, nowMs) => {
+  (input, index, { nowMs, custom }) => {
     const invalids: Invalid[] = [];
     if (extractIdentifiers(input.identifiers).length === 0) {
       invalids.push({ event: index, field: 'identifiers', reason: IDENTIFIER_REQUIRED_REASON });
     }
     const email = customerFieldProblem('email', input.identifiers.email);
     if (email) invalids.push({ event: index, field: 'identifiers.email', reason: email });
-    const record = normalizeEvent(input, nowMs);
+    const customValues = readCustomFields(input.data, custom, 'data.');
+    for (const invalid of customValues.invalids) invalids.push({ event: index, ...invalid });
+    const record = normalizeEvent(input, nowMs, customValues.values);
     if ('invalidTs' in record) {
       invalids.push({
         event: index,

@@ -4,6 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
 import { accepted, batchOf, profileSchema, type AcceptedBody } from '@cdp/contracts';
 import type { Attributes } from '@cdp/domain';
+import { SchemaRegistry } from '@cdp/schema';
 import { Auth } from '../auth/auth.decorator.js';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
@@ -17,6 +18,7 @@ export class ProfilesController {
   constructor(
     private readonly publisher: IngestPublisher,
     private readonly lookup: ProfileLookup,
+    private readonly schema: SchemaRegistry,
   ) {}
 
   @Post()
@@ -29,7 +31,8 @@ export class ProfilesController {
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<AcceptedBody> {
-    const records = profilesValidator.parse(body, undefined);
+    const custom = (await this.schema.read(principal.account)).customFields('customers');
+    const records = profilesValidator.parse(body, custom);
     await this.publisher.publish({
       id: request.id,
       account: principal.account,

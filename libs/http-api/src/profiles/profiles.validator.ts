@@ -3,23 +3,30 @@ import {
   customerFieldProblems,
   IDENTIFIER_REQUIRED_REASON,
   normalizeProfile,
+  readCustomFields,
+  type CustomFields,
   type ProfileRecord,
 } from '@cdp/domain';
 
+type ProfileIn = { attributes: Record<string, unknown> };
+
 /**
  * `POST /v3/profiles` records: the schema, the customer table's field rules, then at least one usable
- * identifier among the attributes.
+ * identifier among the attributes. The context is the account's custom customer fields, read by their
+ * types (undefined ones are dropped).
  */
-export const profilesValidator = new BatchValidator<{ attributes: Record<string, unknown> }, ProfileRecord>(
+export const profilesValidator = new BatchValidator<ProfileIn, ProfileRecord, CustomFields>(
   profileSchema,
   'profile',
-  (input, index) => {
+  (input, index, custom) => {
     const invalids: Invalid[] = customerFieldProblems(input.attributes).map(({ field, reason }) => ({
       event: index,
       field: `attributes.${field}`,
       reason,
     }));
-    const record = normalizeProfile(input.attributes);
+    const customValues = readCustomFields(input.attributes, custom, 'attributes.');
+    for (const invalid of customValues.invalids) invalids.push({ event: index, ...invalid });
+    const record = normalizeProfile(input.attributes, customValues.values);
     if (Object.keys(record.identifiers).length === 0) {
       invalids.push({ event: index, field: 'attributes', reason: IDENTIFIER_REQUIRED_REASON });
     }

@@ -1,0 +1,83 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Delivery } from '@cdp/bus';
+import type { ObjectsMessage } from '@cdp/contracts';
+import { toStoreTime } from '@cdp/domain';
+import { LOGGER, type Logger } from '@cdp/logger';
+import { SchemaRegistry } from '@cdp/schema';
+import { AnalyticStore } from '@cdp/store';
+
+/**
+ * Stores records of account-created objects (`POST /v3/objects/{object}`) in the object's own table,
+ * created — or given the columns of newer fields — by this process, which owns the store.
+ */
+@Injectable()
+export class ObjectsWriter {
+  /** Schema revision each object table was last made to match, by `account/object`. */
+  private readonly applied = new Map<string, number>();
+
+  constructor(
+    private readonly registry: SchemaRegistry,
+    private readonly store: AnalyticStore,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  async write(deliveries: readonly Delivery[]): Promise<void> {
+    const groups = new Map<string, { account: string; object: string; deliveries: Delivery[] }>();
+    for (const d of deliveries) {
+      const m = d.message as ObjectsMessage;
+      const key = `${m.account}/${m.object}`;
+      const group = groups.get(key) ?? { account: m.account, object: m.object, deliveries: [] };
+      group.deliveries.push(d);
+      groups.set(key, group);
+    }
+    for (const { account, object, deliveries: group } of groups.values()) {
+      await this.writeObject(account, object, group);
+    }
+  }
+
+  private async writeObject(account: string, objectName: string, deliveries: Delivery[]): Promise<void> {
+    const sent = new Set<string>();
+    for (const d of deliveries)
+      for (const r of (d.message as ObjectsMessage).records) for (const n in r) sent.add(n);
+    let schema = await this.registry.read(account);
+    const known = () => schema.object(objectName)?.fields.map((f) => f.name) ?? [];
+    if ([...sent].some((n) => !known().includes(n))) schema = await this.registry.read(account, true);
+    const object = schema.object(objectName);
+    if (!object) {
+      // The API checked the object exists; objects are never deleted. Nothing to store it in.
+      this.logger.error({ account, object: objectName }, 'records of an unknown object were dropped');
+      return;
+    }
+    const key = `${account}/${object.name}`;
+    if ((this.applied.get(key) ?? -1) < schema.revision) {
+      await this.store.ensureObjectTable(
+        account,
+        object.table,
+        object.fields.map((f) => ({ name: f.name, type: f.type, primary: f.primary })),
+      );
+      this.applied.set(key, schema.revision);
+    }
+    const types = new Map(object.fields.map((f) => [f.name, f.type]));
+    const now = toStoreTime(Date.now());
+    const rows = deliveries.flatMap((d) =>
+      (d.message as ObjectsMessage).records.map((record) => {
+        const row: { _msg_id: string } & Record<string, unknown> = {
+          _msg_id: d.message.id,
+          _updated_at: now,
+        };
+        for (const [name, value] of Object.entries(record)) {
+          const type = types.get(name);
+          if (type === 'timestamp' && typeof value === 'number') row[name] = toStoreTime(value * 1000);
+          else if (type) row[name] = value;
+        }
+        return row;
+      }),
+    );
+    await this.store.writeObjects(
+      account,
+      object.table,
+      rows,
+      deliveries.some((d) => d.deliveryCount > 1),
+    );
+  }
+}

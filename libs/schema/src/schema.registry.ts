@@ -1,0 +1,123 @@
+import { Injectable } from '@nestjs/common';
+import { ApiError } from '@cdp/contracts';
+import { MetadataConflictError, MetadataStore } from '@cdp/metadata';
+import { AccountSchema } from './account-schema.js';
+import {
+  EMPTY_SCHEMA_DOC,
+  type AccountSchemaDoc,
+  type FieldDef,
+  type ObjectDef,
+  type RelationDef,
+} from './schema.model.js';
+import { parseNewFields, parseNewRelation, parseObject } from './schema.validation.js';
+
+const BUCKET = 'schema';
+
+/**
+ * How long a replica reuses an account's schema without reading the metadata store: a field created
+ * through another replica is honoured by this one within this time (README "API notes").
+ */
+export const SCHEMA_CACHE_MS = 2_000;
+
+/**
+ * Every account's schema, kept as one metadata record per account. A change reads the record, checks
+ * the request against it and writes it back with compare-and-set (the first with create-if-absent):
+ * of two replicas creating the same name at once, the second write fails, is re-read and re-checked,
+ * and is refused as `already used`. Readers (the API's validators, the processor's column keeper)
+ * get a cached copy.
+ */
+@Injectable()
+export class SchemaRegistry {
+  private readonly cache = new Map<string, { schema: AccountSchema; at: number }>();
+
+  constructor(private readonly metadata: MetadataStore) {}
+
+  /** The account's schema, at most SCHEMA_CACHE_MS old, or read now with `fresh`. */
+  async read(account: string, fresh = false): Promise<AccountSchema> {
+    const hit = this.cache.get(account);
+    if (hit && !fresh && Date.now() - hit.at < SCHEMA_CACHE_MS) return hit.schema;
+    try {
+      const found = await this.metadata.get<AccountSchemaDoc>(BUCKET, account);
+      const schema = new AccountSchema(
+        found?.value ?? structuredClone(EMPTY_SCHEMA_DOC),
+        found?.revision ?? 0,
+      );
+      // A slower read must not replace a newer copy (this replica's own write, for one).
+      const current = this.cache.get(account);
+      if (!current || current.schema.revision <= schema.revision) {
+        if (this.cache.size > 100_000) this.cache.clear();
+        this.cache.set(account, { schema, at: Date.now() });
+      }
+      return this.cache.get(account)!.schema;
+    } catch (err) {
+      if (hit) return hit.schema;
+      throw ApiError.unavailable(
+        `the schema cannot be read right now: ${err instanceof Error ? err.message : String(err)}`,
+        1,
+      );
+    }
+  }
+
+  async createObject(account: string, body: unknown): Promise<ObjectDef> {
+    return this.change(account, (schema, doc) => {
+      const object = parseObject(body, schema);
+      doc.objects.push(object);
+      return object;
+    });
+  }
+
+  async createFields(
+    account: string,
+    objectName: string,
+    body: unknown,
+  ): Promise<{ object: string; fields: FieldDef[]; many: boolean }> {
+    return this.change(account, (schema, doc) => {
+      const object = requireObject(schema, objectName);
+      const { fields, many } = parseNewFields(body, object);
+      target(doc, object).fields.push(...fields);
+      return { object: object.name, fields, many };
+    });
+  }
+
+  async createRelation(account: string, objectName: string, body: unknown): Promise<RelationDef> {
+    return this.change(account, (schema, doc) => {
+      const object = requireObject(schema, objectName);
+      const relation = parseNewRelation(body, object, schema);
+      target(doc, object).relations.push(relation);
+      return relation;
+    });
+  }
+
+  private async change<T>(
+    account: string,
+    apply: (schema: AccountSchema, doc: AccountSchemaDoc) => T,
+  ): Promise<T> {
+    for (;;) {
+      const found = await this.metadata.get<AccountSchemaDoc>(BUCKET, account);
+      const doc = found?.value ?? structuredClone(EMPTY_SCHEMA_DOC);
+      const result = apply(new AccountSchema(structuredClone(doc), found?.revision ?? 0), doc);
+      try {
+        const revision = found
+          ? await this.metadata.update(BUCKET, account, doc, found.revision)
+          : await this.metadata.create(BUCKET, account, doc);
+        this.cache.set(account, { schema: new AccountSchema(doc, revision), at: Date.now() });
+        return result;
+      } catch (err) {
+        // Someone else changed the schema since it was read: check the request again on theirs.
+        if (!(err instanceof MetadataConflictError)) throw err;
+      }
+    }
+  }
+}
+
+export function requireObject(schema: AccountSchema, name: string): ObjectDef {
+  const object = schema.object(name);
+  if (!object) throw ApiError.notFound(`unable to locate object ${name}`);
+  return object;
+}
+
+/** Where an addition to an object is kept: in the account's object, or as an extension of a built-in one. */
+function target(doc: AccountSchemaDoc, object: ObjectDef): { fields: FieldDef[]; relations: RelationDef[] } {
+  if (object.created_by === 'account') return doc.objects.find((o) => o.name === object.name)!;
+  return (doc.extensions[object.name] ??= { fields: [], relations: [] });
+}
