@@ -16,6 +16,7 @@ import {
 } from '@cdp/identity';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { FileMetadataStore, MetadataStore, NatsKvMetadataStore } from '@cdp/metadata';
+import { MemoryRateLimiter, RateLimiter, RedisRateLimiter } from '@cdp/rate-limits';
 import { AnalyticStore, ChdbTransport, ClickHouseHttpTransport, ClickHouseStore } from '@cdp/store';
 import { DriversLifecycle, NATS_CONNECTION, REDIS_CLIENT } from './drivers.lifecycle.js';
 
@@ -95,6 +96,13 @@ export class DriversModule {
         useFactory: (redis?: RedisClient) =>
           config.identity === 'redis' ? new RedisProfileState(redis!) : new MemoryProfileState(),
       },
+      {
+        // Shared by every API replica in Redis (spec/NOTES.md "Limits": per account, not per replica).
+        provide: RateLimiter,
+        inject: [REDIS_CLIENT],
+        useFactory: (redis?: RedisClient) =>
+          config.identity === 'redis' ? new RedisRateLimiter(redis!) : new MemoryRateLimiter(),
+      },
       DriversLifecycle,
     ];
     if (options.openStore) {
@@ -108,7 +116,16 @@ export class DriversModule {
           ),
       });
     }
-    const exports = [APP_CONFIG, LOGGER, MetadataStore, Buckets, EventBus, IdentityIndex, ProfileState];
+    const exports = [
+      APP_CONFIG,
+      LOGGER,
+      MetadataStore,
+      Buckets,
+      EventBus,
+      IdentityIndex,
+      ProfileState,
+      RateLimiter,
+    ];
     return {
       module: DriversModule,
       global: true,

@@ -1,7 +1,9 @@
 import { Module } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
 import { AccountsModule } from '@cdp/accounts';
+import { RateLimitPolicy } from '@cdp/rate-limits';
 import { AdminController } from './admin/admin.controller.js';
+import { AdminRateLimitsController } from './admin/admin-rate-limits.controller.js';
 import { ApiKeyGuard } from './auth/api-key.guard.js';
 import { ErrorEnvelopeFilter } from './errors/error-envelope.filter.js';
 import { EventsController } from './events/events.controller.js';
@@ -9,16 +11,25 @@ import { HealthController } from './health/health.controller.js';
 import { IngestPublisher } from './ingest/ingest.publisher.js';
 import { ProfileLookup } from './profiles/profile-lookup.service.js';
 import { ProfilesController } from './profiles/profiles.controller.js';
+import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
 @Module({
   imports: [AccountsModule],
-  controllers: [EventsController, ProfilesController, AdminController, HealthController],
+  controllers: [
+    EventsController,
+    ProfilesController,
+    AdminController,
+    HealthController,
+    AdminRateLimitsController,
+  ],
   providers: [
     IngestPublisher,
     ProfileLookup,
     { provide: APP_GUARD, useClass: ApiKeyGuard },
     { provide: APP_FILTER, useClass: ErrorEnvelopeFilter },
+    RateLimitPolicy,
+    { provide: APP_INTERCEPTOR, useClass: RateLimitInterceptor },
   ],
 })
 export class HttpApiModule {}
