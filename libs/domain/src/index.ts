@@ -3,3 +3,4 @@ export * from './timestamps.js';
 export * from './events.js';
 export * from './profiles.js';
 export * from './ids.js';
+export * from './lists.js';

@@ -14,6 +14,7 @@ import {
   RedisProfileState,
   type RedisClient,
 } from '@cdp/identity';
+import { ConsentState, MemoryConsentState, RedisConsentState } from '@cdp/consent';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { FileMetadataStore, MetadataStore, NatsKvMetadataStore } from '@cdp/metadata';
 import { MemoryRateLimiter, RateLimiter, RedisRateLimiter } from '@cdp/rate-limits';
@@ -97,6 +98,12 @@ export class DriversModule {
           config.identity === 'redis' ? new RedisProfileState(redis!) : new MemoryProfileState(),
       },
       {
+        provide: ConsentState,
+        inject: [REDIS_CLIENT],
+        useFactory: (redis?: RedisClient) =>
+          config.identity === 'redis' ? new RedisConsentState(redis!) : new MemoryConsentState(),
+      },
+      {
         // Shared by every API replica in Redis (spec/NOTES.md "Limits": per account, not per replica).
         provide: RateLimiter,
         inject: [REDIS_CLIENT],
@@ -125,6 +132,7 @@ export class DriversModule {
       IdentityIndex,
       ProfileState,
       RateLimiter,
+      ConsentState,
     ];
     return {
       module: DriversModule,

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
 import { AccountsModule } from '@cdp/accounts';
+import { ListsService } from '@cdp/lists';
 import { RateLimitPolicy } from '@cdp/rate-limits';
 import { AdminController } from './admin/admin.controller.js';
 import { AdminRateLimitsController } from './admin/admin-rate-limits.controller.js';
@@ -8,6 +9,8 @@ import { ApiKeyGuard } from './auth/api-key.guard.js';
 import { ErrorEnvelopeFilter } from './errors/error-envelope.filter.js';
 import { EventsController } from './events/events.controller.js';
 import { HealthController } from './health/health.controller.js';
+import { ListsController } from './lists/lists.controller.js';
+import { SubscriptionLookup } from './lists/subscription-lookup.service.js';
 import { IngestPublisher } from './ingest/ingest.publisher.js';
 import { ProfileLookup } from './profiles/profile-lookup.service.js';
 import { ProfilesController } from './profiles/profiles.controller.js';
@@ -22,6 +25,7 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
     AdminController,
     HealthController,
     AdminRateLimitsController,
+    ListsController,
   ],
   providers: [
     IngestPublisher,
@@ -29,6 +33,8 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
     { provide: APP_GUARD, useClass: ApiKeyGuard },
     { provide: APP_FILTER, useClass: ErrorEnvelopeFilter },
     RateLimitPolicy,
+    ListsService,
+    SubscriptionLookup,
     { provide: APP_INTERCEPTOR, useClass: RateLimitInterceptor },
   ],
 })

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Delivery, Settlement } from '@cdp/bus';
-import type { IngestMessage } from '@cdp/contracts';
+import type { EventsMessage, IngestMessage, ProfilesMessage } from '@cdp/contracts';
 import {
   eventId,
   identifierList,
@@ -15,6 +15,12 @@ import { IdentityIndex, IdentityNotWarmError, ProfileState, type Resolution } fr
 import type { Identifier } from '@cdp/domain';
 import { AnalyticStore, type EventRow, type StoreBatch } from '@cdp/store';
 import { IdentityRebuild } from './identity-rebuild.service.js';
+import {
+  groupByAccount,
+  isSubscriptionsDelivery,
+  runsOfKind,
+  SubscriptionsStep,
+} from './subscriptions.step.js';
 
 interface Item {
   message: IngestMessage;
@@ -34,9 +40,23 @@ export class IngestPipeline {
     private readonly profiles: ProfileState,
     private readonly store: AnalyticStore,
     private readonly rebuild: IdentityRebuild,
+    private readonly subscriptions: SubscriptionsStep,
   ) {}
 
   async process(batch: readonly Delivery[]): Promise<Settlement[]> {
+    // Consent changes go to their own step; runs of each kind keep the batch's order.
+    for (const run of runsOfKind(batch)) {
+      if (run.every(isSubscriptionsDelivery)) {
+        for (const [account, deliveries] of groupByAccount(run))
+          await this.subscriptions.process(account, deliveries);
+      } else {
+        await this.processIngest(run);
+      }
+    }
+    return batch.map((delivery) => ({ delivery, outcome: 'ack' }));
+  }
+
+  private async processIngest(batch: readonly Delivery[]): Promise<void> {
     const byAccount = new Map<string, Delivery[]>();
     for (const delivery of batch) {
       const list = byAccount.get(delivery.message.account) ?? [];
@@ -44,7 +64,6 @@ export class IngestPipeline {
       byAccount.set(delivery.message.account, list);
     }
     for (const [account, deliveries] of byAccount) await this.processAccount(account, deliveries);
-    return batch.map((delivery) => ({ delivery, outcome: 'ack' }));
   }
 
   /** Resolves a batch; an index that does not hold the account is rebuilt from the store first. */
@@ -60,7 +79,11 @@ export class IngestPipeline {
 
   private async processAccount(account: string, deliveries: Delivery[]): Promise<void> {
     const items: Item[] = deliveries.flatMap((d) =>
-      d.message.records.map((record, index) => ({ message: d.message, index, record })),
+      (d.message as EventsMessage | ProfilesMessage).records.map((record, index) => ({
+        message: d.message,
+        index,
+        record,
+      })),
     );
     const resolutions = await this.resolve(
       account,

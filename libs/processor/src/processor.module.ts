@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { IngestController } from './ingest.controller.js';
 import { IngestPipeline } from './ingest.pipeline.js';
 import { IdentityRebuild } from './identity-rebuild.service.js';
+import { SubscriptionsStep } from './subscriptions.step.js';
 
 /**
  * The processor role: consumes ingest messages, resolves identities, writes the store. Its ports
@@ -9,7 +10,7 @@ import { IdentityRebuild } from './identity-rebuild.service.js';
  */
 @Module({
   controllers: [IngestController],
-  providers: [IngestPipeline, IdentityRebuild],
+  providers: [IngestPipeline, IdentityRebuild, SubscriptionsStep],
   exports: [IdentityRebuild],
 })
 export class ProcessorModule {}

@@ -8,7 +8,12 @@ import { CUSTOMER_COLUMNS, accountTables, databaseName } from './schema.sql.js';
 type TableName = keyof typeof TABLES;
 
 /** Insert order matters: links first, so a crash never leaves events whose customer cannot be resolved. */
-const TABLES = { identityLinks: 'identity_links', customers: 'customers', events: 'events' } as const;
+const TABLES = {
+  identityLinks: 'identity_links',
+  customers: 'customers',
+  events: 'events',
+  consentHistory: 'consent_history',
+} as const;
 
 /** The analytic store in ClickHouse SQL, over whichever transport the configuration chose. */
 export class ClickHouseStore extends AnalyticStore {
@@ -36,7 +41,7 @@ export class ClickHouseStore extends AnalyticStore {
     const db = databaseName(account);
     for (const key of Object.keys(TABLES) as TableName[]) {
       const table = `${db}.${TABLES[key]}`;
-      let rows: { msg_id: string }[] = batch[key];
+      let rows: { msg_id: string }[] = batch[key] ?? [];
       if (rows.length === 0) continue;
       if (redelivery) {
         const present = await this.storedMessages(table, rows);
@@ -86,6 +91,29 @@ export class ClickHouseStore extends AnalyticStore {
         if (value !== null && value !== undefined) attributes[column] = value as string | boolean;
       }
       yield { svc_id: String(row.svc_id), version: Number(row.version), attributes };
+    }
+  }
+
+  async *consentStates(
+    account: string,
+  ): AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number }> {
+    await this.ensureAccount(account);
+    const rows = this.transport.stream<{
+      svc_id: string;
+      list_id: string;
+      subscribed: boolean;
+      latest: string;
+    }>(
+      `SELECT svc_id, list_id, argMax(subscribed, version) AS subscribed, max(version) AS latest
+       FROM ${databaseName(account)}.consent_history GROUP BY svc_id, list_id`,
+    );
+    for await (const r of rows) {
+      yield {
+        svc_id: r.svc_id,
+        list_id: r.list_id,
+        subscribed: Boolean(r.subscribed),
+        version: Number(r.latest),
+      };
     }
   }
 
