@@ -63,7 +63,7 @@ describe.each(WIRINGS)('rate limits per account and API family (%s)', (_wiring, 
     );
   /** An account whose key is already cached by the API (an unlimited request), so a run measures the limit only. */
   const account = async (name: string): Promise<TestAccount> => {
-    const acc = await p.createAccount(name);
+    const acc = await p.createAccount(name, {}); // the spec's default rates
     const warm = await p
       .http()
       .post('/v3/events')

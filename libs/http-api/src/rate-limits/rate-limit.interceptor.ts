@@ -1,8 +1,15 @@
-import { Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  type CallHandler,
+  type ExecutionContext,
+  type NestInterceptor,
+} from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply } from 'fastify';
 import type { Observable } from 'rxjs';
 import { ApiError } from '@cdp/contracts';
+import { LOGGER, type Logger } from '@cdp/logger';
 import { RateLimiter, RateLimitPolicy, type RateLimitFamily, type Take } from '@cdp/rate-limits';
 import type { AuthedRequest } from '../auth/principal.js';
 import { RATE_LIMIT_FAMILY } from './rate-limit.decorator.js';
@@ -19,6 +26,7 @@ export class RateLimitInterceptor implements NestInterceptor {
     private readonly reflector: Reflector,
     private readonly policy: RateLimitPolicy,
     private readonly limiter: RateLimiter,
+    @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
   async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
@@ -31,7 +39,14 @@ export class RateLimitInterceptor implements NestInterceptor {
     if (!family || !account) return next.handle();
     const allowance = await this.policy.allowance(account, family);
     if (!allowance) return next.handle();
-    const take = await this.limiter.take(account, family, allowance);
+    let take: Take;
+    try {
+      take = await this.limiter.take(account, family, allowance);
+    } catch (err) {
+      // A limiter that cannot count (Redis away) lets requests through rather than fail them all.
+      this.logger.warn({ err, account, family }, 'rate limiter unavailable; request not counted');
+      return next.handle();
+    }
     const headers = rateLimitHeaders(take);
     if (!take.allowed) {
       throw new ApiError(
