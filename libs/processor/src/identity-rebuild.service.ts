@@ -50,12 +50,13 @@ export class IdentityRebuild implements OnModuleInit {
   private async run(account: string): Promise<boolean> {
     if (!(await this.identity.beginRebuild(account))) return false;
     const started = Date.now();
+    // List memberships, like profiles, before the index opens the account again.
+    await this.consent.load(account, this.store.consentStates(account));
     // Profiles first: the index opens the account again only once both are loaded.
     const profiles = await this.profiles.load(account, this.store.currentProfiles(account));
-    const consents = await this.consent.load(account, this.store.consentStates(account));
     const links = await this.identity.load(account, this.store.identityLinks(account));
     this.logger.info(
-      { account, links, profiles, consents, ms: Date.now() - started },
+      { account, links, profiles, ms: Date.now() - started },
       'identity index rebuilt from the store',
     );
     return true;

@@ -8,12 +8,7 @@ import { CUSTOMER_COLUMNS, accountTables, databaseName } from './schema.sql.js';
 type TableName = keyof typeof TABLES;
 
 /** Insert order matters: links first, so a crash never leaves events whose customer cannot be resolved. */
-const TABLES = {
-  identityLinks: 'identity_links',
-  customers: 'customers',
-  events: 'events',
-  consentHistory: 'consent_history',
-} as const;
+const TABLES = { identityLinks: 'identity_links', customers: 'customers', events: 'events' } as const;
 
 /** The analytic store in ClickHouse SQL, over whichever transport the configuration chose. */
 export class ClickHouseStore extends AnalyticStore {
@@ -41,7 +36,7 @@ export class ClickHouseStore extends AnalyticStore {
     const db = databaseName(account);
     for (const key of Object.keys(TABLES) as TableName[]) {
       const table = `${db}.${TABLES[key]}`;
-      let rows: { msg_id: string }[] = batch[key] ?? [];
+      let rows: { msg_id: string }[] = batch[key];
       if (rows.length === 0) continue;
       if (redelivery) {
         const present = await this.storedMessages(table, rows);
@@ -58,6 +53,22 @@ export class ClickHouseStore extends AnalyticStore {
       };
       await this.transport.insert(table, body, settings, compact ? EVENT_INSERT_COLUMNS : undefined);
     }
+    // Consent changes last: a batch that failed before them is redelivered and writes them then.
+    await this.appendRows(`${db}.consent_history`, batch.consentHistory ?? [], redelivery);
+  }
+
+  /** Appends plain rows to a table, once per message (deduplication token, stored-message check). */
+  private async appendRows(table: string, all: { msg_id: string }[], redelivery: boolean): Promise<void> {
+    let rows = all;
+    if (redelivery && rows.length) {
+      const present = await this.storedMessages(table, rows);
+      rows = rows.filter((r) => !present.has(r.msg_id));
+    }
+    if (rows.length === 0) return;
+    await this.transport.insert(table, rows.map((r) => JSON.stringify(r)).join('\n'), {
+      insert_deduplication_token: dedupToken(table, rows),
+      input_format_parallel_parsing: 0,
+    });
   }
 
   private async storedMessages(table: string, rows: { msg_id: string }[]): Promise<Set<string>> {
