@@ -10,6 +10,15 @@ import { createCdpApp } from '../../apps/cdp/src/cdp.app.js';
 
 export const ADMIN_TOKEN = 'test-admin-token';
 
+export type TestRates = Record<string, number | 'unlimited' | null>;
+
+/**
+ * Rates of the accounts tests create: the limited families unlimited, so that a suite polling
+ * `GET /v3/profiles` for an eventual result is not answered 429. The rate-limit suite passes `{}` to
+ * test the spec's defaults.
+ */
+export const TEST_ACCOUNT_RATES: TestRates = { profiles: 'unlimited', compliance: 'unlimited' };
+
 export interface TestAccount {
   id: string;
   publicKey: string;
@@ -54,14 +63,27 @@ export class EmbeddedPlatform {
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   }
 
-  async createAccount(name = 'test'): Promise<TestAccount> {
+  /** A new account; its rates are TEST_ACCOUNT_RATES unless the test names its own (`{}`: the defaults). */
+  async createAccount(name = 'test', rates: TestRates = TEST_ACCOUNT_RATES): Promise<TestAccount> {
     const res = await this.http()
       .post('/admin/v1/accounts')
       .set('authorization', `Bearer ${ADMIN_TOKEN}`)
       .send({ name });
     if (res.status !== 201)
       throw new Error(`account creation failed: ${res.status} ${JSON.stringify(res.body)}`);
-    return { id: res.body.account.id, publicKey: res.body.public_key, privateKey: res.body.private_key };
+    const account = {
+      id: res.body.account.id,
+      publicKey: res.body.public_key,
+      privateKey: res.body.private_key,
+    };
+    if (Object.keys(rates).length) {
+      const set = await this.http()
+        .patch(`/admin/v1/accounts/${account.id}/rate-limits`)
+        .set('authorization', `Bearer ${ADMIN_TOKEN}`)
+        .send(rates);
+      if (set.status !== 200) throw new Error(`setting rate limits failed: ${set.status}`);
+    }
+    return account;
   }
 
   /** Rows from the account's database (`{db}` names it). */

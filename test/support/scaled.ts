@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChdbTransport, ClickHouseStore } from '@cdp/store';
 import { ChildApp } from './child-process.js';
-import { ADMIN_TOKEN, type TestAccount } from './embedded.js';
+import { ADMIN_TOKEN, TEST_ACCOUNT_RATES, type TestAccount, type TestRates } from './embedded.js';
 import { EngineProcess } from './engines.js';
 
 /**
@@ -72,14 +72,24 @@ export class ScaledPlatform {
     return `${this.api.baseUrl}${path}`;
   }
 
-  async createAccount(name = 'scaled'): Promise<TestAccount> {
+  /** A new account; its rates are TEST_ACCOUNT_RATES unless the test names its own (`{}`: the defaults). */
+  async createAccount(name = 'scaled', rates: TestRates = TEST_ACCOUNT_RATES): Promise<TestAccount> {
+    const headers = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
     const res = await fetch(this.url('/admin/v1/accounts'), {
       method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      headers,
       body: JSON.stringify({ name }),
     });
     const body = (await res.json()) as { account: { id: string }; public_key: string; private_key: string };
     if (res.status !== 201) throw new Error(`account creation failed: ${res.status}`);
+    if (Object.keys(rates).length) {
+      const set = await fetch(this.url(`/admin/v1/accounts/${body.account.id}/rate-limits`), {
+        method: 'PATCH',
+        headers,
+        body: JSON.stringify(rates),
+      });
+      if (set.status !== 200) throw new Error(`setting rate limits failed: ${set.status}`);
+    }
     return { id: body.account.id, publicKey: body.public_key, privateKey: body.private_key };
   }
 

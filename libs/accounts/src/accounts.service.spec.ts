@@ -166,6 +166,7 @@ describe('AccountsService', () => {
         account: account.id,
         trackerId: account.trackerId,
         private: true,
+        keyId: account.keys[0]!.id,
       });
     });
 
@@ -359,6 +360,7 @@ describe('AccountsService', () => {
         account: account.id,
         trackerId: 'boot',
         private: true,
+        keyId: account.keys[0]!.id,
       });
       expect(storedText()).not.toContain('bootSecret_1');
     });

@@ -28,6 +28,8 @@ export interface Principal {
   account: string;
   trackerId: string;
   private: boolean;
+  /** The id of the private key used (recorded with consent changes); absent for the public key. */
+  keyId?: string;
 }
 
 /** The account as the admin API shows it: never a secret or its hash. */
@@ -131,16 +133,20 @@ export class AccountsService {
     let account = await this.cachedByTrackerId(trackerId, false);
     if (!account) throw ApiError.unauthorized();
     if (!parts) return { account: account.id, trackerId: account.trackerId, private: false };
-    const accepts = (a: Account) =>
-      a.keys.some(
+    const accepting = (a: Account) =>
+      a.keys.find(
         (k) =>
           constantTimeEqual(hashSecret(parts.secret, k.salt), k.hash) &&
           (k.revokedAt === undefined || Date.parse(k.revokedAt) + REVOKED_KEY_GRACE_MS > now),
       );
+    let used = accepting(account);
     // A key issued a moment ago (possibly by another replica) is not in a cached copy: read again once.
-    if (!accepts(account)) account = await this.cachedByTrackerId(trackerId, true);
-    if (!account || !accepts(account)) throw ApiError.unauthorized();
-    return { account: account.id, trackerId: account.trackerId, private: true };
+    if (!used) {
+      account = await this.cachedByTrackerId(trackerId, true);
+      used = account && accepting(account);
+    }
+    if (!account || !used) throw ApiError.unauthorized();
+    return { account: account.id, trackerId: account.trackerId, private: true, keyId: used.id };
   }
 
   /** Issues a new private key; the keys in use so far are revoked and keep working for the grace period. */

@@ -1,4 +1,4 @@
-import type { CustomValue, EventRecord, ProfileRecord } from '@cdp/domain';
+import type { CustomValue, EventRecord, ProfileRecord, SubscriptionRecord } from '@cdp/domain';
 
 /**
  * One bus message per accepted request (DESIGN "The write path"): the request id is the message id,
@@ -31,7 +31,15 @@ export interface ObjectsMessage extends IngestMessageBase {
   records: Record<string, CustomValue>[];
 }
 
-export type IngestMessage = EventsMessage | ProfilesMessage | ObjectsMessage;
+/** Consent changes (`POST /v3/lists/subscriptions`); `key` says which key sent them, for the history. */
+export interface SubscriptionsMessage extends IngestMessageBase {
+  kind: 'subscriptions';
+  records: SubscriptionRecord[];
+  /** `public`, or `private:<key id>`. */
+  key: string;
+}
+
+export type IngestMessage = EventsMessage | ProfilesMessage | ObjectsMessage | SubscriptionsMessage;
 
 /** The pattern under which the processor's handler receives batches of ingest messages. */
 export const INGEST_PATTERN = 'ingest';

@@ -31,6 +31,10 @@ export const EVENT_DATA_FIELDS: Readonly<Record<string, FieldType>> = {
   sort_direction: 'string',
   sort_field: 'string',
   order: 'object',
+  // The list and the new state of a `list`/`subscribe` event (spec "Events": every update of a list
+  // subscription generates one).
+  list_id: 'string',
+  subscribed: 'boolean',
 };
 
 /** Fields stored in their own typed column of the events table (everything but ts, channel and order). */

@@ -5,3 +5,4 @@ export * from './profiles.js';
 export * from './ids.js';
 export * from './customer-fields.js';
 export * from './custom-fields.js';
+export * from './lists.js';

@@ -14,8 +14,10 @@ import {
   RedisProfileState,
   type RedisClient,
 } from '@cdp/identity';
+import { ConsentState, MemoryConsentState, RedisConsentState } from '@cdp/consent';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { FileMetadataStore, MetadataStore, NatsKvMetadataStore } from '@cdp/metadata';
+import { MemoryRateLimiter, RateLimiter, RedisRateLimiter } from '@cdp/rate-limits';
 import { AnalyticStore, ChdbTransport, ClickHouseHttpTransport, ClickHouseStore } from '@cdp/store';
 import { DriversLifecycle, NATS_CONNECTION, REDIS_CLIENT } from './drivers.lifecycle.js';
 
@@ -95,6 +97,19 @@ export class DriversModule {
         useFactory: (redis?: RedisClient) =>
           config.identity === 'redis' ? new RedisProfileState(redis!) : new MemoryProfileState(),
       },
+      {
+        provide: ConsentState,
+        inject: [REDIS_CLIENT],
+        useFactory: (redis?: RedisClient) =>
+          config.identity === 'redis' ? new RedisConsentState(redis!) : new MemoryConsentState(),
+      },
+      {
+        // Shared by every API replica in Redis (spec/NOTES.md "Limits": per account, not per replica).
+        provide: RateLimiter,
+        inject: [REDIS_CLIENT],
+        useFactory: (redis?: RedisClient) =>
+          config.identity === 'redis' ? new RedisRateLimiter(redis!) : new MemoryRateLimiter(),
+      },
       DriversLifecycle,
     ];
     if (options.openStore) {
@@ -108,7 +123,17 @@ export class DriversModule {
           ),
       });
     }
-    const exports = [APP_CONFIG, LOGGER, MetadataStore, Buckets, EventBus, IdentityIndex, ProfileState];
+    const exports = [
+      APP_CONFIG,
+      LOGGER,
+      MetadataStore,
+      Buckets,
+      EventBus,
+      IdentityIndex,
+      ProfileState,
+      RateLimiter,
+      ConsentState,
+    ];
     return {
       module: DriversModule,
       global: true,

@@ -1,11 +1,16 @@
 import { Module } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
 import { AccountsModule } from '@cdp/accounts';
+import { ListsService } from '@cdp/lists';
+import { RateLimitPolicy } from '@cdp/rate-limits';
 import { AdminController } from './admin/admin.controller.js';
+import { AdminRateLimitsController } from './admin/admin-rate-limits.controller.js';
 import { ApiKeyGuard } from './auth/api-key.guard.js';
 import { ErrorEnvelopeFilter } from './errors/error-envelope.filter.js';
 import { EventsController } from './events/events.controller.js';
 import { HealthController } from './health/health.controller.js';
+import { ListsController } from './lists/lists.controller.js';
+import { SubscriptionLookup } from './lists/subscription-lookup.service.js';
 import { IngestPublisher } from './ingest/ingest.publisher.js';
 import { ProfileLookup } from './profiles/profile-lookup.service.js';
 import { ProfilesController } from './profiles/profiles.controller.js';
@@ -13,6 +18,8 @@ import { SchemaModule } from '@cdp/schema';
 import { SchemaController } from './schema/schema.controller.js';
 import { ObjectsController } from './objects/objects.controller.js';
 import { ObjectsIngest } from './objects/objects.ingest.js';
+
+import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
 @Module({
@@ -24,6 +31,8 @@ import { ObjectsIngest } from './objects/objects.ingest.js';
     HealthController,
     SchemaController,
     ObjectsController,
+    AdminRateLimitsController,
+    ListsController,
   ],
   providers: [
     IngestPublisher,
@@ -31,6 +40,10 @@ import { ObjectsIngest } from './objects/objects.ingest.js';
     ObjectsIngest,
     { provide: APP_GUARD, useClass: ApiKeyGuard },
     { provide: APP_FILTER, useClass: ErrorEnvelopeFilter },
+    RateLimitPolicy,
+    ListsService,
+    SubscriptionLookup,
+    { provide: APP_INTERCEPTOR, useClass: RateLimitInterceptor },
   ],
   exports: [ObjectsIngest],
 })

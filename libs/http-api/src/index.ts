@@ -3,3 +3,4 @@ export * from './fastify-setup.js';
 export * from './openapi.js';
 export * from './health/health.module.js';
 export * from './objects/objects.ingest.js';
+export * from './rate-limits/rate-limit.decorator.js';

@@ -1,11 +1,12 @@
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { ConsentState } from '@cdp/consent';
 import { IdentityIndex, ProfileState } from '@cdp/identity';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { MetadataStore } from '@cdp/metadata';
 import { AnalyticStore } from '@cdp/store';
 
 /**
- * Rebuilds an account's identity index and hot profiles from the store, which holds every link and
+ * Rebuilds an account's identity index, hot profiles and list memberships from the store, which holds every link and
  * profile snapshot: what Redis (or memory) holds can always be recovered from it.
  *
  * A memory index is rebuilt for every account at start, before anything is processed or read. A
@@ -19,6 +20,7 @@ export class IdentityRebuild implements OnModuleInit {
   constructor(
     private readonly identity: IdentityIndex,
     private readonly profiles: ProfileState,
+    private readonly consent: ConsentState,
     private readonly store: AnalyticStore,
     private readonly metadata: MetadataStore,
     @Inject(LOGGER) private readonly logger: Logger,
@@ -48,6 +50,8 @@ export class IdentityRebuild implements OnModuleInit {
   private async run(account: string): Promise<boolean> {
     if (!(await this.identity.beginRebuild(account))) return false;
     const started = Date.now();
+    // List memberships, like profiles, before the index opens the account again.
+    await this.consent.load(account, this.store.consentStates(account));
     // Profiles first: the index opens the account again only once both are loaded.
     const profiles = await this.profiles.load(account, this.store.currentProfiles(account));
     const links = await this.identity.load(account, this.store.identityGraph(account));

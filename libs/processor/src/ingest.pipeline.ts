@@ -3,28 +3,24 @@ import type { Delivery, Settlement } from '@cdp/bus';
 import type { EventsMessage, IngestMessage, ProfilesMessage } from '@cdp/contracts';
 import {
   eventId,
-  identifierList,
   isProfileIdentifier,
-  customerIdSeed,
   toStoreTime,
   type AttributeUpdate,
   type EventRecord,
+  type Identifier,
   type ProfileRecord,
 } from '@cdp/domain';
-import {
-  bornKey,
-  IdentityIndex,
-  IdentityNotWarmError,
-  ProfileState,
-  type ProfileUpdate,
-  type ResolveInput,
-  type Resolution,
-} from '@cdp/identity';
-import type { Identifier } from '@cdp/domain';
+import type { ProfileUpdate } from '@cdp/identity';
 import { AnalyticStore, type EventRow, type StoreBatch } from '@cdp/store';
-import { IdentityRebuild } from './identity-rebuild.service.js';
+import { IdentityStep, withMerges } from './identity.step.js';
 import { CustomColumns } from './custom-columns.service.js';
 import { ObjectsWriter } from './objects.writer.js';
+import {
+  groupByAccount,
+  isSubscriptionsDelivery,
+  runsOfKind,
+  SubscriptionsStep,
+} from './subscriptions.step.js';
 
 interface Item {
   message: IngestMessage;
@@ -40,18 +36,30 @@ interface Item {
 @Injectable()
 export class IngestPipeline {
   constructor(
-    private readonly identity: IdentityIndex,
-    private readonly profiles: ProfileState,
+    private readonly identityStep: IdentityStep,
     private readonly store: AnalyticStore,
-    private readonly rebuild: IdentityRebuild,
     private readonly columns: CustomColumns,
     private readonly objects: ObjectsWriter,
+    private readonly subscriptions: SubscriptionsStep,
   ) {}
 
   async process(batch: readonly Delivery[]): Promise<Settlement[]> {
     // Records of account objects identify no customer: they go straight to their tables.
     const objects = batch.filter((d) => d.message.kind === 'objects');
     if (objects.length) await this.objects.write(objects);
+    // Consent changes go to their own step; runs of each kind keep the batch's order.
+    for (const run of runsOfKind(batch.filter((d) => d.message.kind !== 'objects'))) {
+      if (run.every(isSubscriptionsDelivery)) {
+        for (const [account, deliveries] of groupByAccount(run))
+          await this.subscriptions.process(account, deliveries);
+      } else {
+        await this.processIngest(run);
+      }
+    }
+    return batch.map((delivery) => ({ delivery, outcome: 'ack' }));
+  }
+
+  private async processIngest(batch: readonly Delivery[]): Promise<void> {
     const byAccount = new Map<string, Delivery[]>();
     for (const delivery of batch) {
       if (delivery.message.kind === 'objects') continue;
@@ -60,18 +68,6 @@ export class IngestPipeline {
       byAccount.set(delivery.message.account, list);
     }
     for (const [account, deliveries] of byAccount) await this.processAccount(account, deliveries);
-    return batch.map((delivery) => ({ delivery, outcome: 'ack' }));
-  }
-
-  /** Resolves a batch; an index that does not hold the account is rebuilt from the store first. */
-  private async resolve(account: string, records: ResolveInput[]): Promise<Resolution[]> {
-    try {
-      return await this.identity.resolve(account, records);
-    } catch (err) {
-      if (!(err instanceof IdentityNotWarmError)) throw err;
-      if (!(await this.rebuild.rebuild(account))) throw err; // another processor is rebuilding: retry later
-      return this.identity.resolve(account, records);
-    }
   }
 
   private async processAccount(account: string, deliveries: Delivery[]): Promise<void> {
@@ -82,61 +78,20 @@ export class IngestPipeline {
         record,
       })),
     );
-    const resolutions = await this.resolve(
-      account,
-      items.map(({ message, index, record }) => ({
-        ids: identifierList(record.identifiers),
-        seed: customerIdSeed(message.id, index),
-        born: bornKey(message.receivedAt, message.id, index),
-        message: message.id,
-        index,
-      })),
-    );
+    const resolutions = await this.identityStep.resolve(account, items);
     const now = toStoreTime(Date.now());
     const batch: StoreBatch = { identityLinks: [], merges: [], conflicts: [], customers: [], events: [] };
     const updates: ProfileUpdate[] = [];
     const lastMessageOf = new Map<string, string>();
 
     items.forEach((item, i) => {
-      const { customerId, born, created, linked, merged, mergeSeq, conflicts } = resolutions[i]!;
+      const { customerId, created, linked, merged, conflicts } = resolutions[i]!;
       const msgId = item.message.id;
-      for (const id of linked) {
-        batch.identityLinks.push({
-          kind: id.kind,
-          value: id.value,
-          svc_id: customerId,
-          born,
-          msg_id: msgId,
-          created_at: now,
-        });
-      }
-      if (merged.length || conflicts.length) {
-        const cause = identifierList(item.record.identifiers).map((id) => `${id.kind}:${id.value}`);
-        for (const loser of merged) {
-          batch.merges.push({
-            loser,
-            survivor: customerId,
-            seq: mergeSeq,
-            cause,
-            msg_id: msgId,
-            created_at: now,
-          });
-          lastMessageOf.set(loser, msgId);
-        }
-        for (const c of conflicts) {
-          batch.conflicts.push({
-            svc_id: customerId,
-            other_svc_id: c.customerId,
-            reason: c.reason,
-            cause,
-            msg_id: msgId,
-            created_at: now,
-          });
-        }
-      }
+      this.identityStep.recordEffects(batch, item, resolutions[i]!, now);
+      for (const loser of merged) lastMessageOf.set(loser, msgId);
       const update = profileUpdate(item, linked, conflicts.length > 0);
       if (created || merged.length || Object.keys(update).length > 0) {
-        updates.push(merged.length ? { customerId, update, absorb: merged } : { customerId, update });
+        updates.push(withMerges(customerId, update, merged));
         lastMessageOf.set(customerId, msgId);
       }
       if (item.message.kind === 'events') {
@@ -146,20 +101,16 @@ export class IngestPipeline {
       }
     });
 
-    for (const snapshot of await this.profiles.apply(account, updates)) {
-      batch.customers.push({
-        svc_id: snapshot.customerId,
-        version: snapshot.version,
-        msg_id: lastMessageOf.get(snapshot.customerId)!,
-        updated_at: now,
-        merged_into: snapshot.mergedInto ?? null,
-        attributes: snapshot.attributes,
-      });
-    }
+    batch.customers.push(
+      ...(await this.identityStep.applyProfiles(account, updates, (c) => lastMessageOf.get(c)!, now)),
+    );
     const redelivery = deliveries.some((d) => d.deliveryCount > 1);
     await this.columns.prepare(account, batch);
     await this.store.write(account, batch, redelivery);
-    await this.identity.settle(account, [...new Set(deliveries.map((d) => d.message.id))]);
+    await this.identityStep.settle(
+      account,
+      deliveries.map((d) => d.message),
+    );
   }
 }
 

@@ -5,6 +5,8 @@ import { IdentityRebuild } from './identity-rebuild.service.js';
 import { SchemaModule } from '@cdp/schema';
 import { CustomColumns } from './custom-columns.service.js';
 import { ObjectsWriter } from './objects.writer.js';
+import { SubscriptionsStep } from './subscriptions.step.js';
+import { IdentityStep } from './identity.step.js';
 
 /**
  * The processor role: consumes ingest messages, resolves identities, writes the store. Its ports
@@ -13,7 +15,7 @@ import { ObjectsWriter } from './objects.writer.js';
 @Module({
   imports: [SchemaModule],
   controllers: [IngestController],
-  providers: [IngestPipeline, IdentityRebuild, CustomColumns, ObjectsWriter],
+  providers: [IngestPipeline, IdentityRebuild, IdentityStep, CustomColumns, ObjectsWriter, SubscriptionsStep],
   exports: [IdentityRebuild, CustomColumns],
 })
 export class ProcessorModule {}

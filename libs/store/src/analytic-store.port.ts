@@ -59,6 +59,29 @@ export interface EventRow {
   order: string | null;
 }
 
+/**
+ * One change of a customer's consent (a list membership, or `svc_all` for global opt-in): who, what,
+ * when, and through which key. The history is kept whole; the hot consent state is rebuilt from it.
+ */
+export interface ConsentHistoryRow {
+  svc_id: string;
+  list_id: string;
+  subscribed: boolean;
+  /** The customer's consent version after this change (orders replays). */
+  version: number;
+  /** The identifier the change was sent with. */
+  identifier_kind: string;
+  identifier_value: string;
+  /** `public`, or `private:<key id>`. */
+  api_key: string;
+  /** Where the change came from: `subscriptions` (POST /v3/lists/subscriptions). */
+  source: string;
+  msg_id: string;
+  /** When the API accepted the request. */
+  changed_at: string;
+  stored_at: string;
+}
+
 /** Everything one processed batch writes for one account. */
 export interface StoreBatch {
   identityLinks: IdentityLinkRow[];
@@ -66,6 +89,7 @@ export interface StoreBatch {
   conflicts: ConflictRow[];
   customers: CustomerRow[];
   events: EventRow[];
+  consentHistory?: ConsentHistoryRow[];
 }
 
 /**
@@ -104,6 +128,10 @@ export abstract class AnalyticStore {
     rows: readonly ({ _msg_id: string } & Record<string, unknown>)[],
     redelivery: boolean,
   ): Promise<void>;
+  /** The latest membership of every customer and list (`svc_all` included), from the consent history. */
+  abstract consentStates(
+    account: string,
+  ): AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number }>;
   /** Runs a select in the account's database: `{db}` in the SQL names it. */
   abstract query<T>(account: string, sql: string, params?: Record<string, unknown>): Promise<T[]>;
   abstract health(): Promise<DriverHealth>;

@@ -8,9 +8,11 @@ import { ClickHouseStore } from './clickhouse.store.js';
 
 /** The store's SQL, run on chDB (the same SQL a ClickHouse server runs). */
 describe('ClickHouseStore on chDB', () => {
+  let transport: ChdbTransport;
   let store: ClickHouseStore;
   beforeAll(() => {
-    store = new ClickHouseStore(new ChdbTransport(mkdtempSync(join(tmpdir(), 'cdp-store-'))));
+    transport = new ChdbTransport(mkdtempSync(join(tmpdir(), 'cdp-store-')));
+    store = new ClickHouseStore(transport);
   });
   afterAll(() => store.close());
 
@@ -122,16 +124,16 @@ describe('ClickHouseStore on chDB', () => {
     const b = batch('mm1', 'cs', 0);
     b.merges = [merge('cl', 'cm', 1, 'mm1'), merge('cm', 'cs', 2, 'mm1'), merge('cl', 'cs', 2, 'mm1')];
     b.customers.push({ ...b.customers[0]!, svc_id: 'cm', merged_into: 'cs', version: 3 });
-    await store.write('acc6', b, false);
+    await store.write('acc8', b, false);
     const merges = [];
-    for await (const m of store.identityGraph('acc6').merges) merges.push(m);
+    for await (const m of store.identityGraph('acc8').merges) merges.push(m);
     expect(merges).toEqual([
       { loser: 'cl', survivor: 'cm', seq: 1 },
       { loser: 'cl', survivor: 'cs', seq: 2 },
       { loser: 'cm', survivor: 'cs', seq: 2 },
     ]);
     const survivors = await store.query<{ svc_id: string; survivor: string }>(
-      'acc6',
+      'acc8',
       'SELECT svc_id, survivor FROM {db}.customer_survivors ORDER BY svc_id',
     );
     expect(survivors).toEqual([
@@ -139,7 +141,7 @@ describe('ClickHouseStore on chDB', () => {
       { svc_id: 'cm', survivor: 'cs' },
     ]);
     const profiles = [];
-    for await (const p of store.currentProfiles('acc6')) profiles.push(p.svc_id);
+    for await (const p of store.currentProfiles('acc8')) profiles.push(p.svc_id);
     expect(profiles).toEqual(['cs']); // a merged customer's profile lives on in its survivor
   });
 
@@ -153,6 +155,62 @@ describe('ClickHouseStore on chDB', () => {
       'SELECT toUnixTimestamp64Milli(ts) AS ms FROM {db}.events ORDER BY ts',
     );
     expect(rows.map((r) => Number(r.ms))).toEqual(times);
+  });
+
+  it('keeps the whole consent history and reads back the latest membership per customer and list', async () => {
+    const change = (msg: string, svc: string, list: string, subscribed: boolean, version: number) => ({
+      svc_id: svc,
+      list_id: list,
+      subscribed,
+      version,
+      identifier_kind: 'email',
+      identifier_value: `${svc}@x.com`,
+      api_key: 'public',
+      source: 'subscriptions',
+      msg_id: msg,
+      changed_at: at,
+      stored_at: at,
+    });
+    const history = [
+      change('s1', 'c1', 'news', true, 1),
+      change('s1', 'c1', 'svc_all', true, 2),
+      change('s2', 'c1', 'news', false, 3),
+      change('s2', 'c2', 'news', true, 1),
+    ];
+    await store.write(
+      'acc6',
+      { identityLinks: [], merges: [], conflicts: [], customers: [], events: [], consentHistory: history },
+      false,
+    );
+    // A redelivered message stores nothing twice.
+    await store.write(
+      'acc6',
+      { identityLinks: [], merges: [], conflicts: [], customers: [], events: [], consentHistory: history },
+      true,
+    );
+    expect(await count('acc6', 'consent_history')).toBe(4);
+    const states = [];
+    for await (const s of store.consentStates('acc6')) states.push(s);
+    expect(states.sort((a, b) => (a.svc_id + a.list_id).localeCompare(b.svc_id + b.list_id))).toEqual([
+      { svc_id: 'c1', list_id: 'news', subscribed: false, version: 3 },
+      { svc_id: 'c1', list_id: 'svc_all', subscribed: true, version: 2 },
+      { svc_id: 'c2', list_id: 'news', subscribed: true, version: 1 },
+    ]);
+  });
+
+  it('gives an events table made before a new event field its column', async () => {
+    await store.write('acc7', batch('m7', 'c7', 1), false);
+    await transport.exec('ALTER TABLE cdp_acc7.events DROP COLUMN list_id');
+    // A process started on the older table (a fresh store object: nothing known about the account yet).
+    const later = new ClickHouseStore(transport);
+    const b = batch('m8', 'c7', 1);
+    b.events[0]!.data.list_id = 'news';
+    await later.write('acc7', b, false);
+    const rows = await store.query<{ list_id: string | null }>(
+      'acc7',
+      'SELECT list_id FROM {db}.events ORDER BY event_id',
+    );
+    expect(rows.map((r) => r.list_id)).toEqual([null, 'news']);
   });
 
   it('refuses an account id that is not a safe database name', async () => {

@@ -69,6 +69,22 @@ export class ClickHouseStore extends AnalyticStore {
         compact ? [...EVENT_INSERT_COLUMNS, ...custom] : undefined,
       );
     }
+    // Consent changes last: a batch that failed before them is redelivered and writes them then.
+    await this.appendRows(`${db}.consent_history`, batch.consentHistory ?? [], redelivery);
+  }
+
+  /** Appends plain rows to a table, once per message (deduplication token, stored-message check). */
+  private async appendRows(table: string, all: { msg_id: string }[], redelivery: boolean): Promise<void> {
+    let rows = all;
+    if (redelivery && rows.length) {
+      const present = await this.storedMessages(table, rows);
+      rows = rows.filter((r) => !present.has(r.msg_id));
+    }
+    if (rows.length === 0) return;
+    await this.transport.insert(table, rows.map((r) => JSON.stringify(r)).join('\n'), {
+      insert_deduplication_token: dedupToken(table, rows),
+      input_format_parallel_parsing: 0,
+    });
   }
 
   async addColumns(account: string, table: string, columns: readonly ColumnSpec[]): Promise<void> {
@@ -181,6 +197,29 @@ export class ClickHouseStore extends AnalyticStore {
         if (value !== null && value !== undefined) attributes[column] = value;
       }
       yield { svc_id: String(row.svc_id), version: Number(row.version), attributes };
+    }
+  }
+
+  async *consentStates(
+    account: string,
+  ): AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number }> {
+    await this.ensureAccount(account);
+    const rows = this.transport.stream<{
+      svc_id: string;
+      list_id: string;
+      subscribed: boolean;
+      latest: string;
+    }>(
+      `SELECT svc_id, list_id, argMax(subscribed, version) AS subscribed, max(version) AS latest
+       FROM ${databaseName(account)}.consent_history GROUP BY svc_id, list_id`,
+    );
+    for await (const r of rows) {
+      yield {
+        svc_id: r.svc_id,
+        list_id: r.list_id,
+        subscribed: Boolean(r.subscribed),
+        version: Number(r.latest),
+      };
     }
   }
 

@@ -96,5 +96,23 @@ ${eventColumns},
   \`order\` Nullable(String),
   INDEX msg_idx msg_id TYPE bloom_filter GRANULARITY 4
 ) ENGINE = MergeTree ORDER BY (svc_id, ts, event_id) ${DEDUP}`,
+    // Event fields added after an account's table was created get their column now (no-op otherwise).
+    ...EVENT_COLUMN_FIELDS.map(
+      (f) => `ALTER TABLE ${db}.events ADD COLUMN IF NOT EXISTS ${f} ${columnType(EVENT_DATA_FIELDS[f]!)}`,
+    ),
+    `CREATE TABLE IF NOT EXISTS ${db}.consent_history (
+  svc_id String,
+  list_id String,
+  subscribed Bool,
+  version UInt64,
+  identifier_kind LowCardinality(String),
+  identifier_value String,
+  api_key String,
+  source LowCardinality(String),
+  msg_id String,
+  changed_at DateTime64(3, 'UTC'),
+  stored_at DateTime64(3, 'UTC'),
+  INDEX msg_idx msg_id TYPE bloom_filter GRANULARITY 4
+) ENGINE = MergeTree ORDER BY (svc_id, list_id, version) ${DEDUP}`,
   ];
 }

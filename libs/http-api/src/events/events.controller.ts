@@ -8,9 +8,11 @@ import { Auth } from '../auth/auth.decorator.js';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { eventsValidator } from './events.validator.js';
+import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 
 @ApiTags('events')
 @ApiHeader({ name: 'x-api-key', description: 'public key (tracker id) or private key', required: true })
+@RateLimit('events')
 @Controller('v3/events')
 export class EventsController {
   constructor(

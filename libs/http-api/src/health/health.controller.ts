@@ -2,10 +2,12 @@ import { Controller, Get, Optional, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Buckets } from '@cdp/buckets';
+import { ConsentState } from '@cdp/consent';
 import { EventBus } from '@cdp/bus';
 import type { DriverHealth } from '@cdp/contracts';
 import { IdentityIndex, ProfileState } from '@cdp/identity';
 import { MetadataStore } from '@cdp/metadata';
+import { RateLimiter } from '@cdp/rate-limits';
 import { AnalyticStore } from '@cdp/store';
 import { Auth } from '../auth/auth.decorator.js';
 
@@ -19,6 +21,8 @@ export class HealthController {
     private readonly profiles: ProfileState,
     private readonly metadata: MetadataStore,
     private readonly buckets: Buckets,
+    private readonly consent: ConsentState,
+    private readonly rateLimiter: RateLimiter,
     /** Absent in a process that does not open the store (the API beside a chDB processor). */
     @Optional() private readonly store?: AnalyticStore,
   ) {}
@@ -36,6 +40,8 @@ export class HealthController {
         ...(this.store ? { store: this.store } : {}),
         metadata: this.metadata,
         buckets: this.buckets,
+        consent: this.consent,
+        rate_limits: this.rateLimiter,
       }).map(async ([port, driver]) => [port, await driver.health()] as const),
     );
     const drivers = Object.fromEntries(entries);

@@ -10,9 +10,11 @@ import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { ProfileLookup } from './profile-lookup.service.js';
 import { profilesValidator } from './profiles.validator.js';
+import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 
 @ApiTags('profiles')
 @ApiHeader({ name: 'x-api-key', required: true })
+@RateLimit('profiles') // reads and writes share one bucket (spec/NOTES.md "Limits")
 @Controller('v3/profiles')
 export class ProfilesController {
   constructor(

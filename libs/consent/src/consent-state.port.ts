@@ -1,0 +1,39 @@
+import type { DriverHealth } from '@cdp/contracts';
+
+/** One change of a customer's membership of a list. */
+export interface ConsentChange {
+  customerId: string;
+  listId: string;
+  subscribed: boolean;
+}
+
+/** A change as applied: `version` counts the changes of the customer's consent, so replays can be ordered. */
+export interface AppliedConsentChange extends ConsentChange {
+  version: number;
+}
+
+export interface ConsentSnapshot {
+  customerId: string;
+  version: number;
+  /** Membership of every list the customer was ever added to or removed from. */
+  lists: Record<string, boolean>;
+}
+
+/**
+ * The hot list memberships of every customer: what `GET /v3/lists/subscriptions` reads. Everything
+ * in it can be rebuilt from the store's consent history (`load`). Changes of `svc_all` are kept like
+ * any list's, but reads of the global status use the profile's `opted_in`: one truth, which
+ * `POST /v3/profiles` may change too.
+ */
+export abstract class ConsentState {
+  /** Applies changes in order, atomically; returns each with the customer's version after it. */
+  abstract apply(account: string, changes: ConsentChange[]): Promise<AppliedConsentChange[]>;
+  abstract get(account: string, customerId: string): Promise<ConsentSnapshot | undefined>;
+  /** Replaces what the state holds of an account with the latest membership of each customer and list. */
+  abstract load(
+    account: string,
+    states: AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number }>,
+  ): Promise<number>;
+  abstract health(): Promise<DriverHealth>;
+  abstract close(): Promise<void>;
+}

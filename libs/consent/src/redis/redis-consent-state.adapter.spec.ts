@@ -1,0 +1,15 @@
+import { loadConfig } from '@cdp/config';
+import { connectRedis, type RedisClient } from '@cdp/identity';
+import { consentStateContract } from '../consent-state.contract.js';
+import { RedisConsentState } from './redis-consent-state.adapter.js';
+
+/** Runs against the Redis of the machine (REDIS_URL or 127.0.0.1:6379); it must be up under CI. */
+let redis: RedisClient;
+beforeAll(async () => {
+  redis = await connectRedis(loadConfig().redisUrl);
+});
+afterAll(async () => {
+  await redis.quit();
+});
+
+consentStateContract('redis', () => Promise.resolve(new RedisConsentState(redis)));

@@ -1,0 +1,57 @@
+import { Body, Controller, Get, Param, Patch } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiTags } from '@nestjs/swagger';
+import { AccountsService } from '@cdp/accounts';
+import {
+  DEFAULT_RATES,
+  RATE_LIMIT_FAMILIES,
+  RateLimitPolicy,
+  type Rate,
+  type RateLimitFamily,
+  type RateOverrides,
+} from '@cdp/rate-limits';
+import { Auth } from '../auth/auth.decorator.js';
+
+interface RateLimitsView {
+  /** Requests per second of every family, or "unlimited": what the account gets now. */
+  rates: Record<RateLimitFamily, Rate>;
+  /** The families whose rate the operator changed for this account. */
+  overrides: RateOverrides;
+  defaults: Readonly<Record<RateLimitFamily, Rate>>;
+}
+
+/**
+ * An account's plan (spec "Limits": "accounts can have custom plans"): its rate per API family.
+ * Changes reach every API replica within 5 seconds.
+ */
+@ApiTags('admin')
+@ApiBearerAuth()
+@Auth('admin')
+@Controller('admin/v1/accounts/:id/rate-limits')
+export class AdminRateLimitsController {
+  constructor(
+    private readonly accounts: AccountsService,
+    private readonly policy: RateLimitPolicy,
+  ) {}
+
+  @Get()
+  async get(@Param('id') id: string): Promise<RateLimitsView> {
+    await this.accounts.get(id); // 404 for an unknown account
+    return this.view(await this.policy.overrides(id));
+  }
+
+  @Patch()
+  @ApiBody({
+    description:
+      'family → requests per second (whole number ≥ 1), "unlimited", or null for the default; families: ' +
+      RATE_LIMIT_FAMILIES.join(', '),
+    schema: { type: 'object', additionalProperties: { oneOf: [{ type: 'integer' }, { type: 'string' }] } },
+  })
+  async change(@Param('id') id: string, @Body() body: unknown): Promise<RateLimitsView> {
+    await this.accounts.get(id);
+    return this.view(await this.policy.change(id, body as Record<string, unknown>));
+  }
+
+  private view(overrides: RateOverrides): RateLimitsView {
+    return { rates: this.policy.effective(overrides), overrides, defaults: DEFAULT_RATES };
+  }
+}

@@ -1,0 +1,116 @@
+import { Injectable } from '@nestjs/common';
+import { customerIdSeed, identifierList, type Identifier } from '@cdp/domain';
+import {
+  bornKey,
+  IdentityIndex,
+  IdentityNotWarmError,
+  ProfileState,
+  type ProfileUpdate,
+  type Resolution,
+} from '@cdp/identity';
+import type { CustomerRow, StoreBatch } from '@cdp/store';
+import { IdentityRebuild } from './identity-rebuild.service.js';
+
+/** A record that identifies a customer, with the message it came in. */
+export interface IdentifiedItem {
+  message: { id: string; receivedAt: number };
+  index: number;
+  record: { identifiers: Record<string, string | string[]> };
+}
+
+/**
+ * What every processor step that identifies customers shares: resolve a batch in one index call
+ * (rebuilding a cold index from the store first), turn the identity effects into store rows (links,
+ * merges with their cause, conflicts), fold merged profiles into their survivors, and settle the
+ * messages once the store holds their rows.
+ */
+@Injectable()
+export class IdentityStep {
+  constructor(
+    private readonly identity: IdentityIndex,
+    private readonly profiles: ProfileState,
+    private readonly rebuild: IdentityRebuild,
+  ) {}
+
+  async resolve(account: string, items: readonly IdentifiedItem[]): Promise<Resolution[]> {
+    const records = items.map(({ message, index, record }) => ({
+      ids: identifierList(record.identifiers),
+      seed: customerIdSeed(message.id, index),
+      born: bornKey(message.receivedAt, message.id, index),
+      message: message.id,
+      index,
+    }));
+    try {
+      return await this.identity.resolve(account, records);
+    } catch (err) {
+      if (!(err instanceof IdentityNotWarmError)) throw err;
+      if (!(await this.rebuild.rebuild(account))) throw err; // another processor is rebuilding: retry later
+      return this.identity.resolve(account, records);
+    }
+  }
+
+  /** Adds a record's identity effects to the batch: links, merges and conflicts, with their cause. */
+  recordEffects(batch: StoreBatch, item: IdentifiedItem, resolution: Resolution, now: string): void {
+    const { customerId, born, linked, merged, mergeSeq, conflicts } = resolution;
+    const msg_id = item.message.id;
+    for (const id of linked) {
+      batch.identityLinks.push({
+        kind: id.kind,
+        value: id.value,
+        svc_id: customerId,
+        born,
+        msg_id,
+        created_at: now,
+      });
+    }
+    if (merged.length === 0 && conflicts.length === 0) return;
+    const cause = identifierList(item.record.identifiers).map((id: Identifier) => `${id.kind}:${id.value}`);
+    for (const loser of merged) {
+      batch.merges.push({ loser, survivor: customerId, seq: mergeSeq, cause, msg_id, created_at: now });
+    }
+    for (const c of conflicts) {
+      batch.conflicts.push({
+        svc_id: customerId,
+        other_svc_id: c.customerId,
+        reason: c.reason,
+        cause,
+        msg_id,
+        created_at: now,
+      });
+    }
+  }
+
+  /**
+   * Applies profile updates (merged profiles folded into their survivors) and returns the snapshot
+   * rows; `messageOf` names the message behind each customer's last change.
+   */
+  async applyProfiles(
+    account: string,
+    updates: ProfileUpdate[],
+    messageOf: (customerId: string) => string,
+    now: string,
+  ): Promise<CustomerRow[]> {
+    return (await this.profiles.apply(account, updates)).map((snapshot) => ({
+      svc_id: snapshot.customerId,
+      version: snapshot.version,
+      msg_id: messageOf(snapshot.customerId),
+      updated_at: now,
+      merged_into: snapshot.mergedInto ?? null,
+      attributes: snapshot.attributes,
+    }));
+  }
+
+  /** Forgets what the index remembered of these messages: the store holds their rows now. */
+  settle(account: string, messages: readonly { id: string }[]): Promise<void> {
+    return this.identity.settle(account, [...new Set(messages.map((m) => m.id))]);
+  }
+}
+
+/** A profile update that also folds in the customers this record merged. */
+export function withMerges(
+  customerId: string,
+  update: ProfileUpdate['update'],
+  merged: string[],
+): ProfileUpdate {
+  return merged.length ? { customerId, update, absorb: merged } : { customerId, update };
+}

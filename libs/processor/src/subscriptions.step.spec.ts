@@ -1,0 +1,125 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Delivery } from '@cdp/bus';
+import { MemoryConsentState } from '@cdp/consent';
+import type { SubscriptionsMessage } from '@cdp/contracts';
+import type { SubscriptionRecord } from '@cdp/domain';
+import { MemoryIdentityIndex, MemoryProfileState } from '@cdp/identity';
+import { createLogger } from '@cdp/logger';
+import { FileMetadataStore } from '@cdp/metadata';
+import { IdentityStep } from './identity.step.js';
+import { ChdbTransport, ClickHouseStore } from '@cdp/store';
+import { IdentityRebuild } from './identity-rebuild.service.js';
+import { isSubscriptionsDelivery, runsOfKind, SubscriptionsStep } from './subscriptions.step.js';
+
+/** The step on the embedded drivers and chDB: what a batch of consent changes leaves behind. */
+describe('SubscriptionsStep', () => {
+  let store: ClickHouseStore;
+  let identity: MemoryIdentityIndex;
+  let profiles: MemoryProfileState;
+  let consent: MemoryConsentState;
+  let step: SubscriptionsStep;
+  let rebuild: IdentityRebuild;
+
+  beforeAll(() => {
+    store = new ClickHouseStore(new ChdbTransport(mkdtempSync(join(tmpdir(), 'cdp-subs-'))));
+  });
+  afterAll(() => store.close());
+  beforeEach(() => {
+    identity = new MemoryIdentityIndex();
+    profiles = new MemoryProfileState();
+    consent = new MemoryConsentState();
+    rebuild = new IdentityRebuild(
+      identity,
+      profiles,
+      consent,
+      store,
+      new FileMetadataStore(mkdtempSync(join(tmpdir(), 'cdp-subs-meta-'))),
+      createLogger('silent'),
+    );
+    step = new SubscriptionsStep(new IdentityStep(identity, profiles, rebuild), consent, store);
+  });
+
+  const change = (email: string, list: string, subscribed: boolean): SubscriptionRecord => ({
+    identifiers: { email },
+    list_id: list,
+    subscribed,
+    channel_opt_in: list === 'svc_all',
+  });
+  const delivery = (
+    id: string,
+    account: string,
+    records: SubscriptionRecord[],
+    deliveryCount = 1,
+  ): Delivery & { message: SubscriptionsMessage } => ({
+    handle: id,
+    deliveryCount,
+    message: { id, account, kind: 'subscriptions', receivedAt: Date.now(), key: 'private:k1', records },
+  });
+
+  it('changes memberships, opted_in on the profile, and stores history, events and the new customer', async () => {
+    await step.process('sa', [
+      delivery('m1', 'sa', [change('a@x.com', 'news', true), change('a@x.com', 'svc_all', false)]),
+    ]);
+    const customerId = (await identity.lookup('sa', { kind: 'email', value: 'a@x.com' }))!;
+    expect(customerId).toBeDefined();
+    expect((await consent.get('sa', customerId))!.lists).toEqual({ news: true, svc_all: false });
+    expect((await profiles.get('sa', customerId))!.attributes).toEqual({ email: 'a@x.com', opted_in: false });
+    const history = await store.query<Record<string, unknown>>(
+      'sa',
+      'SELECT svc_id, list_id, subscribed, version, api_key FROM {db}.consent_history ORDER BY version',
+    );
+    expect(history).toEqual([
+      { svc_id: customerId, list_id: 'news', subscribed: true, version: 1, api_key: 'private:k1' },
+      { svc_id: customerId, list_id: 'svc_all', subscribed: false, version: 2, api_key: 'private:k1' },
+    ]);
+    const events = await store.query<Record<string, unknown>>(
+      'sa',
+      'SELECT event_id, type, action, list_id, subscribed FROM {db}.events ORDER BY event_id',
+    );
+    expect(events).toEqual([
+      { event_id: 'm1-0', type: 'list', action: 'subscribe', list_id: 'news', subscribed: true },
+      { event_id: 'm1-1', type: 'list', action: 'subscribe', list_id: 'svc_all', subscribed: false },
+    ]);
+    const customers = [];
+    for await (const c of store.currentProfiles('sa')) customers.push(c);
+    expect(customers).toEqual([
+      { svc_id: customerId, version: 2, attributes: { email: 'a@x.com', opted_in: false } },
+    ]);
+  });
+
+  it('stores a redelivered message once, and the hot state rebuilt from the store equals the live one', async () => {
+    const first = delivery('m2', 'sb', [change('b@x.com', 'news', true)]);
+    await step.process('sb', [first]);
+    await step.process('sb', [{ ...first, deliveryCount: 2 }]);
+    await step.process('sb', [
+      delivery('m3', 'sb', [change('b@x.com', 'promo', true), change('b@x.com', 'news', false)]),
+    ]);
+    expect(
+      Number((await store.query<{ n: string }>('sb', 'SELECT count() AS n FROM {db}.consent_history'))[0]!.n),
+    ).toBe(3);
+    const customerId = (await identity.lookup('sb', { kind: 'email', value: 'b@x.com' }))!;
+    const live = await consent.get('sb', customerId);
+    await rebuild.rebuild('sb');
+    expect((await consent.get('sb', customerId))!.lists).toEqual(live!.lists);
+    expect(live!.lists).toEqual({ news: false, promo: true });
+  });
+});
+
+describe('runsOfKind', () => {
+  it('splits a batch where it changes between consent changes and other records, keeping order', () => {
+    const d = (kind: string, id: string) =>
+      ({ handle: id, deliveryCount: 1, message: { kind, id } }) as unknown as Delivery;
+    const batch = [
+      d('events', '1'),
+      d('profiles', '2'),
+      d('subscriptions', '3'),
+      d('subscriptions', '4'),
+      d('events', '5'),
+    ];
+    const runs = runsOfKind(batch);
+    expect(runs.map((r) => r.map((x) => x.message.id))).toEqual([['1', '2'], ['3', '4'], ['5']]);
+    expect(runs.map((r) => r.every(isSubscriptionsDelivery))).toEqual([false, true, false]);
+  });
+});

@@ -1,0 +1,142 @@
+import { Injectable } from '@nestjs/common';
+import { ApiError } from '@cdp/contracts';
+import { MetadataConflictError, MetadataStore } from '@cdp/metadata';
+import type { Allowance } from './rate-limiter.port.js';
+
+/** The API families a route can be counted against (spec "Limits" names them). */
+export const RATE_LIMIT_FAMILIES = [
+  'profiles',
+  'compliance',
+  'events',
+  'objects',
+  'lists',
+  'exports',
+  'recommendations',
+  'schema',
+] as const;
+export type RateLimitFamily = (typeof RATE_LIMIT_FAMILIES)[number];
+
+/** Requests per second, or no limit. */
+export type Rate = number | 'unlimited';
+
+/**
+ * Default rates (spec "Limits"): profiles 10/s, compliance 1/s, the others unlimited. Rates of
+ * exports, recommendations and schema are "not shown": unlimited unless an account's plan says so.
+ */
+export const DEFAULT_RATES: Readonly<Record<RateLimitFamily, Rate>> = {
+  profiles: 10,
+  compliance: 1,
+  events: 'unlimited',
+  objects: 'unlimited',
+  lists: 'unlimited',
+  exports: 'unlimited',
+  recommendations: 'unlimited',
+  schema: 'unlimited',
+};
+
+/** An account's plan: the families whose rate differs from the default. */
+export type RateOverrides = Partial<Record<RateLimitFamily, Rate>>;
+
+const BUCKET = 'rate_limits';
+/** How long an API replica uses the overrides it read; a change reaches every replica within this. */
+const CACHE_MS = 5_000;
+const MAX_RATE = 1_000_000;
+
+export function isRateLimitFamily(name: string): name is RateLimitFamily {
+  return (RATE_LIMIT_FAMILIES as readonly string[]).includes(name);
+}
+
+/** The bucket of a rate: burst = one second's allowance (spec/NOTES.md "Limits"). */
+export function allowanceOf(rate: Rate): Allowance | undefined {
+  return rate === 'unlimited' ? undefined : { rate, burst: rate };
+}
+
+/** Each account's rates: the defaults, changed per account through the admin API. */
+@Injectable()
+export class RateLimitPolicy {
+  private readonly cache = new Map<string, { overrides: RateOverrides; at: number }>();
+
+  constructor(private readonly metadata: MetadataStore) {}
+
+  /** The bucket a request of this family takes from, or undefined when the family is not limited. */
+  async allowance(account: string, family: RateLimitFamily): Promise<Allowance | undefined> {
+    const overrides = await this.cachedOverrides(account);
+    return allowanceOf(overrides[family] ?? DEFAULT_RATES[family]);
+  }
+
+  async overrides(account: string): Promise<RateOverrides> {
+    return (await this.metadata.get<RateOverrides>(BUCKET, account))?.value ?? {};
+  }
+
+  /** Every family's rate for the account, defaults included. */
+  effective(overrides: RateOverrides): Record<RateLimitFamily, Rate> {
+    return Object.fromEntries(
+      RATE_LIMIT_FAMILIES.map((f) => [f, overrides[f] ?? DEFAULT_RATES[f]]),
+    ) as Record<RateLimitFamily, Rate>;
+  }
+
+  /**
+   * Changes some families' rates: a positive whole number of requests per second, `"unlimited"`, or
+   * null to go back to the default. Returns the account's overrides after the change.
+   */
+  async change(account: string, patch: Record<string, unknown>): Promise<RateOverrides> {
+    const checked = checkPatch(patch);
+    for (;;) {
+      const found = await this.metadata.get<RateOverrides>(BUCKET, account);
+      const next: RateOverrides = { ...(found?.value ?? {}) };
+      for (const [family, rate] of checked) {
+        if (rate === null) delete next[family];
+        else next[family] = rate;
+      }
+      try {
+        if (found) await this.metadata.update(BUCKET, account, next, found.revision);
+        else await this.metadata.create(BUCKET, account, next);
+        this.cache.set(account, { overrides: next, at: Date.now() });
+        return next;
+      } catch (err) {
+        if (!(err instanceof MetadataConflictError)) throw err;
+      }
+    }
+  }
+
+  private async cachedOverrides(account: string): Promise<RateOverrides> {
+    const hit = this.cache.get(account);
+    if (hit && Date.now() - hit.at < CACHE_MS) return hit.overrides;
+    try {
+      const overrides = await this.overrides(account);
+      if (this.cache.size > 100_000) this.cache.clear();
+      this.cache.set(account, { overrides, at: Date.now() });
+      return overrides;
+    } catch {
+      // The metadata store away: keep limiting by what was read last, or by the defaults.
+      return hit?.overrides ?? {};
+    }
+  }
+}
+
+function checkPatch(patch: Record<string, unknown>): [RateLimitFamily, Rate | null][] {
+  if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) {
+    throw ApiError.invalid([{ field: 'body', reason: 'must be an object of family: rate' }]);
+  }
+  const invalids: { field: string; reason: string }[] = [];
+  const out: [RateLimitFamily, Rate | null][] = [];
+  for (const [family, rate] of Object.entries(patch)) {
+    if (!isRateLimitFamily(family)) {
+      invalids.push({ field: family, reason: `is not an API family (${RATE_LIMIT_FAMILIES.join(', ')})` });
+    } else if (
+      rate === null ||
+      rate === 'unlimited' ||
+      (typeof rate === 'number' && Number.isInteger(rate) && rate >= 1 && rate <= MAX_RATE)
+    ) {
+      out.push([family, rate]);
+    } else {
+      invalids.push({
+        field: family,
+        reason: `must be a whole number of requests per second (1 to ${MAX_RATE}), "unlimited", or null for the default`,
+      });
+    }
+  }
+  if (invalids.length) throw ApiError.invalid(invalids);
+  if (out.length === 0) throw ApiError.invalid([{ field: 'body', reason: 'names no API family' }]);
+  return out;
+}

@@ -1,0 +1,96 @@
+import type { DriverHealth } from '@cdp/contracts';
+import { redisHealth, type RedisClient } from '@cdp/identity';
+import { RateLimiter, type Allowance, type Take } from '../rate-limiter.port.js';
+import { describeTake, idleTtlMs } from '../token-bucket.js';
+
+const LIBRARY_NAME = 'cdp_rate';
+const LIBRARY_VERSION = '1';
+
+/**
+ * The token bucket as a Redis Function (the same steps as `takeToken`): read, refill, take and write
+ * in one atomic call, on the server's clock, so API replicas with drifting clocks share one bucket.
+ */
+const LIBRARY = `#!lua name=${LIBRARY_NAME}
+-- version ${LIBRARY_VERSION}
+
+-- KEYS[1] the bucket hash. ARGV: rate (tokens/s), burst (tokens), idle ttl (ms).
+-- Returns {allowed 0|1, milli-tokens left}.
+local function cdp_rate_take(keys, args)
+  local rate = tonumber(args[1])
+  local capacity = tonumber(args[2]) * 1000
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local state = redis.call('HMGET', keys[1], 'm', 'at')
+  local tokens = tonumber(state[1]) or capacity
+  local at = tonumber(state[2]) or now
+  if now > at then
+    tokens = math.min(capacity, tokens + (now - at) * rate)
+    at = now
+  end
+  local allowed = 0
+  if tokens >= 1000 then
+    tokens = tokens - 1000
+    allowed = 1
+  end
+  redis.call('HSET', keys[1], 'm', string.format('%d', tokens), 'at', string.format('%d', at))
+  redis.call('PEXPIRE', keys[1], args[3])
+  return {allowed, tokens}
+end
+
+redis.register_function('cdp_rate_take', cdp_rate_take)
+`;
+
+/** Rate-limit buckets in Redis, shared by every API replica; keys carry the account as hash tag. */
+export class RedisRateLimiter extends RateLimiter {
+  private loaded: Promise<void> | undefined;
+
+  constructor(private readonly redis: RedisClient) {
+    super();
+  }
+
+  static key(account: string, family: string): string {
+    return `cdp:{${account}}:rl:${family}`;
+  }
+
+  async take(account: string, family: string, allowance: Allowance): Promise<Take> {
+    const args = [String(allowance.rate), String(allowance.burst), String(idleTtlMs(allowance))];
+    const keys = [RedisRateLimiter.key(account, family)];
+    await (this.loaded ??= this.load().catch((err: unknown) => {
+      this.loaded = undefined;
+      throw err;
+    }));
+    let reply: unknown;
+    try {
+      reply = await this.redis.fCall('cdp_rate_take', { keys, arguments: args });
+    } catch (err) {
+      // A Redis restarted without persistence has lost the library: load it again, once.
+      if (!/Function not found/i.test(String(err))) throw err;
+      await (this.loaded = this.load(true));
+      reply = await this.redis.fCall('cdp_rate_take', { keys, arguments: args });
+    }
+    const [allowed, milliTokens] = reply as [number, number];
+    return describeTake(allowed === 1, Number(milliTokens), allowance);
+  }
+
+  private async load(force = false): Promise<void> {
+    if (!force) {
+      const listed: unknown = await this.redis.sendCommand([
+        'FUNCTION',
+        'LIST',
+        'LIBRARYNAME',
+        LIBRARY_NAME,
+        'WITHCODE',
+      ]);
+      if (JSON.stringify(listed).includes(`-- version ${LIBRARY_VERSION}`)) return;
+    }
+    await this.redis.sendCommand(['FUNCTION', 'LOAD', 'REPLACE', LIBRARY]);
+  }
+
+  health(): Promise<DriverHealth> {
+    return redisHealth(this.redis);
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
