@@ -1,4 +1,4 @@
-import type { EventRecord, ProfileRecord } from '@cdp/domain';
+import type { EventRecord, OrderUpdateRecord, ProductRecord, ProfileRecord } from '@cdp/domain';
 
 /**
  * One bus message per accepted request (DESIGN "The write path"): the request id is the message id,
@@ -23,7 +23,19 @@ export interface ProfilesMessage extends IngestMessageBase {
   records: ProfileRecord[];
 }
 
-export type IngestMessage = EventsMessage | ProfilesMessage;
+/** Product-feed records (`POST /v2/entities` type product, `POST /v3/objects/products`). */
+export interface ProductsMessage extends IngestMessageBase {
+  kind: 'products';
+  records: ProductRecord[];
+}
+
+/** Order entity updates (`POST /v2/entities` type order, `POST /v3/objects/orders`): fields only, no event. */
+export interface OrderUpdatesMessage extends IngestMessageBase {
+  kind: 'order-updates';
+  records: OrderUpdateRecord[];
+}
+
+export type IngestMessage = EventsMessage | ProfilesMessage | ProductsMessage | OrderUpdatesMessage;
 
 /** The pattern under which the processor's handler receives batches of ingest messages. */
 export const INGEST_PATTERN = 'ingest';

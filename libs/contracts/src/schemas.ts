@@ -1,4 +1,10 @@
-import { CUSTOMER_FIELDS, EVENT_DATA_FIELDS, type FieldType } from '@cdp/domain';
+import {
+  CUSTOMER_FIELDS,
+  EVENT_DATA_FIELDS,
+  ORDER_FIELDS,
+  ORDER_ITEM_FIELDS,
+  type FieldType,
+} from '@cdp/domain';
 
 /**
  * JSON schemas of the ingestion bodies, generated from the domain's field tables so that the
@@ -9,10 +15,10 @@ export const MAX_BATCH = 1000; // spec "Limits": 1000 events / profiles per requ
 
 type Schema = Record<string, unknown>;
 
-const str: Schema = { type: 'string', maxLength: MAX_STRING };
-const nullable = (s: Schema): Schema => ({ anyOf: [s, { type: 'null' }] });
+export const str: Schema = { type: 'string', maxLength: MAX_STRING };
+export const nullable = (s: Schema): Schema => ({ anyOf: [s, { type: 'null' }] });
 
-function schemaOf(type: FieldType | 'boolean'): Schema {
+export function schemaOf(type: FieldType | 'boolean'): Schema {
   switch (type) {
     case 'string':
       return str;
@@ -45,6 +51,25 @@ const identifierProperties = {
   patternProperties: { '^svc_alias_.+$': identifierValue, '^.+_push_tokens$': identifierValue },
 };
 
+/** Typed fields of a field table, each nullable (every type allows null, spec "Data types"). */
+export function fieldsOf(table: Readonly<Record<string, FieldType>>): Record<string, Schema> {
+  return Object.fromEntries(Object.entries(table).map(([name, type]) => [name, nullable(schemaOf(type))]));
+}
+
+/** `data.order` of an order event (spec "Order fields"; items: product_id, price, quantity, discount, subtotal). */
+export const orderSchema: Schema = {
+  type: 'object',
+  required: ['order_id'],
+  properties: {
+    ...fieldsOf(ORDER_FIELDS),
+    order_id: { type: 'string', minLength: 1, maxLength: MAX_STRING },
+    items: nullable({
+      type: 'array',
+      items: { type: 'object', properties: fieldsOf(ORDER_ITEM_FIELDS) },
+    }),
+  },
+};
+
 export const eventSchema: Schema = {
   type: 'object',
   required: ['type', 'identifiers'],
@@ -54,9 +79,7 @@ export const eventSchema: Schema = {
     identifiers: identifiersSchema,
     data: {
       type: 'object',
-      properties: Object.fromEntries(
-        Object.entries(EVENT_DATA_FIELDS).map(([name, type]) => [name, nullable(schemaOf(type))]),
-      ),
+      properties: { ...fieldsOf(EVENT_DATA_FIELDS), order: nullable(orderSchema) },
     },
   },
 };

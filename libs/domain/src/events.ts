@@ -1,4 +1,5 @@
 import { collectIdentifiers } from './identifiers.js';
+import { keptOrder, normalizeOrder } from './orders.js';
 import { parseTimestamp } from './timestamps.js';
 
 export type FieldType = 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'timestamp';
@@ -64,9 +65,13 @@ export interface EventInput {
 
 /**
  * Applies the spec's defaults: `ts` now when absent, `channel` offline when absent. Null data values
- * mean "no value" (every type allows null). Returns `{invalidTs}` when `ts` cannot be read.
+ * mean "no value" (every type allows null). Returns `{invalidTs}` when `ts` (or `data.order.ts`, named by
+ * `field`) cannot be read. `data.order` keeps only the order and item fields the spec defines.
  */
-export function normalizeEvent(input: EventInput, nowMs: number): EventRecord | { invalidTs: true } {
+export function normalizeEvent(
+  input: EventInput,
+  nowMs: number,
+): EventRecord | { invalidTs: true; field?: string } {
   const data: Record<string, string | number | boolean> = {};
   const dropped: string[] = [];
   let order: Record<string, unknown> | undefined;
@@ -84,7 +89,11 @@ export function normalizeEvent(input: EventInput, nowMs: number): EventRecord | 
     } else if (name === 'channel') {
       channel = value as string;
     } else if (name === 'order') {
-      order = value as Record<string, unknown>;
+      const sent = value as Record<string, unknown>;
+      if ('invalid' in normalizeOrder(sent)) return { invalidTs: true, field: 'data.order.ts' };
+      const kept = keptOrder(sent);
+      order = kept.order;
+      dropped.push(...kept.dropped);
     } else {
       data[name] = value as string | number | boolean;
     }
