@@ -36,7 +36,9 @@ export class BatchValidator<In, Out, Ctx = void> {
     const out: Out[] = [];
     items.forEach((item, index) => {
       if (!this.check(item)) {
-        invalids.push(...dedupe((this.validate.errors ?? []).map((e) => toInvalid(e, index))));
+        // An `if` error only says a `then` failed; the failures of the `then` are reported themselves.
+        const errors = (this.validate.errors ?? []).filter((e) => e.keyword !== 'if');
+        invalids.push(...dedupe(errors.map((e) => toInvalid(e, index))));
         return;
       }
       const result = this.rule(item as In, index, context);

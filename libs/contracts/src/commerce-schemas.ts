@@ -1,5 +1,14 @@
-import { ORDER_FIELDS, PRODUCT_FIELDS } from '@cdp/domain';
-import { MAX_STRING, fieldsOf, identifiersSchema, nullable, orderSchema, str } from './schemas.js';
+import { EVENT_DATA_FIELDS, ORDER_FIELDS, PRODUCT_FIELDS } from '@cdp/domain';
+import {
+  MAX_STRING,
+  fieldsOf,
+  identifierProperties,
+  identifiersSchema,
+  nullable,
+  orderSchema,
+  profileAttributesSchema,
+  str,
+} from './schemas.js';
 
 type Schema = Record<string, unknown>;
 
@@ -19,7 +28,10 @@ export const orderUpdateSchema: Schema = {
   properties: { ...fieldsOf(ORDER_FIELDS), order_id: requiredId },
 };
 
-/** `POST /v2/entities`: `{type: customer|product|order, data: {...}}`. */
+/**
+ * `POST /v2/entities`: `{type: customer|product|order, data: {...}}`, `data` checked by the schema of its
+ * type (customer fields as in `POST /v3/profiles`).
+ */
 export const entitySchema: Schema = {
   type: 'object',
   required: ['type', 'data'],
@@ -27,11 +39,21 @@ export const entitySchema: Schema = {
     type: { type: 'string', enum: ['customer', 'product', 'order'] },
     data: { type: 'object' },
   },
+  allOf: [
+    { if: typeIs('customer'), then: { properties: { data: profileAttributesSchema } } },
+    { if: typeIs('product'), then: { properties: { data: productSchema } } },
+    { if: typeIs('order'), then: { properties: { data: orderUpdateSchema } } },
+  ],
 };
 
+function typeIs(type: string): Schema {
+  return { required: ['type'], properties: { type: { const: type } } };
+}
+
 /**
- * `POST /v2/events`: `{type, data: {action, <identifiers>, <data fields>, order}}` (spec "Entities
- * (v2)"); the action may also sit beside the type, as in v3.
+ * `POST /v2/events` (spec "Entities (v2)"): `{type, data: {action, <identifiers>, <event data fields>,
+ * order}}`: identifiers and the action sit among the data fields. The action may also sit beside the
+ * type, and identifiers in an `identifiers` object, as in v3.
  */
 export const v2EventSchema: Schema = {
   type: 'object',
@@ -42,7 +64,15 @@ export const v2EventSchema: Schema = {
     identifiers: identifiersSchema,
     data: {
       type: 'object',
-      properties: { action: nullable(str), order: nullable(orderSchema) },
+      properties: {
+        ...fieldsOf(EVENT_DATA_FIELDS),
+        order: nullable(orderSchema),
+        action: nullable(str),
+        email: nullable(str),
+        customer_id: nullable(str),
+        ...identifierProperties.properties,
+      },
+      patternProperties: identifierProperties.patternProperties,
     },
   },
 };

@@ -46,7 +46,7 @@ export const identifiersSchema: Schema = {
 };
 
 /** Identifier fields among other fields (profile attributes): checked by name; other names pass. */
-const identifierProperties = {
+export const identifierProperties = {
   properties: { vuid: identifierValue },
   patternProperties: { '^svc_alias_.+$': identifierValue, '^.+_push_tokens$': identifierValue },
 };
@@ -84,21 +84,22 @@ export const eventSchema: Schema = {
   },
 };
 
+/** Profile attributes: customer fields typed, identifiers checked by name, other fields let through. */
+export const profileAttributesSchema: Schema = {
+  type: 'object',
+  properties: Object.fromEntries(
+    Object.entries(CUSTOMER_FIELDS)
+      .map(([name, type]): [string, Schema] => [name, nullable(schemaOf(type))])
+      .concat(Object.entries(identifierProperties.properties)),
+  ),
+  patternProperties: identifierProperties.patternProperties,
+  // Fields the account has not defined are dropped, not rejected (spec "Custom objects and fields").
+};
+
 export const profileSchema: Schema = {
   type: 'object',
   required: ['attributes'],
-  properties: {
-    attributes: {
-      type: 'object',
-      properties: Object.fromEntries(
-        Object.entries(CUSTOMER_FIELDS)
-          .map(([name, type]): [string, Schema] => [name, nullable(schemaOf(type))])
-          .concat(Object.entries(identifierProperties.properties)),
-      ),
-      patternProperties: identifierProperties.patternProperties,
-      // Fields the account has not defined are dropped, not rejected (spec "Custom objects and fields").
-    },
-  },
+  properties: { attributes: profileAttributesSchema },
 };
 
 /** A batch body: one record or an array of 1 to 1000 (for the OpenAPI document). */

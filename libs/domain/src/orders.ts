@@ -106,7 +106,7 @@ function normalizeItem(raw: Readonly<Record<string, unknown>>): OrderItem {
   for (const [name, value] of Object.entries(raw)) {
     if (value !== null && value !== undefined && Object.hasOwn(ORDER_ITEM_FIELDS, name)) item[name] = value;
   }
-  return item as OrderItem;
+  return item;
 }
 
 /**

@@ -16,6 +16,7 @@ import {
 } from '@cdp/identity';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { FileMetadataStore, MetadataStore, NatsKvMetadataStore } from '@cdp/metadata';
+import { MemoryOrderState, OrderState, RedisOrderState } from '@cdp/orders';
 import { AnalyticStore, ChdbTransport, ClickHouseHttpTransport, ClickHouseStore } from '@cdp/store';
 import { DriversLifecycle, NATS_CONNECTION, REDIS_CLIENT } from './drivers.lifecycle.js';
 
@@ -95,6 +96,12 @@ export class DriversModule {
         useFactory: (redis?: RedisClient) =>
           config.identity === 'redis' ? new RedisProfileState(redis!) : new MemoryProfileState(),
       },
+      {
+        provide: OrderState,
+        inject: [REDIS_CLIENT],
+        useFactory: (redis?: RedisClient) =>
+          config.identity === 'redis' ? new RedisOrderState(redis!) : new MemoryOrderState(),
+      },
       DriversLifecycle,
     ];
     if (options.openStore) {
@@ -108,7 +115,16 @@ export class DriversModule {
           ),
       });
     }
-    const exports = [APP_CONFIG, LOGGER, MetadataStore, Buckets, EventBus, IdentityIndex, ProfileState];
+    const exports = [
+      APP_CONFIG,
+      LOGGER,
+      MetadataStore,
+      Buckets,
+      EventBus,
+      IdentityIndex,
+      ProfileState,
+      OrderState,
+    ];
     return {
       module: DriversModule,
       global: true,

@@ -2,6 +2,8 @@ import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { AccountsModule } from '@cdp/accounts';
 import { AdminController } from './admin/admin.controller.js';
+import { CommerceObjectsController } from './commerce/commerce-objects.controller.js';
+import { V2Controller } from './commerce/v2.controller.js';
 import { ApiKeyGuard } from './auth/api-key.guard.js';
 import { ErrorEnvelopeFilter } from './errors/error-envelope.filter.js';
 import { EventsController } from './events/events.controller.js';
@@ -13,7 +15,14 @@ import { ProfilesController } from './profiles/profiles.controller.js';
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
 @Module({
   imports: [AccountsModule],
-  controllers: [EventsController, ProfilesController, AdminController, HealthController],
+  controllers: [
+    EventsController,
+    ProfilesController,
+    AdminController,
+    HealthController,
+    V2Controller,
+    CommerceObjectsController,
+  ],
   providers: [
     IngestPublisher,
     ProfileLookup,

@@ -1,3 +1,4 @@
 export * from './processor.module.js';
 export * from './ingest.pipeline.js';
 export * from './identity-rebuild.service.js';
+export * from './orders-rebuild.service.js';

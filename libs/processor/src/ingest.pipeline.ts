@@ -15,6 +15,8 @@ import { IdentityIndex, IdentityNotWarmError, ProfileState, type Resolution } fr
 import type { Identifier } from '@cdp/domain';
 import { AnalyticStore, type EventRow, type StoreBatch } from '@cdp/store';
 import { IdentityRebuild } from './identity-rebuild.service.js';
+import { OrdersStep } from './orders.step.js';
+import { ProductsStep } from './products.step.js';
 
 interface Item {
   message: IngestMessage;
@@ -34,6 +36,8 @@ export class IngestPipeline {
     private readonly profiles: ProfileState,
     private readonly store: AnalyticStore,
     private readonly rebuild: IdentityRebuild,
+    private readonly ordersStep: OrdersStep,
+    private readonly productsStep: ProductsStep,
   ) {}
 
   async process(batch: readonly Delivery[]): Promise<Settlement[]> {
@@ -59,18 +63,24 @@ export class IngestPipeline {
   }
 
   private async processAccount(account: string, deliveries: Delivery[]): Promise<void> {
-    const items: Item[] = deliveries.flatMap((d) =>
-      d.message.records.map((record, index) => ({ message: d.message, index, record })),
+    // Products and order updates name no customer: the commerce steps take them (below).
+    const items: Item[] = deliveries.flatMap(({ message: m }) =>
+      m.kind === 'events' || m.kind === 'profiles'
+        ? m.records.map((record, index) => ({ message: m, index, record }))
+        : [],
     );
-    const resolutions = await this.resolve(
-      account,
-      items.map((item) => identifierList(item.record.identifiers)),
-      items.map((item) => customerIdSeed(item.message.id, item.index)),
-    );
+    const resolutions = items.length
+      ? await this.resolve(
+          account,
+          items.map((item) => identifierList(item.record.identifiers)),
+          items.map((item) => customerIdSeed(item.message.id, item.index)),
+        )
+      : [];
     const now = toStoreTime(Date.now());
     const batch: StoreBatch = { identityLinks: [], customers: [], events: [] };
     const updates: { customerId: string; update: AttributeUpdate }[] = [];
     const lastMessageOf = new Map<string, string>();
+    const orders = this.ordersStep.begin(account);
 
     items.forEach((item, i) => {
       const { customerId, created, linked } = resolutions[i]!;
@@ -90,9 +100,9 @@ export class IngestPipeline {
         lastMessageOf.set(customerId, msgId);
       }
       if (item.message.kind === 'events') {
-        batch.events.push(
-          eventRow(item.record as EventRecord, msgId, item.index, customerId, item.message.receivedAt),
-        );
+        const record = item.record as EventRecord;
+        const row = eventRow(record, msgId, item.index, customerId, item.message.receivedAt);
+        if (!orders.take(row, record)) batch.events.push(row);
       }
     });
 
@@ -105,6 +115,8 @@ export class IngestPipeline {
         attributes: snapshot.attributes,
       });
     }
+    await orders.finish(deliveries, batch, now);
+    await this.productsStep.apply(account, deliveries, batch, now);
     const redelivery = deliveries.some((d) => d.deliveryCount > 1);
     await this.store.write(account, batch, redelivery);
   }

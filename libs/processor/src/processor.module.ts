@@ -2,6 +2,9 @@ import { Module } from '@nestjs/common';
 import { IngestController } from './ingest.controller.js';
 import { IngestPipeline } from './ingest.pipeline.js';
 import { IdentityRebuild } from './identity-rebuild.service.js';
+import { OrdersRebuild } from './orders-rebuild.service.js';
+import { OrdersStep } from './orders.step.js';
+import { ProductsStep } from './products.step.js';
 
 /**
  * The processor role: consumes ingest messages, resolves identities, writes the store. Its ports
@@ -9,7 +12,7 @@ import { IdentityRebuild } from './identity-rebuild.service.js';
  */
 @Module({
   controllers: [IngestController],
-  providers: [IngestPipeline, IdentityRebuild],
-  exports: [IdentityRebuild],
+  providers: [IngestPipeline, IdentityRebuild, OrdersRebuild, OrdersStep, ProductsStep],
+  exports: [IdentityRebuild, OrdersRebuild],
 })
 export class ProcessorModule {}

@@ -14,7 +14,7 @@ export class MemoryOrderState extends OrderState {
 
   private of(account: string): Map<string, Entry> {
     let orders = this.accounts.get(account);
-    if (!orders) this.accounts.set(account, (orders = new Map()));
+    if (!orders) this.accounts.set(account, (orders = new Map<string, Entry>()));
     return orders;
   }
 

@@ -56,15 +56,16 @@ export class RedisOrderState extends OrderState {
       if (/CDP_ORDERS_NOT_WARM/.test(String(err))) throw new OrdersNotWarmError(account);
       throw err;
     }
-    const [outcomes, orders] = JSON.parse(raw) as [[0 | 1, number, 0 | 1][], [number, string[]][] | object];
+    const [outcomes, touched] = JSON.parse(raw) as [[0 | 1, number, 0 | 1][], [number, string[]][] | object];
+    // cjson encodes an empty array as {}.
+    const orders: [number, string[]][] = Array.isArray(touched) ? (touched as [number, string[]][]) : [];
     return {
       outcomes: outcomes.map(([applied, seq, recorded]) => ({
         applied: applied === 1,
         seq,
         recorded: recorded === 1,
       })),
-      // cjson encodes an empty array as {}.
-      orders: Array.isArray(orders) ? orders.map(([i, flat]) => decode(orderIds[i]!, flat)) : [],
+      orders: orders.map(([i, flat]) => decode(orderIds[i]!, flat)),
     };
   }
 
