@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
 import type { OrderChange, OrderValue } from '@cdp/domain';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { MetadataStore } from '@cdp/metadata';
@@ -12,7 +12,7 @@ import { AnalyticStore, type OrderChangeRow } from '@cdp/store';
  * A memory state is rebuilt for every account at start; a Redis state when an account turns out cold.
  */
 @Injectable()
-export class OrdersRebuild implements OnModuleInit {
+export class OrdersRebuild implements OnApplicationBootstrap {
   private readonly running = new Map<string, Promise<boolean>>();
 
   constructor(
@@ -22,7 +22,11 @@ export class OrdersRebuild implements OnModuleInit {
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
-  async onModuleInit(): Promise<void> {
+  /**
+   * After every module's init, so after the identity rebuild: Nest runs a module's init hooks
+   * concurrently, and a chDB session reads one stream at a time. Still before the bus is consumed.
+   */
+  async onApplicationBootstrap(): Promise<void> {
     if (!this.orders.persistent) await this.rebuildAll();
   }
 
