@@ -323,6 +323,15 @@ describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
     expect((await post('/v3/objects/orders', [{ order_id: 'oA' }, { order_id: 'nope2' }])).status).toBe(404);
   });
 
+  it('documents the new endpoints and reports the order state in /health', async () => {
+    const openapi = await p.http().get('/openapi.json');
+    expect(Object.keys(openapi.body.paths)).toEqual(
+      expect.arrayContaining(['/v2/entities', '/v2/events', '/v3/objects/products', '/v3/objects/orders']),
+    );
+    const health = await p.http().get('/health');
+    expect(health.body.drivers.orders).toMatchObject({ ready: true });
+  });
+
   it('v2 takes its key from Svc-Tracker-Id only', async () => {
     const body = { type: 'customer', data: { email: 'k@x.com' } };
     const none = await post('/v2/entities', body, {});

@@ -110,6 +110,91 @@ describe('ClickHouseStore on chDB', () => {
     expect(rows.map((r) => Number(r.ms))).toEqual(times);
   });
 
+  describe('commerce tables', () => {
+    const change = (msg: string, seq: number, id = `${msg}-0`) => ({
+      change_id: id,
+      msg_id: msg,
+      order_id: 'o1',
+      seq,
+      kind: 'event' as const,
+      action: seq === 1 ? 'purchase' : 'return',
+      ts_ms: 1_700_000_000_000 + seq,
+      svc_id: 'c1',
+      subtotal: 1_000_000,
+      total: null,
+      fields: '{"coupon_code":"C"}',
+    });
+    const order = (msg: string, version: number, subtotal: number) => ({
+      order_id: 'o1',
+      version,
+      msg_id: msg,
+      updated_at: at,
+      svc_id: 'c1',
+      purchased: true,
+      ts: at,
+      subtotal,
+      total: subtotal,
+      revenue: subtotal,
+      counts_for_lifecycle: true,
+      cancelled: false,
+      partial: version > 1,
+      adjustments: version - 1,
+      fields: { coupon_code: 'C', discount: 2.5 },
+    });
+    const empty = { identityLinks: [], customers: [], events: [] };
+
+    it('keeps the latest order summary by version, whatever order the rows arrive in', async () => {
+      await store.write('acc6', { ...empty, orders: [order('m2', 2, 90)] }, false);
+      await store.write('acc6', { ...empty, orders: [order('m1', 1, 100)] }, false);
+      const rows = await store.query<Record<string, unknown>>(
+        'acc6',
+        'SELECT version, subtotal, partial, coupon_code, discount, ship_address FROM {db}.orders FINAL',
+      );
+      expect(rows).toEqual([
+        { version: 2, subtotal: 90, partial: true, coupon_code: 'C', discount: 2.5, ship_address: null },
+      ]);
+    });
+
+    it('reads the order-change log back in order, each change once, after a redelivery', async () => {
+      await store.write('acc7', { ...empty, orderChanges: [change('m2', 2)] }, false);
+      await store.write('acc7', { ...empty, orderChanges: [change('m1', 1)] }, false);
+      await store.write('acc7', { ...empty, orderChanges: [change('m1', 1), change('m3', 3)] }, true);
+      const log = [];
+      for await (const row of store.orderChanges('acc7')) log.push(row);
+      expect(log.map((r) => [r.change_id, Number(r.seq), Number(r.subtotal), r.total, r.fields])).toEqual([
+        ['m1-0', 1, 1_000_000, null, '{"coupon_code":"C"}'],
+        ['m2-0', 2, 1_000_000, null, '{"coupon_code":"C"}'],
+        ['m3-0', 3, 1_000_000, null, '{"coupon_code":"C"}'],
+      ]);
+    });
+
+    it('reads the current product rows it is asked for', async () => {
+      const product = (msg: string, version: number, fields: Record<string, string | number>) => ({
+        product_id: 'p1',
+        version,
+        msg_id: msg,
+        updated_at: at,
+        fields,
+      });
+      await store.write('acc8', { ...empty, products: [product('m1', 1, { name: 'A', price: 1.5 })] }, false);
+      await store.write(
+        'acc8',
+        { ...empty, products: [product('m2', 2, { name: 'B', category: 'X > Y' })] },
+        false,
+      );
+      expect(await store.products('acc8', ['p1', 'p2'])).toEqual([
+        {
+          product_id: 'p1',
+          version: 2,
+          msg_id: 'm2',
+          updated_at: expect.any(String),
+          fields: { name: 'B', category: 'X > Y' },
+        },
+      ]);
+      expect(await store.products('acc8', [])).toEqual([]);
+    });
+  });
+
   it('refuses an account id that is not a safe database name', async () => {
     await expect(store.ensureAccount('x; DROP DATABASE y')).rejects.toThrow(/not an account id/);
   });

@@ -6,6 +6,7 @@ import { EventBus } from '@cdp/bus';
 import type { DriverHealth } from '@cdp/contracts';
 import { IdentityIndex, ProfileState } from '@cdp/identity';
 import { MetadataStore } from '@cdp/metadata';
+import { OrderState } from '@cdp/orders';
 import { AnalyticStore } from '@cdp/store';
 import { Auth } from '../auth/auth.decorator.js';
 
@@ -19,6 +20,7 @@ export class HealthController {
     private readonly profiles: ProfileState,
     private readonly metadata: MetadataStore,
     private readonly buckets: Buckets,
+    private readonly orders: OrderState,
     /** Absent in a process that does not open the store (the API beside a chDB processor). */
     @Optional() private readonly store?: AnalyticStore,
   ) {}
@@ -33,6 +35,7 @@ export class HealthController {
         bus: this.bus,
         identity: this.identity,
         profiles: this.profiles,
+        orders: this.orders,
         ...(this.store ? { store: this.store } : {}),
         metadata: this.metadata,
         buckets: this.buckets,
