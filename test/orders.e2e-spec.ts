@@ -15,6 +15,8 @@ interface Snapshot {
   lineItems: Row[];
   orderEvents: Row[];
   products: Map<string, Row>;
+  /** Product events and line items joined to the product feed by product_id (the built-in relation). */
+  joined: Row[];
 }
 
 /**
@@ -59,6 +61,16 @@ describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
       ),
       products: new Map(
         (await query('SELECT * FROM {db}.products FINAL')).map((r) => [String(r.product_id), r]),
+      ),
+      joined: await query(
+        `SELECT * FROM (SELECT 'event' AS kind, e.action AS what, e.product_id AS product_id, p.name AS name
+         FROM {db}.events AS e INNER JOIN (SELECT * FROM {db}.products FINAL) AS p ON e.product_id = p.product_id
+         WHERE e.type = 'product'
+         UNION ALL
+         SELECT 'line item', l.order_id, l.product_id, p.name
+         FROM {db}.line_items AS l INNER JOIN (SELECT * FROM {db}.products FINAL) AS p ON l.product_id = p.product_id
+         WHERE l.order_id = 'oA')
+         ORDER BY kind, what, product_id`,
       ),
     });
     if (p instanceof EmbeddedPlatform) {
@@ -126,6 +138,16 @@ describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
       v2('/v2/entities', { type: 'product', data: { product_id: 'p1', name: 'Laptop Pro', price: 1099 } }),
     );
     await ok(v2('/v2/entities', [{ type: 'product', data: { product_id: 'p2', sku: '' } }]));
+
+    // A product event that names only the product: the rest comes from the feed.
+    await ok(
+      post('/v3/events', {
+        type: 'product',
+        action: 'detail',
+        identifiers: { email: 'ann@x.com' },
+        data: { product_id: 'p1' },
+      }),
+    );
 
     // A purchase with items and no subtotal: the subtotal is the sum of the item subtotals.
     await ok(
@@ -308,6 +330,14 @@ describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
     });
     expect(store.products.get('p2')).toMatchObject({ name: 'Mouse', price: 20, sku: null });
     expect([...store.products.keys()].filter((id) => !id.endsWith('marker')).sort()).toEqual(['p1', 'p2']);
+  });
+
+  it('relates product events and line items to the product feed by product_id', () => {
+    expect(store.joined).toEqual([
+      { kind: 'event', what: 'detail', product_id: 'p1', name: 'Laptop Pro' },
+      { kind: 'line item', what: 'oA', product_id: 'p1', name: 'Laptop Pro' },
+      { kind: 'line item', what: 'oA', product_id: 'p2', name: 'Mouse' },
+    ]);
   });
 
   it('a v2 customer entity updates the profile as POST /v3/profiles does', async () => {

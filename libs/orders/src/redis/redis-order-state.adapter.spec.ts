@@ -59,4 +59,33 @@ describe('RedisOrderState specifics', () => {
       toUnits(123456789.1234) - 9 * toUnits(0.1),
     );
   });
+
+  it('two processor replicas applying the same order concurrently, with redeliveries, count each change once', async () => {
+    const second = await connectRedis(loadConfig().redisUrl);
+    try {
+      const replicas = [new RedisOrderState(redis), new RedisOrderState(second)];
+      const acc = `${account}c`;
+      await replicas[0]!.beginRebuild(acc);
+      await replicas[0]!.load(acc, none());
+      const change = (i: number) => ({
+        id: `c${i}`,
+        orderId: 'shared',
+        kind: 'event' as const,
+        action: i === 0 ? ('purchase' as const) : ('return' as const),
+        ts: i,
+        subtotal: toUnits(i === 0 ? 1000 : 1),
+        fields: { ship_address: `a${i}` },
+      });
+      // 100 changes in batches of 10; every batch is sent to both replicas at once (a redelivery race).
+      const batches = Array.from({ length: 10 }, (_, b) =>
+        Array.from({ length: 10 }, (_, i) => change(b * 10 + i)),
+      );
+      await Promise.all(batches.flatMap((batch) => replicas.map((r) => r.apply(acc, batch))));
+      const state = (await replicas[1]!.get(acc, 'shared'))!;
+      expect(state).toMatchObject({ version: 100, subtotal: toUnits(1000 - 99), adjustments: 99 });
+      expect(state.fields.ship_address!.value).toBe('a99');
+    } finally {
+      await second.quit();
+    }
+  });
 });
