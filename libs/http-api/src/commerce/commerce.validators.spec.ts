@@ -126,6 +126,9 @@ describe('entities and objects', () => {
     expect(invalids(() => orderUpdatesValidator.parse({ order_id: 'o', total: 1 }, undefined))).toEqual([
       { event: 0, field: 'total', reason: expect.stringContaining('order events') },
     ]);
+    expect(invalids(() => orderUpdatesValidator.parse({ order_id: 'o', ts: 5 }, undefined))).toEqual([
+      { event: 0, field: 'ts', reason: expect.stringContaining('purchase event') },
+    ]);
     expect(invalids(() => productsValidator.parse({ product_id: 'x'.repeat(1025) }, undefined))).toEqual([
       { event: 0, field: 'product_id', reason: expect.stringContaining('1024') },
     ]);

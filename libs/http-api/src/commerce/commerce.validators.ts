@@ -35,7 +35,10 @@ function orderUpdate(input: Fields, index: number, prefix: string): OrderUpdateR
     return record.refused.map((field) => ({
       event: index,
       field: `${prefix}${field}`,
-      reason: 'an order update changes fields only; subtotal, total and items move with order events',
+      reason:
+        field === 'ts'
+          ? "an order update cannot move the order's time; it is the time of its purchase event"
+          : 'an order update changes fields only; subtotal, total and items move with order events',
     }));
   }
   return record;
