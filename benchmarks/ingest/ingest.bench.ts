@@ -71,7 +71,11 @@ async function insertBaseline(store: AnalyticStore, account: string): Promise<nu
   );
   const started = now();
   for (const rows of rowBatches)
-    await store.write(account, { identityLinks: [], merges: [], conflicts: [], customers: [], events: rows }, false);
+    await store.write(
+      account,
+      { identityLinks: [], merges: [], conflicts: [], customers: [], events: rows },
+      false,
+    );
   return (now() - started) / 1000;
 }
 

@@ -3,10 +3,10 @@ import { Module } from '@nestjs/common';
 import { loadConfig } from '@cdp/config';
 import { DriversModule } from '@cdp/drivers';
 import { createLogger } from '@cdp/logger';
-import { IdentityRebuild, ProcessorModule } from '@cdp/processor';
+import { IdentityRebuild, OrdersRebuild, ProcessorModule } from '@cdp/processor';
 
 /**
- * `npm run identity:rebuild`: rebuilds the identity index and hot profiles of every account from the
+ * `npm run identity:rebuild`: rebuilds the identity index, hot profiles and order state of every account from the
  * store (after losing Redis, or to check that it can be done). With CDP_STORE=chdb, stop the
  * processor first: it owns the store's directory. Processors pick a flushed account up by themselves
  * too; this makes it happen now, for all accounts.
@@ -19,5 +19,6 @@ class RebuildModule {}
 
 const app = await NestFactory.createApplicationContext(RebuildModule, { logger: false });
 await app.get(IdentityRebuild).rebuildAll();
+await app.get(OrdersRebuild).rebuildAll();
 await app.close();
 logger.info('every account rebuilt');

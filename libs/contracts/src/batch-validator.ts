@@ -36,7 +36,9 @@ export class BatchValidator<In, Out, Ctx = void> {
     const out: Out[] = [];
     items.forEach((item, index) => {
       if (!this.check(item)) {
-        invalids.push(...dedupe((this.validate.errors ?? []).map((e) => toInvalid(e, index))));
+        // An `if` error only says a `then` failed; the failures of the `then` are reported themselves.
+        const errors = (this.validate.errors ?? []).filter((e) => e.keyword !== 'if');
+        invalids.push(...dedupe(errors.map((e) => toInvalid(e, index))));
         return;
       }
       const result = this.rule(item as In, index, context);
@@ -57,12 +59,20 @@ function toInvalid(error: ErrorObject, index: number): Invalid {
   return { event: index, field: path || 'body', reason: error.message ?? 'is invalid' };
 }
 
-/** anyOf produces one error per branch; one invalid per field is what a sender can act on. */
+/**
+ * anyOf produces one error per branch; one invalid per field is what a sender can act on. A nullable
+ * object whose content is wrong also fails its null branch at its own path: when a deeper field is
+ * reported, its ancestors' errors say nothing more and are left out.
+ */
 function dedupe(invalids: Invalid[]): Invalid[] {
   const byField = new Map<string, Invalid>();
   for (const inv of invalids) {
     const key = String(inv.field);
     if (!byField.has(key)) byField.set(key, inv);
   }
-  return [...byField.values()];
+  const fields = [...byField.keys()];
+  return [...byField.values()].filter((inv) => {
+    const prefix = `${String(inv.field)}.`;
+    return !fields.some((f) => f.startsWith(prefix));
+  });
 }

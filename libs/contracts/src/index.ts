@@ -2,3 +2,4 @@ export * from './errors.js';
 export * from './messages.js';
 export * from './schemas.js';
 export * from './batch-validator.js';
+export * from './commerce-schemas.js';

@@ -1,4 +1,11 @@
-import type { CustomValue, EventRecord, ProfileRecord, SubscriptionRecord } from '@cdp/domain';
+import type {
+  CustomValue,
+  EventRecord,
+  OrderUpdateRecord,
+  ProductRecord,
+  ProfileRecord,
+  SubscriptionRecord,
+} from '@cdp/domain';
 
 /**
  * One bus message per accepted request (DESIGN "The write path"): the request id is the message id,
@@ -39,7 +46,25 @@ export interface SubscriptionsMessage extends IngestMessageBase {
   key: string;
 }
 
-export type IngestMessage = EventsMessage | ProfilesMessage | ObjectsMessage | SubscriptionsMessage;
+/** Product-feed records (`POST /v2/entities` type product, `POST /v3/objects/products`). */
+export interface ProductsMessage extends IngestMessageBase {
+  kind: 'products';
+  records: ProductRecord[];
+}
+
+/** Order entity updates (`POST /v2/entities` type order, `POST /v3/objects/orders`): fields only, no event. */
+export interface OrderUpdatesMessage extends IngestMessageBase {
+  kind: 'order-updates';
+  records: OrderUpdateRecord[];
+}
+
+export type IngestMessage =
+  | EventsMessage
+  | ProfilesMessage
+  | ObjectsMessage
+  | SubscriptionsMessage
+  | ProductsMessage
+  | OrderUpdatesMessage;
 
 /** The pattern under which the processor's handler receives batches of ingest messages. */
 export const INGEST_PATTERN = 'ingest';

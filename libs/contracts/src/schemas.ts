@@ -1,4 +1,10 @@
-import { CUSTOMER_FIELDS, EVENT_DATA_FIELDS, type FieldType } from '@cdp/domain';
+import {
+  CUSTOMER_FIELDS,
+  EVENT_DATA_FIELDS,
+  ORDER_FIELDS,
+  ORDER_ITEM_FIELDS,
+  type FieldType,
+} from '@cdp/domain';
 
 /**
  * JSON schemas of the ingestion bodies, generated from the domain's field tables so that the
@@ -9,10 +15,10 @@ export const MAX_BATCH = 1000; // spec "Limits": 1000 events / profiles per requ
 
 type Schema = Record<string, unknown>;
 
-const str: Schema = { type: 'string', maxLength: MAX_STRING };
-const nullable = (s: Schema): Schema => ({ anyOf: [s, { type: 'null' }] });
+export const str: Schema = { type: 'string', maxLength: MAX_STRING };
+export const nullable = (s: Schema): Schema => ({ anyOf: [s, { type: 'null' }] });
 
-function schemaOf(type: FieldType | 'boolean'): Schema {
+export function schemaOf(type: FieldType | 'boolean'): Schema {
   switch (type) {
     case 'string':
       return str;
@@ -40,9 +46,28 @@ export const identifiersSchema: Schema = {
 };
 
 /** Identifier fields among other fields (profile attributes): checked by name; other names pass. */
-const identifierProperties = {
+export const identifierProperties = {
   properties: { vuid: identifierValue },
   patternProperties: { '^svc_alias_.+$': identifierValue, '^.+_push_tokens$': identifierValue },
+};
+
+/** Typed fields of a field table, each nullable (every type allows null, spec "Data types"). */
+export function fieldsOf(table: Readonly<Record<string, FieldType>>): Record<string, Schema> {
+  return Object.fromEntries(Object.entries(table).map(([name, type]) => [name, nullable(schemaOf(type))]));
+}
+
+/** `data.order` of an order event (spec "Order fields"; items: product_id, price, quantity, discount, subtotal). */
+export const orderSchema: Schema = {
+  type: 'object',
+  required: ['order_id'],
+  properties: {
+    ...fieldsOf(ORDER_FIELDS),
+    order_id: { type: 'string', minLength: 1, maxLength: MAX_STRING },
+    items: nullable({
+      type: 'array',
+      items: { type: 'object', properties: fieldsOf(ORDER_ITEM_FIELDS) },
+    }),
+  },
 };
 
 export const eventSchema: Schema = {
@@ -54,28 +79,27 @@ export const eventSchema: Schema = {
     identifiers: identifiersSchema,
     data: {
       type: 'object',
-      properties: Object.fromEntries(
-        Object.entries(EVENT_DATA_FIELDS).map(([name, type]) => [name, nullable(schemaOf(type))]),
-      ),
+      properties: { ...fieldsOf(EVENT_DATA_FIELDS), order: nullable(orderSchema) },
     },
   },
+};
+
+/** Profile attributes: customer fields typed, identifiers checked by name, other fields let through. */
+export const profileAttributesSchema: Schema = {
+  type: 'object',
+  properties: Object.fromEntries(
+    Object.entries(CUSTOMER_FIELDS)
+      .map(([name, type]): [string, Schema] => [name, nullable(schemaOf(type))])
+      .concat(Object.entries(identifierProperties.properties)),
+  ),
+  patternProperties: identifierProperties.patternProperties,
+  // Fields the account has not defined are dropped, not rejected (spec "Custom objects and fields").
 };
 
 export const profileSchema: Schema = {
   type: 'object',
   required: ['attributes'],
-  properties: {
-    attributes: {
-      type: 'object',
-      properties: Object.fromEntries(
-        Object.entries(CUSTOMER_FIELDS)
-          .map(([name, type]): [string, Schema] => [name, nullable(schemaOf(type))])
-          .concat(Object.entries(identifierProperties.properties)),
-      ),
-      patternProperties: identifierProperties.patternProperties,
-      // Fields the account has not defined are dropped, not rejected (spec "Custom objects and fields").
-    },
-  },
+  properties: { attributes: profileAttributesSchema },
 };
 
 /** A batch body: one record or an array of 1 to 1000 (for the OpenAPI document). */

@@ -189,4 +189,23 @@ describe('normalizeEvent', () => {
     normalizeEvent(input, NOW);
     expect(input).toEqual(copy);
   });
+
+  it('keeps data.order with the order and item fields the spec defines, naming the dropped ones', () => {
+    const record = normalized({
+      type: 'order',
+      action: 'purchase',
+      identifiers: {},
+      data: {
+        order: { order_id: 'o1', subtotal: 5, wrap: true, items: [{ product_id: 'p', colour: 'red' }] },
+      },
+    });
+    expect(record.order).toEqual({ order_id: 'o1', subtotal: 5, items: [{ product_id: 'p' }] });
+    expect(record.dropped).toEqual(['order.wrap', 'order.items.colour']);
+  });
+
+  it('reports an order ts it cannot read on data.order.ts', () => {
+    expect(
+      normalizeEvent({ type: 'order', identifiers: {}, data: { order: { order_id: 'o', ts: 'soon' } } }, NOW),
+    ).toEqual({ invalidTs: true, field: 'data.order.ts' });
+  });
 });

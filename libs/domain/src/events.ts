@@ -1,4 +1,5 @@
 import { collectIdentifiers } from './identifiers.js';
+import { keptOrder, normalizeOrder } from './orders.js';
 import { parseTimestamp } from './timestamps.js';
 import type { CustomValue } from './custom-fields.js';
 
@@ -70,14 +71,15 @@ export interface EventInput {
 
 /**
  * Applies the spec's defaults: `ts` now when absent, `channel` offline when absent. Null data values
- * mean "no value" (every type allows null). Returns `{invalidTs}` when `ts` cannot be read.
+ * mean "no value" (every type allows null). Returns `{invalidTs}` when `ts` (or `data.order.ts`, named by
+ * `field`) cannot be read. `data.order` keeps only the order and item fields the spec defines.
  */
 export function normalizeEvent(
   input: EventInput,
   nowMs: number,
   /** The account's custom `data` fields, already read by their type (readCustomFields); kept, not dropped. */
   custom: Readonly<Record<string, CustomValue | null>> = {},
-): EventRecord | { invalidTs: true } {
+): EventRecord | { invalidTs: true; field?: string } {
   const data: Record<string, string | number | boolean> = {};
   const dropped: string[] = [];
   let order: Record<string, unknown> | undefined;
@@ -97,7 +99,11 @@ export function normalizeEvent(
     } else if (name === 'channel') {
       channel = value as string;
     } else if (name === 'order') {
-      order = value as Record<string, unknown>;
+      const sent = value as Record<string, unknown>;
+      if ('invalid' in normalizeOrder(sent)) return { invalidTs: true, field: 'data.order.ts' };
+      const kept = keptOrder(sent);
+      order = kept.order;
+      dropped.push(...kept.dropped);
     } else {
       data[name] = value as string | number | boolean;
     }

@@ -6,3 +6,6 @@ export * from './ids.js';
 export * from './customer-fields.js';
 export * from './custom-fields.js';
 export * from './lists.js';
+export * from './orders.js';
+export * from './products.js';
+export * from './event-types.js';

@@ -18,6 +18,7 @@ import { ConsentState, MemoryConsentState, RedisConsentState } from '@cdp/consen
 import { LOGGER, type Logger } from '@cdp/logger';
 import { FileMetadataStore, MetadataStore, NatsKvMetadataStore } from '@cdp/metadata';
 import { MemoryRateLimiter, RateLimiter, RedisRateLimiter } from '@cdp/rate-limits';
+import { MemoryOrderState, OrderState, RedisOrderState } from '@cdp/orders';
 import { AnalyticStore, ChdbTransport, ClickHouseHttpTransport, ClickHouseStore } from '@cdp/store';
 import { DriversLifecycle, NATS_CONNECTION, REDIS_CLIENT } from './drivers.lifecycle.js';
 
@@ -110,6 +111,12 @@ export class DriversModule {
         useFactory: (redis?: RedisClient) =>
           config.identity === 'redis' ? new RedisRateLimiter(redis!) : new MemoryRateLimiter(),
       },
+      {
+        provide: OrderState,
+        inject: [REDIS_CLIENT],
+        useFactory: (redis?: RedisClient) =>
+          config.identity === 'redis' ? new RedisOrderState(redis!) : new MemoryOrderState(),
+      },
       DriversLifecycle,
     ];
     if (options.openStore) {
@@ -133,6 +140,7 @@ export class DriversModule {
       ProfileState,
       RateLimiter,
       ConsentState,
+      OrderState,
     ];
     return {
       module: DriversModule,

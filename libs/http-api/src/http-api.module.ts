@@ -5,6 +5,8 @@ import { ListsService } from '@cdp/lists';
 import { RateLimitPolicy } from '@cdp/rate-limits';
 import { AdminController } from './admin/admin.controller.js';
 import { AdminRateLimitsController } from './admin/admin-rate-limits.controller.js';
+import { CommerceObjectsController } from './commerce/commerce-objects.controller.js';
+import { V2Controller } from './commerce/v2.controller.js';
 import { ApiKeyGuard } from './auth/api-key.guard.js';
 import { ErrorEnvelopeFilter } from './errors/error-envelope.filter.js';
 import { EventsController } from './events/events.controller.js';
@@ -33,6 +35,8 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
     ObjectsController,
     AdminRateLimitsController,
     ListsController,
+    V2Controller,
+    CommerceObjectsController,
   ],
   providers: [
     IngestPublisher,

@@ -21,6 +21,8 @@ import {
   runsOfKind,
   SubscriptionsStep,
 } from './subscriptions.step.js';
+import { OrdersStep } from './orders.step.js';
+import { ProductsStep } from './products.step.js';
 
 interface Item {
   message: IngestMessage;
@@ -41,6 +43,8 @@ export class IngestPipeline {
     private readonly columns: CustomColumns,
     private readonly objects: ObjectsWriter,
     private readonly subscriptions: SubscriptionsStep,
+    private readonly ordersStep: OrdersStep,
+    private readonly productsStep: ProductsStep,
   ) {}
 
   async process(batch: readonly Delivery[]): Promise<Settlement[]> {
@@ -71,18 +75,18 @@ export class IngestPipeline {
   }
 
   private async processAccount(account: string, deliveries: Delivery[]): Promise<void> {
-    const items: Item[] = deliveries.flatMap((d) =>
-      (d.message as EventsMessage | ProfilesMessage).records.map((record, index) => ({
-        message: d.message,
-        index,
-        record,
-      })),
+    // Products and order updates name no customer: the commerce steps take them (below).
+    const items: Item[] = deliveries.flatMap(({ message: m }) =>
+      m.kind === 'events' || m.kind === 'profiles'
+        ? m.records.map((record, index) => ({ message: m, index, record }))
+        : [],
     );
-    const resolutions = await this.identityStep.resolve(account, items);
+    const resolutions = items.length ? await this.identityStep.resolve(account, items) : [];
     const now = toStoreTime(Date.now());
     const batch: StoreBatch = { identityLinks: [], merges: [], conflicts: [], customers: [], events: [] };
     const updates: ProfileUpdate[] = [];
     const lastMessageOf = new Map<string, string>();
+    const orders = this.ordersStep.begin(account);
 
     items.forEach((item, i) => {
       const { customerId, created, linked, merged, conflicts } = resolutions[i]!;
@@ -95,15 +99,17 @@ export class IngestPipeline {
         lastMessageOf.set(customerId, msgId);
       }
       if (item.message.kind === 'events') {
-        batch.events.push(
-          eventRow(item.record as EventRecord, msgId, item.index, customerId, item.message.receivedAt),
-        );
+        const record = item.record as EventRecord;
+        const row = eventRow(record, msgId, item.index, customerId, item.message.receivedAt);
+        if (!orders.take(row, record)) batch.events.push(row);
       }
     });
 
     batch.customers.push(
       ...(await this.identityStep.applyProfiles(account, updates, (c) => lastMessageOf.get(c)!, now)),
     );
+    await orders.finish(deliveries, batch, now);
+    await this.productsStep.apply(account, deliveries, batch, now);
     const redelivery = deliveries.some((d) => d.deliveryCount > 1);
     await this.columns.prepare(account, batch);
     await this.store.write(account, batch, redelivery);

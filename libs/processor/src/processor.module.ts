@@ -7,6 +7,9 @@ import { CustomColumns } from './custom-columns.service.js';
 import { ObjectsWriter } from './objects.writer.js';
 import { SubscriptionsStep } from './subscriptions.step.js';
 import { IdentityStep } from './identity.step.js';
+import { OrdersRebuild } from './orders-rebuild.service.js';
+import { OrdersStep } from './orders.step.js';
+import { ProductsStep } from './products.step.js';
 
 /**
  * The processor role: consumes ingest messages, resolves identities, writes the store. Its ports
@@ -15,7 +18,17 @@ import { IdentityStep } from './identity.step.js';
 @Module({
   imports: [SchemaModule],
   controllers: [IngestController],
-  providers: [IngestPipeline, IdentityRebuild, IdentityStep, CustomColumns, ObjectsWriter, SubscriptionsStep],
-  exports: [IdentityRebuild, CustomColumns],
+  providers: [
+    IngestPipeline,
+    IdentityRebuild,
+    IdentityStep,
+    CustomColumns,
+    ObjectsWriter,
+    SubscriptionsStep,
+    OrdersRebuild,
+    OrdersStep,
+    ProductsStep,
+  ],
+  exports: [IdentityRebuild, CustomColumns, OrdersRebuild],
 })
 export class ProcessorModule {}

@@ -124,16 +124,16 @@ describe('ClickHouseStore on chDB', () => {
     const b = batch('mm1', 'cs', 0);
     b.merges = [merge('cl', 'cm', 1, 'mm1'), merge('cm', 'cs', 2, 'mm1'), merge('cl', 'cs', 2, 'mm1')];
     b.customers.push({ ...b.customers[0]!, svc_id: 'cm', merged_into: 'cs', version: 3 });
-    await store.write('acc8', b, false);
+    await store.write('acc9', b, false);
     const merges = [];
-    for await (const m of store.identityGraph('acc8').merges) merges.push(m);
+    for await (const m of store.identityGraph('acc9').merges) merges.push(m);
     expect(merges).toEqual([
       { loser: 'cl', survivor: 'cm', seq: 1 },
       { loser: 'cl', survivor: 'cs', seq: 2 },
       { loser: 'cm', survivor: 'cs', seq: 2 },
     ]);
     const survivors = await store.query<{ svc_id: string; survivor: string }>(
-      'acc8',
+      'acc9',
       'SELECT svc_id, survivor FROM {db}.customer_survivors ORDER BY svc_id',
     );
     expect(survivors).toEqual([
@@ -141,7 +141,7 @@ describe('ClickHouseStore on chDB', () => {
       { svc_id: 'cm', survivor: 'cs' },
     ]);
     const profiles = [];
-    for await (const p of store.currentProfiles('acc8')) profiles.push(p.svc_id);
+    for await (const p of store.currentProfiles('acc9')) profiles.push(p.svc_id);
     expect(profiles).toEqual(['cs']); // a merged customer's profile lives on in its survivor
   });
 
@@ -211,6 +211,91 @@ describe('ClickHouseStore on chDB', () => {
       'SELECT list_id FROM {db}.events ORDER BY event_id',
     );
     expect(rows.map((r) => r.list_id)).toEqual([null, 'news']);
+  });
+
+  describe('commerce tables', () => {
+    const change = (msg: string, seq: number, id = `${msg}-0`) => ({
+      change_id: id,
+      msg_id: msg,
+      order_id: 'o1',
+      seq,
+      kind: 'event' as const,
+      action: seq === 1 ? 'purchase' : 'return',
+      ts_ms: 1_700_000_000_000 + seq,
+      svc_id: 'c1',
+      subtotal: 1_000_000,
+      total: null,
+      fields: '{"coupon_code":"C"}',
+    });
+    const order = (msg: string, version: number, subtotal: number) => ({
+      order_id: 'o1',
+      version,
+      msg_id: msg,
+      updated_at: at,
+      svc_id: 'c1',
+      purchased: true,
+      ts: at,
+      subtotal,
+      total: subtotal,
+      revenue: subtotal,
+      counts_for_lifecycle: true,
+      cancelled: false,
+      partial: version > 1,
+      adjustments: version - 1,
+      fields: { coupon_code: 'C', discount: 2.5 },
+    });
+    const empty = { identityLinks: [], merges: [], conflicts: [], customers: [], events: [] };
+
+    it('keeps the latest order summary by version, whatever order the rows arrive in', async () => {
+      await store.write('acc6', { ...empty, orders: [order('m2', 2, 90)] }, false);
+      await store.write('acc6', { ...empty, orders: [order('m1', 1, 100)] }, false);
+      const rows = await store.query<Record<string, unknown>>(
+        'acc6',
+        'SELECT version, subtotal, partial, coupon_code, discount, ship_address FROM {db}.orders FINAL',
+      );
+      expect(rows).toEqual([
+        { version: 2, subtotal: 90, partial: true, coupon_code: 'C', discount: 2.5, ship_address: null },
+      ]);
+    });
+
+    it('reads the order-change log back in order, each change once, after a redelivery', async () => {
+      await store.write('acc7', { ...empty, orderChanges: [change('m2', 2)] }, false);
+      await store.write('acc7', { ...empty, orderChanges: [change('m1', 1)] }, false);
+      await store.write('acc7', { ...empty, orderChanges: [change('m1', 1), change('m3', 3)] }, true);
+      const log = [];
+      for await (const row of store.orderChanges('acc7')) log.push(row);
+      expect(log.map((r) => [r.change_id, Number(r.seq), Number(r.subtotal), r.total, r.fields])).toEqual([
+        ['m1-0', 1, 1_000_000, null, '{"coupon_code":"C"}'],
+        ['m2-0', 2, 1_000_000, null, '{"coupon_code":"C"}'],
+        ['m3-0', 3, 1_000_000, null, '{"coupon_code":"C"}'],
+      ]);
+    });
+
+    it('reads the current product rows it is asked for', async () => {
+      const product = (msg: string, version: number, fields: Record<string, string | number>) => ({
+        product_id: 'p1',
+        version,
+        msg_id: msg,
+        updated_at: at,
+        fields,
+      });
+      await store.write('acc8', { ...empty, products: [product('m1', 1, { name: 'A', price: 1.5 })] }, false);
+      await store.write(
+        'acc8',
+        { ...empty, products: [product('m2', 2, { name: 'B', category: 'X > Y' })] },
+        false,
+      );
+      expect(await store.products('acc8', ['p1', 'p2'])).toEqual([
+        {
+          product_id: 'p1',
+          version: 2,
+          msg_id: 'm2',
+          updated_at: expect.any(String),
+          fields: { name: 'B', category: 'X > Y' },
+        },
+      ]);
+      expect(await store.products('acc8', [])).toEqual([]);
+    });
   });
 
   it('refuses an account id that is not a safe database name', async () => {

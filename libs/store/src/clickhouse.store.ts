@@ -1,9 +1,17 @@
 import { createHash } from 'node:crypto';
 import type { DriverHealth } from '@cdp/contracts';
-import { AnalyticStore, type CustomerRow, type EventRow, type StoreBatch } from './analytic-store.port.js';
+import {
+  AnalyticStore,
+  type CustomerRow,
+  type EventRow,
+  type OrderChangeRow,
+  type OrderRow,
+  type ProductRow,
+  type StoreBatch,
+} from './analytic-store.port.js';
 import type { ClickHouseTransport } from './clickhouse-transport.js';
 import { EVENT_COLUMN_FIELDS } from '@cdp/domain';
-import { CUSTOMER_COLUMNS, accountTables, databaseName } from './schema.sql.js';
+import { CUSTOMER_COLUMNS, PRODUCT_COLUMNS, accountTables, databaseName } from './schema.sql.js';
 import { addColumnSql, objectTableSql, sqlName, type ColumnSpec } from './custom-columns.sql.js';
 
 type TableName = keyof typeof TABLES;
@@ -14,7 +22,12 @@ const TABLES = {
   merges: 'identity_merges',
   conflicts: 'identity_conflicts',
   customers: 'customers',
+  // The change log before what derives from it, so a crash never leaves a summary its log cannot rebuild.
+  orderChanges: 'order_changes',
   events: 'events',
+  lineItems: 'line_items',
+  orders: 'orders',
+  products: 'products',
 } as const;
 
 /** The analytic store in ClickHouse SQL, over whichever transport the configuration chose. */
@@ -43,7 +56,7 @@ export class ClickHouseStore extends AnalyticStore {
     const db = databaseName(account);
     for (const key of Object.keys(TABLES) as TableName[]) {
       const table = `${db}.${TABLES[key]}`;
-      let rows: { msg_id: string }[] = batch[key];
+      let rows: { msg_id: string }[] = batch[key] ?? [];
       if (rows.length === 0) continue;
       if (redelivery) {
         const present = await this.storedMessages(table, rows);
@@ -223,6 +236,39 @@ export class ClickHouseStore extends AnalyticStore {
     }
   }
 
+  async *orderChanges(account: string): AsyncIterable<OrderChangeRow> {
+    await this.ensureAccount(account);
+    // LIMIT 1 BY: a change is in the log once, even if an insert was ever repeated outside the dedup window.
+    yield* this.transport.stream<OrderChangeRow>(
+      `SELECT change_id, msg_id, order_id, seq, kind, action, ts_ms, svc_id, subtotal, total, fields
+       FROM ${databaseName(account)}.order_changes ORDER BY order_id, seq LIMIT 1 BY order_id, seq`,
+    );
+  }
+
+  async products(account: string, productIds: string[]): Promise<ProductRow[]> {
+    if (productIds.length === 0) return [];
+    await this.ensureAccount(account);
+    const rows = await this.transport.query<Record<string, string | number | null>>(
+      `SELECT product_id, version, msg_id, updated_at, ${PRODUCT_COLUMNS.join(', ')}
+       FROM ${databaseName(account)}.products FINAL WHERE product_id IN {ids:Array(String)}`,
+      { ids: productIds },
+    );
+    return rows.map((row) => {
+      const fields: Record<string, string | number> = {};
+      for (const column of PRODUCT_COLUMNS) {
+        const value = row[column];
+        if (value !== null && value !== undefined) fields[column] = value;
+      }
+      return {
+        product_id: String(row.product_id),
+        version: Number(row.version),
+        msg_id: String(row.msg_id),
+        updated_at: String(row.updated_at),
+        fields,
+      };
+    });
+  }
+
   async query<T>(account: string, sql: string, params: Record<string, unknown> = {}): Promise<T[]> {
     await this.ensureAccount(account);
     return this.transport.query<T>(sql.replaceAll('{db}', databaseName(account)), params);
@@ -255,6 +301,10 @@ function toStoreLine(table: TableName, row: { msg_id: string }): string {
   if (table === 'events') {
     const { data, ...rest } = row as EventRow;
     return joinJson(rest, data);
+  }
+  if (table === 'orders' || table === 'products') {
+    const { fields, ...rest } = row as OrderRow | ProductRow;
+    return joinJson(rest, fields);
   }
   return JSON.stringify(row);
 }

@@ -1,4 +1,11 @@
-import { CUSTOMER_FIELDS, EVENT_COLUMN_FIELDS, EVENT_DATA_FIELDS } from '@cdp/domain';
+import {
+  CUSTOMER_FIELDS,
+  EVENT_COLUMN_FIELDS,
+  EVENT_DATA_FIELDS,
+  ORDER_FIELDS,
+  ORDER_VALUE_FIELDS,
+  PRODUCT_FIELDS,
+} from '@cdp/domain';
 
 /**
  * The tables of one account's database, in ClickHouse SQL that chDB and a ClickHouse server both run.
@@ -33,11 +40,14 @@ export function databaseName(account: string): string {
 }
 
 export const CUSTOMER_COLUMNS = Object.keys(CUSTOMER_FIELDS);
+export const PRODUCT_COLUMNS = Object.keys(PRODUCT_FIELDS).filter((f) => f !== 'product_id');
 
 export function accountTables(db: string): string[] {
   const eventColumns = EVENT_COLUMN_FIELDS.map((f) => `  ${f} ${columnType(EVENT_DATA_FIELDS[f]!)}`).join(
     ',\n',
   );
+  const orderColumns = ORDER_VALUE_FIELDS.map((f) => `  ${f} ${columnType(ORDER_FIELDS[f]!)}`).join(',\n');
+  const productColumns = PRODUCT_COLUMNS.map((f) => `  ${f} ${columnType(PRODUCT_FIELDS[f]!)}`).join(',\n');
   const customerColumns = CUSTOMER_COLUMNS.map((f) => `  ${f} ${columnType(CUSTOMER_FIELDS[f]!)}`).join(
     ',\n',
   );
@@ -114,5 +124,67 @@ ${eventColumns},
   stored_at DateTime64(3, 'UTC'),
   INDEX msg_idx msg_id TYPE bloom_filter GRANULARITY 4
 ) ENGINE = MergeTree ORDER BY (svc_id, list_id, version) ${DEDUP}`,
+    // The log of applied order changes, replayed in `seq` order to rebuild the order state.
+    `CREATE TABLE IF NOT EXISTS ${db}.order_changes (
+  change_id String,
+  msg_id String,
+  order_id String,
+  seq UInt64,
+  kind LowCardinality(String),
+  action LowCardinality(String),
+  ts_ms Int64,
+  svc_id Nullable(String),
+  subtotal Nullable(Int64),
+  total Nullable(Int64),
+  fields String,
+  INDEX msg_idx msg_id TYPE bloom_filter GRANULARITY 4
+) ENGINE = MergeTree ORDER BY (order_id, seq) ${DEDUP}`,
+    // An order's summary after each batch that touched it. Versions come from the atomic order state,
+    // one per applied change: the highest is the current summary whatever order replicas insert in, and a
+    // redelivered message re-inserts the same version. Read it with FINAL.
+    `CREATE TABLE IF NOT EXISTS ${db}.orders (
+  order_id String,
+  version UInt64,
+  msg_id String,
+  updated_at DateTime64(3, 'UTC'),
+  svc_id Nullable(String),
+  purchased Bool,
+  ts Nullable(DateTime64(3, 'UTC')),
+  subtotal Float64,
+  total Float64,
+  revenue Float64,
+  counts_for_lifecycle Bool,
+  cancelled Bool,
+  partial Bool,
+  adjustments UInt32,
+${orderColumns},
+  INDEX msg_idx msg_id TYPE bloom_filter GRANULARITY 4
+) ENGINE = ReplacingMergeTree(version) ORDER BY order_id ${DEDUP}`,
+    `CREATE TABLE IF NOT EXISTS ${db}.line_items (
+  line_item_id String,
+  event_id String,
+  msg_id String,
+  order_id String,
+  svc_id String,
+  ts DateTime64(3, 'UTC'),
+  event LowCardinality(String),
+  action LowCardinality(String),
+  product_id Nullable(String),
+  sku Nullable(String),
+  price Nullable(Float64),
+  quantity Nullable(Float64),
+  discount Nullable(Float64),
+  subtotal Nullable(Float64),
+  INDEX msg_idx msg_id TYPE bloom_filter GRANULARITY 4
+) ENGINE = MergeTree ORDER BY (order_id, line_item_id) ${DEDUP}`,
+    // The product feed has no history (spec "Product fields"): the highest version replaces the rest.
+    `CREATE TABLE IF NOT EXISTS ${db}.products (
+  product_id String,
+  version UInt64,
+  msg_id String,
+  updated_at DateTime64(3, 'UTC'),
+${productColumns},
+  INDEX msg_idx msg_id TYPE bloom_filter GRANULARITY 4
+) ENGINE = ReplacingMergeTree(version) ORDER BY product_id ${DEDUP}`,
   ];
 }

@@ -8,6 +8,7 @@ import type { DriverHealth } from '@cdp/contracts';
 import { IdentityIndex, ProfileState } from '@cdp/identity';
 import { MetadataStore } from '@cdp/metadata';
 import { RateLimiter } from '@cdp/rate-limits';
+import { OrderState } from '@cdp/orders';
 import { AnalyticStore } from '@cdp/store';
 import { Auth } from '../auth/auth.decorator.js';
 
@@ -23,6 +24,7 @@ export class HealthController {
     private readonly buckets: Buckets,
     private readonly consent: ConsentState,
     private readonly rateLimiter: RateLimiter,
+    private readonly orders: OrderState,
     /** Absent in a process that does not open the store (the API beside a chDB processor). */
     @Optional() private readonly store?: AnalyticStore,
   ) {}
@@ -37,6 +39,7 @@ export class HealthController {
         bus: this.bus,
         identity: this.identity,
         profiles: this.profiles,
+        orders: this.orders,
         ...(this.store ? { store: this.store } : {}),
         metadata: this.metadata,
         buckets: this.buckets,

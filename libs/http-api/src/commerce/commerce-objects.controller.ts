@@ -1,0 +1,75 @@
+import { Body, Controller, HttpCode, Post, Req } from '@nestjs/common';
+import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { FastifyRequest } from 'fastify';
+import type { Principal } from '@cdp/accounts';
+import { accepted, batchOf, orderUpdateSchema, productSchema, type AcceptedBody } from '@cdp/contracts';
+import { OrderState } from '@cdp/orders';
+import { Auth } from '../auth/auth.decorator.js';
+import { CurrentPrincipal } from '../auth/principal.js';
+import { IngestPublisher } from '../ingest/ingest.publisher.js';
+import { orderUpdatesValidator, productsValidator } from './commerce.validators.js';
+import { requireExistingOrders } from './existing-orders.js';
+
+/**
+ * `POST /v3/objects/{object}` for the built-in commerce objects: the body is one record of the object's
+ * fields or an array of 1 to 1000. Static routes, so the router picks them before a `:object` route.
+ */
+@ApiTags('objects')
+@ApiHeader({ name: 'x-api-key', required: true })
+@Controller('v3/objects')
+export class CommerceObjectsController {
+  constructor(
+    private readonly publisher: IngestPublisher,
+    private readonly orders: OrderState,
+  ) {}
+
+  /** The product feed: additive, no history (an updated value replaces the old one). */
+  @Post('products')
+  @HttpCode(202)
+  @Auth('public')
+  @ApiBody({ schema: batchOf(productSchema) })
+  @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
+  async products(
+    @Body() body: unknown,
+    @Req() request: FastifyRequest,
+    @CurrentPrincipal() principal: Principal,
+  ): Promise<AcceptedBody> {
+    const records = productsValidator.parse(body, undefined);
+    await this.publisher.publish({
+      id: request.id,
+      account: principal.account,
+      kind: 'products',
+      receivedAt: Date.now(),
+      records,
+    });
+    return accepted();
+  }
+
+  /** Field updates of existing orders, as `POST /v2/entities` type order: no event is produced. */
+  @Post('orders')
+  @HttpCode(202)
+  @Auth('public')
+  @ApiBody({ schema: batchOf(orderUpdateSchema) })
+  @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
+  @ApiResponse({ status: 404, description: 'an order that does not exist' })
+  async orderUpdates(
+    @Body() body: unknown,
+    @Req() request: FastifyRequest,
+    @CurrentPrincipal() principal: Principal,
+  ): Promise<AcceptedBody> {
+    const records = orderUpdatesValidator.parse(body, undefined);
+    await requireExistingOrders(
+      this.orders,
+      principal.account,
+      records.map((r) => r.order_id),
+    );
+    await this.publisher.publish({
+      id: request.id,
+      account: principal.account,
+      kind: 'order-updates',
+      receivedAt: Date.now(),
+      records,
+    });
+    return accepted();
+  }
+}

@@ -1,0 +1,116 @@
+import {
+  BatchValidator,
+  entitySchema,
+  orderUpdateSchema,
+  productSchema,
+  v2EventSchema,
+  type Invalid,
+} from '@cdp/contracts';
+import {
+  IDENTIFIER_REQUIRED_REASON,
+  isIdentifierField,
+  normalizeOrderUpdate,
+  normalizeProduct,
+  normalizeProfile,
+  type EventInput,
+  type EventRecord,
+  type OrderUpdateRecord,
+  type ProductRecord,
+  type ProfileRecord,
+} from '@cdp/domain';
+import { eventRule, type EventsContext } from '../events/events.validator.js';
+
+type Fields = Record<string, unknown>;
+
+/** `POST /v3/objects/products` records, and the `data` of product entities. */
+export const productsValidator = new BatchValidator<Fields, ProductRecord>(
+  productSchema,
+  'product',
+  (input) => normalizeProduct(input),
+);
+
+function orderUpdate(input: Fields, index: number, prefix: string): OrderUpdateRecord | Invalid[] {
+  const record = normalizeOrderUpdate(input);
+  if ('refused' in record) {
+    return record.refused.map((field) => ({
+      event: index,
+      field: `${prefix}${field}`,
+      reason:
+        field === 'ts'
+          ? "an order update cannot move the order's time; it is the time of its purchase event"
+          : 'an order update changes fields only; subtotal, total and items move with order events',
+    }));
+  }
+  return record;
+}
+
+/** `POST /v3/objects/orders` records: fields of orders that exist (checked against the order state). */
+export const orderUpdatesValidator = new BatchValidator<Fields, OrderUpdateRecord>(
+  orderUpdateSchema,
+  'order',
+  (input, index) => orderUpdate(input, index, ''),
+);
+
+export type EntityRecord =
+  | { kind: 'profiles'; record: ProfileRecord }
+  | { kind: 'products'; record: ProductRecord }
+  | { kind: 'order-updates'; record: OrderUpdateRecord };
+
+/** `POST /v2/entities` records: `{type, data}`, each `data` by the rules of its type. */
+export const entitiesValidator = new BatchValidator<{ type: string; data: Fields }, EntityRecord>(
+  entitySchema,
+  'entity record',
+  (input, index): EntityRecord | Invalid[] => {
+    if (input.type === 'customer') {
+      const record = normalizeProfile(input.data);
+      if (Object.keys(record.identifiers).length === 0)
+        return [{ event: index, field: 'data', reason: IDENTIFIER_REQUIRED_REASON }];
+      return { kind: 'profiles', record };
+    }
+    if (input.type === 'product') return { kind: 'products', record: normalizeProduct(input.data) };
+    const record = orderUpdate(input.data, index, 'data.');
+    return Array.isArray(record) ? record : { kind: 'order-updates', record };
+  },
+);
+
+interface V2EventIn {
+  type: string;
+  action?: string | null;
+  identifiers?: Fields;
+  data: Fields;
+}
+
+/**
+ * The v2 event shape as a v3 event: identifier fields and `action` are lifted out of `data` (spec
+ * "Entities (v2)": `{type: order, data: {action, email, order: {...}}}`).
+ */
+export function v2ToV3(input: V2EventIn): EventInput {
+  const identifiers: Fields = { ...(input.identifiers ?? {}) };
+  const data: Fields = {};
+  for (const [name, value] of Object.entries(input.data)) {
+    if (name === 'action') continue;
+    if (isIdentifierField(name)) identifiers[name] = value;
+    else data[name] = value;
+  }
+  const action = input.data.action ?? input.action;
+  const event: EventInput = { type: input.type, identifiers, data };
+  if (typeof action === 'string') event.action = action;
+  return event;
+}
+
+/** `POST /v2/events` records: converted to v3, then the rules of `POST /v3/events`; invalids name v2 paths. */
+export const v2EventsValidator = new BatchValidator<V2EventIn, EventRecord, EventsContext>(
+  v2EventSchema,
+  'event',
+  (input, index, context) => {
+    const result = eventRule(v2ToV3(input), index, context);
+    if (!Array.isArray(result)) return result;
+    return result.map((invalid) =>
+      invalid.field === 'identifiers'
+        ? { ...invalid, field: 'data' }
+        : invalid.field === 'action'
+          ? { ...invalid, field: 'data.action' }
+          : invalid,
+    );
+  },
+);

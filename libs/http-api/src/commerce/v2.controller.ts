@@ -1,0 +1,93 @@
+import { Body, Controller, HttpCode, Post, Req } from '@nestjs/common';
+import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { FastifyRequest } from 'fastify';
+import type { Principal } from '@cdp/accounts';
+import {
+  accepted,
+  batchOf,
+  entitySchema,
+  v2EventSchema,
+  type AcceptedBody,
+  type IngestMessage,
+} from '@cdp/contracts';
+import { OrderState } from '@cdp/orders';
+import { SchemaRegistry } from '@cdp/schema';
+import { Auth } from '../auth/auth.decorator.js';
+import { CurrentPrincipal } from '../auth/principal.js';
+import { IngestPublisher } from '../ingest/ingest.publisher.js';
+import { entitiesValidator, v2EventsValidator, type EntityRecord } from './commerce.validators.js';
+import { requireExistingOrders } from './existing-orders.js';
+
+/** The v2 ingestion endpoints; the guard reads their key from `Svc-Tracker-Id` (spec "Authentication" rule 2). */
+@ApiTags('v2')
+@ApiHeader({ name: 'Svc-Tracker-Id', description: 'the tracker id (public key)', required: true })
+@Controller('v2')
+export class V2Controller {
+  constructor(
+    private readonly publisher: IngestPublisher,
+    private readonly orders: OrderState,
+    private readonly schema: SchemaRegistry,
+  ) {}
+
+  /**
+   * Customers, products and order updates, additive (only supplied fields change; "" or null unsets).
+   * A request mixing types is published as one message per type: each is idempotent, so a retry after
+   * a 503 between two publishes repeats nothing harmful.
+   */
+  @Post('entities')
+  @HttpCode(202)
+  @Auth('public')
+  @ApiBody({ schema: batchOf(entitySchema) })
+  @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
+  @ApiResponse({ status: 404, description: 'an order update names an order that does not exist' })
+  async entities(
+    @Body() body: unknown,
+    @Req() request: FastifyRequest,
+    @CurrentPrincipal() principal: Principal,
+  ): Promise<AcceptedBody> {
+    const receivedAt = Date.now();
+    const parsed = entitiesValidator.parse(body, undefined);
+    await requireExistingOrders(
+      this.orders,
+      principal.account,
+      parsed.flatMap((p) => (p.kind === 'order-updates' ? [p.record.order_id] : [])),
+    );
+    const byKind = new Map<EntityRecord['kind'], EntityRecord['record'][]>();
+    for (const { kind, record } of parsed) byKind.set(kind, [...(byKind.get(kind) ?? []), record]);
+    for (const [kind, records] of byKind) {
+      const id = byKind.size === 1 ? request.id : `${request.id}.${kind}`;
+      await this.publisher.publish({
+        id,
+        account: principal.account,
+        kind,
+        receivedAt,
+        records,
+      } as IngestMessage);
+    }
+    return accepted();
+  }
+
+  /** Events in the v2 shape (`{type: order, data: {action, email, order}}`), processed as v3 events. */
+  @Post('events')
+  @HttpCode(202)
+  @Auth('public')
+  @ApiBody({ schema: batchOf(v2EventSchema) })
+  @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
+  async events(
+    @Body() body: unknown,
+    @Req() request: FastifyRequest,
+    @CurrentPrincipal() principal: Principal,
+  ): Promise<AcceptedBody> {
+    const receivedAt = Date.now();
+    const custom = (await this.schema.read(principal.account)).customFields('events');
+    const records = v2EventsValidator.parse(body, { nowMs: receivedAt, custom });
+    await this.publisher.publish({
+      id: request.id,
+      account: principal.account,
+      kind: 'events',
+      receivedAt,
+      records,
+    });
+    return accepted();
+  }
+}

@@ -1,0 +1,175 @@
+import { randomUUID } from 'node:crypto';
+import type { DriverHealth } from '@cdp/contracts';
+import { redisHealth, type RedisClient } from '@cdp/identity';
+import type { OrderChange, OrderSnapshot, OrderValue } from '@cdp/domain';
+import { OrdersNotWarmError, OrderState, type ApplyResult } from '../order-state.port.js';
+import { ORDER_LIBRARY, ORDER_LIBRARY_NAME, ORDER_LIBRARY_VERSION } from './redis-order-functions.js';
+
+/** Every key carries `{<account>}`, so an account's orders share one cluster slot with its identities. */
+export const orderKeys = {
+  ready: (account: string) => `cdp:{${account}}:orders-ready`,
+  rebuilding: (account: string) => `cdp:{${account}}:orders-rebuilding`,
+  order: (account: string, orderId: string) => `cdp:{${account}}:o:${orderId}`,
+  applied: (account: string, orderId: string) => `cdp:{${account}}:oa:${orderId}`,
+  patterns: (account: string) => [`cdp:{${account}}:o:*`, `cdp:{${account}}:oa:*`],
+};
+
+const REBUILD_LOCK_MS = 10 * 60 * 1000;
+/** Changes per function call while rebuilding: each call blocks Redis for its duration. */
+const LOAD_CHUNK = 500;
+
+/** The order state in Redis: one hash per order and one of applied change ids, a batch per function call. */
+export class RedisOrderState extends OrderState {
+  readonly persistent = true;
+  private readonly owner = randomUUID();
+  private loaded: Promise<void> | undefined;
+
+  constructor(private readonly redis: RedisClient) {
+    super();
+  }
+
+  apply(account: string, changes: OrderChange[]): Promise<ApplyResult> {
+    return this.call(account, changes, false);
+  }
+
+  private async call(account: string, changes: OrderChange[], rebuilding: boolean): Promise<ApplyResult> {
+    if (changes.length === 0) return { outcomes: [], orders: [] };
+    const orderIds: string[] = [];
+    const index = new Map<string, number>();
+    const encoded = changes.map((c) => {
+      let i = index.get(c.orderId);
+      if (i === undefined) index.set(c.orderId, (i = orderIds.push(c.orderId) - 1));
+      const f: Record<string, string> = {};
+      for (const [name, value] of Object.entries(c.fields)) f[name] = JSON.stringify(value);
+      const wire: Record<string, unknown> = { id: c.id, k: c.kind, a: c.action, ts: String(c.ts), f };
+      if (c.customerId) wire.cu = c.customerId;
+      if (c.subtotal !== undefined) wire.s = String(c.subtotal);
+      if (c.total !== undefined) wire.t = String(c.total);
+      return [i, wire];
+    });
+    const keys = [orderKeys.ready(account)];
+    for (const id of orderIds) keys.push(orderKeys.order(account, id), orderKeys.applied(account, id));
+    let raw: string;
+    try {
+      raw = await this.fcall(keys, [JSON.stringify(encoded), rebuilding ? '1' : '0']);
+    } catch (err) {
+      if (/CDP_ORDERS_NOT_WARM/.test(String(err))) throw new OrdersNotWarmError(account);
+      throw err;
+    }
+    const [outcomes, touched] = JSON.parse(raw) as [[0 | 1, number, 0 | 1][], [number, string[]][] | object];
+    // cjson encodes an empty array as {}.
+    const orders: [number, string[]][] = Array.isArray(touched) ? (touched as [number, string[]][]) : [];
+    return {
+      outcomes: outcomes.map(([applied, seq, recorded]) => ({
+        applied: applied === 1,
+        seq,
+        recorded: recorded === 1,
+      })),
+      orders: orders.map(([i, flat]) => decode(orderIds[i]!, flat)),
+    };
+  }
+
+  async get(account: string, orderId: string): Promise<OrderSnapshot | undefined> {
+    const hash = await this.redis.hGetAll(orderKeys.order(account, orderId));
+    if (!hash.v) return undefined;
+    return decode(orderId, Object.entries(hash).flat());
+  }
+
+  async beginRebuild(account: string): Promise<boolean> {
+    const locked = await this.redis.set(orderKeys.rebuilding(account), this.owner, {
+      condition: 'NX',
+      expiration: { type: 'PX', value: REBUILD_LOCK_MS },
+    });
+    if (locked !== 'OK') return false;
+    await this.redis.del(orderKeys.ready(account));
+    return true;
+  }
+
+  async load(account: string, changes: AsyncIterable<OrderChange>): Promise<number> {
+    for (const pattern of orderKeys.patterns(account)) {
+      for await (const found of this.redis.scanIterator({ MATCH: pattern, COUNT: 1000 })) {
+        const batch = Array.isArray(found) ? found : [found];
+        if (batch.length) await this.redis.unlink(batch);
+      }
+    }
+    let count = 0;
+    let chunk: OrderChange[] = [];
+    for await (const change of changes) {
+      chunk.push(change);
+      count++;
+      if (chunk.length === LOAD_CHUNK) {
+        await this.call(account, chunk, true);
+        chunk = [];
+      }
+    }
+    await this.call(account, chunk, true);
+    const open = this.redis.multi();
+    open.set(orderKeys.ready(account), new Date().toISOString());
+    open.del(orderKeys.rebuilding(account));
+    await open.exec();
+    return count;
+  }
+
+  /** Runs the function, loading the library when the server does not have this version (new or restarted). */
+  private async fcall(keys: string[], args: string[]): Promise<string> {
+    this.loaded ??= this.loadLibrary().catch((err: unknown) => {
+      this.loaded = undefined;
+      throw err;
+    });
+    await this.loaded;
+    try {
+      return (await this.redis.fCall('cdp_orders_apply', { keys, arguments: args })) as string;
+    } catch (err) {
+      if (!/Function not found/i.test(String(err))) throw err;
+      this.loaded = undefined;
+      await this.loadLibrary();
+      return (await this.redis.fCall('cdp_orders_apply', { keys, arguments: args })) as string;
+    }
+  }
+
+  private async loadLibrary(): Promise<void> {
+    const listed: unknown = await this.redis.sendCommand([
+      'FUNCTION',
+      'LIST',
+      'LIBRARYNAME',
+      ORDER_LIBRARY_NAME,
+      'WITHCODE',
+    ]);
+    if (JSON.stringify(listed).includes(`-- version ${ORDER_LIBRARY_VERSION}\\n`)) return;
+    await this.redis.sendCommand(['FUNCTION', 'LOAD', 'REPLACE', ORDER_LIBRARY]);
+  }
+
+  health(): Promise<DriverHealth> {
+    return redisHealth(this.redis);
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve(); // the connection belongs to the drivers module
+  }
+}
+
+function decode(orderId: string, flat: string[]): OrderSnapshot {
+  const h = new Map<string, string>();
+  for (let i = 0; i < flat.length; i += 2) h.set(flat[i]!, flat[i + 1]!);
+  const fields: OrderSnapshot['fields'] = {};
+  for (const [key, value] of h) {
+    if (key.startsWith('f:')) {
+      const name = key.slice(2);
+      fields[name] = { value: JSON.parse(value) as OrderValue, ts: Number(h.get(`t:${name}`)) };
+    }
+  }
+  const pts = h.get('pts');
+  return {
+    orderId,
+    version: Number(h.get('v') ?? 0),
+    customerId: h.get('cu') ?? null,
+    purchaseEventId: h.get('pe') ?? null,
+    purchaseTs: pts === undefined ? null : Number(pts),
+    subtotal: Number(h.get('s') ?? 0),
+    total: Number(h.get('t') ?? 0),
+    adjustments: Number(h.get('adj') ?? 0),
+    cancelled: h.get('c') === '1',
+    cancelledInFull: h.get('cf') === '1',
+    fields,
+  };
+}

@@ -1,0 +1,75 @@
+import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
+import type { OrderChange, OrderValue } from '@cdp/domain';
+import { LOGGER, type Logger } from '@cdp/logger';
+import { MetadataStore } from '@cdp/metadata';
+import { OrderState } from '@cdp/orders';
+import { AnalyticStore, type OrderChangeRow } from '@cdp/store';
+
+/**
+ * Rebuilds an account's order state from the store's log of applied changes (`order_changes`), replayed
+ * in the order they were first applied: the same purchases are kept, the same tallies come out, and the
+ * ids of applied changes are known again, so a message redelivered after the rebuild moves nothing.
+ * A memory state is rebuilt for every account at start; a Redis state when an account turns out cold.
+ */
+@Injectable()
+export class OrdersRebuild implements OnApplicationBootstrap {
+  private readonly running = new Map<string, Promise<boolean>>();
+
+  constructor(
+    private readonly orders: OrderState,
+    private readonly store: AnalyticStore,
+    private readonly metadata: MetadataStore,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  /**
+   * After every module's init, so after the identity rebuild: Nest runs a module's init hooks
+   * concurrently, and a chDB session reads one stream at a time. Still before the bus is consumed.
+   */
+  async onApplicationBootstrap(): Promise<void> {
+    if (!this.orders.persistent) await this.rebuildAll();
+  }
+
+  async rebuildAll(): Promise<void> {
+    for (const { key: account } of await this.metadata.list('accounts')) {
+      if (!(await this.rebuild(account)))
+        throw new Error(`the orders of account ${account} are being rebuilt by another process`);
+    }
+  }
+
+  /** Rebuilds one account; false when another process holds the rebuild (try again later). */
+  rebuild(account: string): Promise<boolean> {
+    let run = this.running.get(account);
+    if (!run) {
+      run = this.run(account).finally(() => this.running.delete(account));
+      this.running.set(account, run);
+    }
+    return run;
+  }
+
+  private async run(account: string): Promise<boolean> {
+    if (!(await this.orders.beginRebuild(account))) return false;
+    const started = Date.now();
+    const changes = await this.orders.load(account, toChanges(this.store.orderChanges(account)));
+    this.logger.info({ account, changes, ms: Date.now() - started }, 'order state rebuilt from the store');
+    return true;
+  }
+}
+
+async function* toChanges(rows: AsyncIterable<OrderChangeRow>): AsyncIterable<OrderChange> {
+  for await (const row of rows) {
+    const change: OrderChange = {
+      id: row.change_id,
+      orderId: row.order_id,
+      kind: row.kind,
+      action: row.action as OrderChange['action'],
+      ts: Number(row.ts_ms),
+      fields: JSON.parse(row.fields) as Record<string, OrderValue>,
+    };
+    if (row.svc_id) change.customerId = row.svc_id;
+    // 64-bit integers arrive as JSON strings.
+    if (row.subtotal !== null) change.subtotal = Number(row.subtotal);
+    if (row.total !== null) change.total = Number(row.total);
+    yield change;
+  }
+}
