@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Delivery, Settlement } from '@cdp/bus';
-import type { EventsMessage, IngestMessage, ProfilesMessage } from '@cdp/contracts';
+import type { IngestMessage } from '@cdp/contracts';
 import {
   eventId,
   isProfileIdentifier,
