@@ -148,9 +148,19 @@ describe('scaled-out wiring (API and processor processes, NATS, Redis, chDB)', (
     await everyAcknowledgedEventOnce();
   });
 
-  it('rebuilds a flushed Redis from the store: same customers, same profiles, nothing doubled', async () => {
+  it('rebuilds a flushed Redis from the store: same customers, merges and profiles, nothing doubled', async () => {
     const before = await profile('customer_id=sc-cust');
     expect(before.status).toBe(200);
+    // Two customers, then merged by an event that names both.
+    await post('/v3/profiles', { attributes: { vuid: 'mg-a', city: 'Oslo' } });
+    await post('/v3/profiles', { attributes: { email: 'mg-b@x.com', first_name: 'B' } });
+    await eventually(async () => (await profile('email=mg-b@x.com')).status === 200);
+    await post('/v3/events', { type: 'pageview', identifiers: { vuid: 'mg-a', email: 'mg-b@x.com' } });
+    const merged = await eventually(async () => {
+      const r = await profile('vuid=mg-a');
+      return r.body.attributes?.first_name === 'B' && r.body;
+    });
+    expect(merged).toEqual({ attributes: { city: 'Oslo', email: 'mg-b@x.com', first_name: 'B', name: 'B' } });
     await load(30, 50, 3, async () => {
       await eventually(() => batchNo >= 10);
       await flushRedis(p.redis.port);
@@ -163,11 +173,17 @@ describe('scaled-out wiring (API and processor processes, NATS, Redis, chDB)', (
     }, 30_000);
     expect(after).toEqual(before.body);
     expect((await profile('vuid=sc-1')).body).toEqual(before.body);
+    expect((await profile('vuid=mg-a')).body).toEqual(merged);
+    expect((await profile('email=mg-b@x.com')).body).toEqual(merged);
+    await post('/v3/events', { type: 'pageview', identifiers: { vuid: 'mg-a' } });
     await everyAcknowledgedEventOnce();
+    // Every vuid's events belong to one customer (a merged customer's history to its survivor).
     const split = await p.withStore((store) =>
       store.query<{ vuid: string; n: number }>(
         acc.id,
-        "SELECT identifiers['vuid'] AS vuid, uniqExact(svc_id) AS n FROM {db}.events GROUP BY vuid HAVING n > 1",
+        `SELECT identifiers['vuid'] AS vuid, uniqExact(if(s.survivor != '', s.survivor, e.svc_id)) AS n
+         FROM {db}.events AS e LEFT JOIN {db}.customer_survivors AS s ON e.svc_id = s.svc_id
+         GROUP BY vuid HAVING n > 1`,
       ),
     );
     expect(split).toEqual([]);
