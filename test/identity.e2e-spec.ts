@@ -82,6 +82,45 @@ describe.each(WIRINGS)('customers and identity (%s)', (_wiring, start) => {
     expect(gone).toEqual([{ merged_into: m!.survivor }]);
   });
 
+  it("keeps a merged customer's list subscriptions: the survivor's own decisions win", async () => {
+    const priv = (path: string, body: unknown) =>
+      p
+        .http()
+        .post(path)
+        .set('x-api-key', acc.privateKey)
+        .send(body as object);
+    expect((await priv('/v3/lists', { name: 'Merge News' })).status).toBe(201);
+    expect((await priv('/v3/lists', { name: 'Merge Deals' })).status).toBe(201);
+    await post('/v3/profiles', { attributes: { email: 'sub-old@x.com' } });
+    await profileWhen('email=sub-old@x.com', () => true);
+    await post('/v3/profiles', { attributes: { email: 'sub-new@x.com' } });
+    await profileWhen('email=sub-new@x.com', () => true);
+    await post('/v3/lists/subscriptions', [
+      { list_id: 'merge_news', email: 'sub-new@x.com', subscribed: true },
+      { list_id: 'merge_deals', email: 'sub-new@x.com', subscribed: true },
+      { list_id: 'merge_deals', email: 'sub-old@x.com', subscribed: false },
+    ]);
+    await post('/v3/events', {
+      type: 'account',
+      action: 'login',
+      identifiers: { email: 'sub-old@x.com', vuid: 'sub-dev' },
+    });
+    await post('/v3/events', { type: 'pageview', identifiers: { email: 'sub-new@x.com', vuid: 'sub-dev' } });
+    await profileWhen('email=sub-new@x.com', (a) => a.email === 'sub-old@x.com');
+    const status = await eventually(async () => {
+      const r = await p
+        .http()
+        .get('/v3/lists/subscriptions?email=sub-old@x.com&include=merge_news,merge_deals')
+        .set('x-api-key', acc.privateKey);
+      const subs = r.body.subscriptions as { list_id: string; subscribed: boolean }[];
+      return subs.some((x) => x.list_id === 'merge_news' && x.subscribed) && subs;
+    });
+    expect(status).toEqual([
+      { name: 'Merge News', list_id: 'merge_news', subscribed: true },
+      { name: 'Merge Deals', list_id: 'merge_deals', subscribed: false },
+    ]);
+  });
+
   it('never merges customers with different customer_ids: the record is accepted and the conflict recorded', async () => {
     await post('/v3/profiles', { attributes: { customer_id: 'X-1', email: 'shared@x.com', city: 'Oslo' } });
     await profileWhen('customer_id=X-1', (a) => a.city === 'Oslo');

@@ -35,6 +35,8 @@ export abstract class IdentityIndex {
   abstract settle(account: string, messages: string[]): Promise<void>;
   /** The customer an identifier resolves to now (a merged customer's identifiers give the survivor). */
   abstract lookup(account: string, id: Identifier): Promise<string | undefined>;
+  /** The customers merged into a customer, directly or through others (in no particular order). */
+  abstract absorbedBy(account: string, customerId: string): Promise<string[]>;
   /** Every identifier of a customer (and of the customers merged into it). */
   abstract identifiersOf(account: string, customerId: string): Promise<Identifier[]>;
   /**

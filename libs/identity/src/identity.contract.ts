@@ -148,6 +148,8 @@ export function identityIndexContract(
       expect(second!.merged.sort()).toEqual([id('a'), id('b')].sort());
       expect(second!.mergeSeq).toBeGreaterThan(first!.mergeSeq);
       expect(await index.lookup(a, email('a@x.com'))).toBe(id('c'));
+      expect((await index.absorbedBy(a, id('c'))).sort()).toEqual([id('a'), id('b')].sort());
+      expect(await index.absorbedBy(a, id('b'))).toEqual([]);
       await index.close();
     });
 

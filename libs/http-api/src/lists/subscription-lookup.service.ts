@@ -70,7 +70,7 @@ export class SubscriptionLookup {
       }
     }
     const [profile, consent] = customerId
-      ? await Promise.all([this.profiles.get(account, customerId), this.consent.get(account, customerId)])
+      ? await Promise.all([this.profiles.get(account, customerId), this.memberships(account, customerId)])
       : [undefined, undefined];
     // The profile's opted_in is the global status, whichever way it was set (svc_all, opted_in, profiles).
     const optedIn = profile?.attributes.opted_in === true;
@@ -79,8 +79,21 @@ export class SubscriptionLookup {
       .map((l) => ({
         name: l.name,
         list_id: l.list_id,
-        subscribed: l.list_id === SVC_ALL ? optedIn : consent?.lists[l.list_id] === true,
+        subscribed: l.list_id === SVC_ALL ? optedIn : consent?.[l.list_id] === true,
       }));
     return { customer: { [used.kind]: used.value }, opted_in: optedIn, subscriptions };
+  }
+
+  /**
+   * A customer's list memberships, those of the customers merged into it included: the survivor's own
+   * decisions win, the merged customers' fill the lists it never decided on. Read-time, so a rebuild
+   * from the consent history (kept under each customer's own id) gives the same answer.
+   */
+  private async memberships(account: string, customerId: string): Promise<Record<string, boolean>> {
+    const merged = await this.identity.absorbedBy(account, customerId);
+    const snapshots = await Promise.all([customerId, ...merged].map((c) => this.consent.get(account, c)));
+    const lists: Record<string, boolean> = {};
+    for (const snapshot of snapshots.reverse()) Object.assign(lists, snapshot?.lists);
+    return lists;
   }
 }

@@ -47,6 +47,10 @@ export class MemoryIdentityIndex extends IdentityIndex {
     return Promise.resolve(this.accounts.get(account)?.graph.owner(identityKey(id)));
   }
 
+  absorbedBy(account: string, customerId: string): Promise<string[]> {
+    return Promise.resolve([...(this.accounts.get(account)?.graph.absorbed.get(customerId) ?? [])]);
+  }
+
   identifiersOf(account: string, customerId: string): Promise<Identifier[]> {
     const graph = this.accounts.get(account)?.graph;
     if (!graph) return Promise.resolve([]);

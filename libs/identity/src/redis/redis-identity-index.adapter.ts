@@ -90,6 +90,10 @@ export class RedisIdentityIndex extends IdentityIndex {
     return (await this.redis.hGet(keys.identities(account), identityKey(id))) ?? undefined;
   }
 
+  async absorbedBy(account: string, customerId: string): Promise<string[]> {
+    return (await this.redis.sMembers(keys.absorbed(account, customerId))).sort();
+  }
+
   async identifiersOf(account: string, customerId: string): Promise<Identifier[]> {
     const survivor = (await this.redis.hGet(keys.merged(account), customerId)) ?? customerId;
     const members = await this.redis.sMembers(keys.members(account, survivor));
