@@ -20,6 +20,11 @@ export interface ClickHouseTransport {
   query<T>(sql: string, params?: Record<string, unknown>): Promise<T[]>;
   /** Runs a select and yields its rows as they come, without holding the whole result. */
   stream<T>(sql: string, params?: Record<string, unknown>): AsyncIterable<T>;
+  /**
+   * Runs a select and writes its result as one Parquet file at a local `path` (which must not exist),
+   * streamed to disk so the rows never sit in this process's memory (exports stage data this way).
+   */
+  writeParquet(sql: string, params: Record<string, unknown>, path: string): Promise<void>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

@@ -63,6 +63,12 @@ export class ChdbTransport implements ClickHouseTransport {
     }
   }
 
+  /** The engine writes the file itself (`INTO OUTFILE`): streaming Parquet chunks are separate files. */
+  async writeParquet(sql: string, params: Record<string, unknown>, path: string): Promise<void> {
+    const target = `'${path.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
+    await storeCall(() => this.db.queryBindAsync(`${sql} INTO OUTFILE ${target} FORMAT Parquet`, params));
+  }
+
   async ping(): Promise<void> {
     await this.query('SELECT 1');
   }

@@ -1,4 +1,6 @@
+import { createWriteStream } from 'node:fs';
 import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import { storeCall, toStoreError, type ClickHouseTransport } from '../clickhouse-transport.js';
 
@@ -76,6 +78,14 @@ export class ClickHouseHttpTransport implements ClickHouseTransport {
     } catch (err) {
       throw toStoreError(err);
     }
+  }
+
+  /** The server's `INTO OUTFILE` would write on its own host: the Parquet body is streamed to disk here. */
+  async writeParquet(sql: string, params: Record<string, unknown>, path: string): Promise<void> {
+    await storeCall(async () => {
+      const result = await this.client.exec({ query: `${sql} FORMAT Parquet`, query_params: params });
+      await pipeline(result.stream, createWriteStream(path, { flags: 'wx' }));
+    });
   }
 
   async ping(): Promise<void> {

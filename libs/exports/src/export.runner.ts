@@ -1,0 +1,278 @@
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import type { Buckets } from '@cdp/buckets';
+import type { AnalyticStore } from '@cdp/store';
+import type { ColumnType, ExportCatalogs, ExportObject } from './export-objects.js';
+import { exportPrefix, type ExportJob, type ExportState, type ObjectFailure } from './export-record.js';
+import type { ExportDelimiter, ExportFormat } from './export-request.js';
+import {
+  BASE_ALIAS,
+  compileObject,
+  compileSelect,
+  duckType,
+  quoteIdent,
+  type CompiledColumn,
+  type CompiledSelect,
+} from './select.compiler.js';
+
+export interface ExportFile {
+  path: string;
+  object: string;
+  rows: number;
+  bytes: number;
+  sha256: string;
+}
+
+/** spec/NOTES.md "Exports": the manifest written last. */
+export interface CompleteManifest {
+  export_id: string;
+  state: ExportState;
+  files: ExportFile[];
+  /** Per object, each column's type, in file order. */
+  columns: Record<string, Record<string, ColumnType>>;
+  errors?: ObjectFailure[];
+}
+
+export interface ExportRunnerOptions {
+  /** Local scratch space: staged pages and files before they go to the bucket. */
+  tmpDir: string;
+  /** Rows read from the store per page, and so at most per file (spec: sorts apply per file). */
+  rowsPerFile: number;
+  /** DuckDB's memory bound; it spills to tmpDir beyond. */
+  memoryLimitMb: number;
+  threads: number;
+}
+
+const DELIMITERS: Record<ExportDelimiter, string> = { comma: ',', tab: '\t', pipe: '|' };
+
+/** SQL literal for a path this code generated (never user input); quoted all the same. */
+function literal(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}
+
+function chIdent(name: string): string {
+  return `\`${name.replaceAll('\\', '\\\\').replaceAll('`', '\\`')}\``;
+}
+
+/** The object's columns as a ClickHouse select list, each under its export name. */
+function storeColumns(object: ExportObject): string {
+  return object.columns.map((c) => `${c.expr ?? chIdent(c.name)} AS ${chIdent(c.name)}`).join(', ');
+}
+
+/**
+ * CSV writes numbers in plain decimal notation (spec/NOTES.md "Exports"): DuckDB would print large
+ * and tiny doubles with an exponent, so those go through an integer or a wide decimal instead.
+ */
+function plainNumber(sql: string): string {
+  const text = `CAST(${sql} AS VARCHAR)`;
+  return `CASE WHEN ${sql} IS NULL OR NOT contains(lower(${text}), 'e') OR isinf(${sql}) OR abs(${sql}) >= 1e37 THEN ${text}
+    WHEN abs(${sql}) >= 1 THEN CAST(CAST(${sql} AS HUGEINT) AS VARCHAR)
+    ELSE regexp_replace(CAST(CAST(${sql} AS DECIMAL(38,37)) AS VARCHAR), '\\.?0+$', '') END`;
+}
+
+function outputColumn(c: CompiledColumn, format: ExportFormat): string {
+  const typed = `CAST(${c.sql} AS ${duckType(c.type)})`;
+  const value = format === 'CSV' && c.type === 'number' ? plainNumber(typed) : typed;
+  return `${value} AS ${quoteIdent(c.name)}`;
+}
+
+/**
+ * Runs one export job: rows come from the store page by page (a page per file, in the table's key
+ * order) as Parquet staged on local disk; DuckDB runs the compiled select over each page — joins for
+ * relation paths, the filter with bound parameters, the sorts — and writes the file; the file goes to
+ * the export bucket with its size and hash; `complete.json` goes last. Memory is bounded by one page.
+ */
+export class ExportRunner {
+  constructor(
+    private readonly store: AnalyticStore,
+    private readonly buckets: Buckets,
+    private readonly catalogs: ExportCatalogs,
+    private readonly options: ExportRunnerOptions,
+  ) {}
+
+  async run(job: ExportJob, signal: AbortSignal): Promise<CompleteManifest> {
+    const { record } = job;
+    const prefix = exportPrefix(job.trackerId, record.id);
+    // A resumed job starts over: nothing a dead attempt left may mix with this one's files.
+    for (const key of await this.buckets.list('export', prefix)) await this.buckets.remove('export', key);
+    const work = join(this.options.tmpDir, record.id);
+    await rm(work, { recursive: true, force: true });
+    await mkdir(join(work, 'duckdb'), { recursive: true });
+    const instance = await DuckDBInstance.create(':memory:', {
+      memory_limit: `${this.options.memoryLimitMb}MB`,
+      threads: String(this.options.threads),
+      temp_directory: join(work, 'duckdb'),
+    });
+    const db = await instance.connect();
+    const manifest: CompleteManifest = { export_id: record.id, state: 'completed', files: [], columns: {} };
+    const errors: ObjectFailure[] = [];
+    try {
+      await db.run(`SET TimeZone = 'UTC'`);
+      const catalog = await this.catalogs.forAccount(job.account);
+      const plans: { object: string; plan: () => CompiledSelect }[] = record.detail.select
+        ? [{ object: record.detail.select.object, plan: () => compileSelect(record.detail.select!, catalog) }]
+        : record.detail.objects.map((name) => ({
+            object: name,
+            plan: () => {
+              const object = catalog.object(name);
+              if (!object) throw new Error(`unable to locate object ${name}`);
+              return compileObject(object);
+            },
+          }));
+      for (const { object, plan } of plans) {
+        signal.throwIfAborted();
+        try {
+          const compiled = plan();
+          const files = await this.exportObject(job, compiled, db, work, signal);
+          manifest.files.push(...files);
+          manifest.columns[object] = Object.fromEntries(compiled.columns.map((c) => [c.name, c.type]));
+        } catch (err) {
+          if (signal.aborted) throw err;
+          errors.push({ object, reason: err instanceof Error ? err.message : String(err) });
+        }
+      }
+      if (errors.length) {
+        manifest.state = 'completed_with_errors';
+        manifest.errors = errors;
+      }
+      signal.throwIfAborted();
+      await this.buckets.write('export', `${prefix}/complete.json`, `${JSON.stringify(manifest, null, 2)}\n`);
+      return manifest;
+    } finally {
+      db.closeSync();
+      instance.closeSync();
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  private async exportObject(
+    job: ExportJob,
+    plan: CompiledSelect,
+    db: DuckDBConnection,
+    work: string,
+    signal: AbortSignal,
+  ): Promise<ExportFile[]> {
+    const { object } = plan;
+    const { format, delimiter } = job.record.detail;
+    const ext = format === 'CSV' ? 'csv' : 'parquet';
+    const prefix = exportPrefix(job.trackerId, job.record.id);
+    // Related objects are staged whole, once per object exported.
+    const staged = new Map<string, string>();
+    for (const j of plan.joins) {
+      const path = join(work, `${object.name}-${j.alias}.parquet`);
+      await this.store.writeParquet(
+        job.account,
+        `SELECT ${storeColumns(j.object)} FROM ${j.object.from}`,
+        {},
+        path,
+      );
+      staged.set(j.alias, path);
+    }
+    const files: ExportFile[] = [];
+    let after: (string | number)[] | undefined;
+    for (let page = 0; ; page++) {
+      signal.throwIfAborted();
+      const pagePath = join(work, `${object.name}-page-${page}.parquet`);
+      const { sql, params } = pageQuery(object, after, this.options.rowsPerFile);
+      await this.store.writeParquet(job.account, sql, params, pagePath);
+      const read = `read_parquet(${literal(pagePath)})`;
+      const counted = await db.runAndReadAll(`SELECT count(*)::BIGINT AS n FROM ${read}`);
+      const pageRows = Number(counted.getRowObjectsJS()[0]!.n);
+      const last = pageRows < this.options.rowsPerFile;
+      if (!last) after = await lastKey(db, object, pagePath);
+      const name = `${object.name}_${String(page).padStart(5, '0')}.${ext}`;
+      const out = join(work, name);
+      const joins = plan.joins
+        .map((j) => {
+          const on = j.relation.joinFields
+            .map((f) => `${j.from}.${quoteIdent(f.parent)} = ${j.alias}.${quoteIdent(f.child)}`)
+            .join(' AND ');
+          return ` LEFT JOIN read_parquet(${literal(staged.get(j.alias)!)}) AS ${j.alias} ON ${on}`;
+        })
+        .join('');
+      const select =
+        `SELECT ${plan.columns.map((c) => outputColumn(c, format)).join(', ')} FROM ${read} AS ${BASE_ALIAS}${joins}` +
+        (plan.where ? ` WHERE ${plan.where}` : '') +
+        (plan.orderBy ? ` ORDER BY ${plan.orderBy}` : '');
+      const options =
+        format === 'CSV'
+          ? `FORMAT csv, HEADER true, DELIMITER ${literal(DELIMITERS[delimiter])}, QUOTE '"', ESCAPE '"', TIMESTAMPFORMAT '%Y-%m-%dT%H:%M:%S.%gZ'`
+          : `FORMAT parquet, COMPRESSION zstd`;
+      const copy = await db.prepare(`COPY (${select}) TO ${literal(out)} (${options})`);
+      if (plan.params.length) copy.bind(plan.params);
+      const result = await copy.runAndReadAll();
+      const rows = Number(result.getRowsJS()[0]?.[0] ?? 0);
+      // An object with no matching rows still gets one file, so its columns are there to read.
+      if (rows > 0 || (last && files.length === 0)) {
+        files.push({ ...(await this.upload(`${prefix}/${name}`, out)), object: object.name, rows });
+      }
+      await rm(pagePath, { force: true });
+      await rm(out, { force: true });
+      if (last) break;
+    }
+    for (const path of staged.values()) await rm(path, { force: true });
+    return files;
+  }
+
+  private async upload(key: string, file: string): Promise<Omit<ExportFile, 'object' | 'rows'>> {
+    const hash = createHash('sha256');
+    let bytes = 0;
+    async function* hashing(): AsyncGenerator<Buffer> {
+      for await (const chunk of createReadStream(file)) {
+        hash.update(chunk as Buffer);
+        bytes += (chunk as Buffer).length;
+        yield chunk as Buffer;
+      }
+    }
+    await this.buckets.write('export', key, Readable.from(hashing()));
+    return { path: key, bytes, sha256: hash.digest('hex') };
+  }
+}
+
+/**
+ * The next page of an object in its key order: keyset paging (rows after the last key of the page
+ * before), so every page costs the same however far into the table it is.
+ */
+export function pageQuery(
+  object: ExportObject,
+  after: (string | number)[] | undefined,
+  limit: number,
+): { sql: string; params: Record<string, unknown> } {
+  const key = object.pageKey.map(chIdent).join(', ');
+  const params: Record<string, unknown> = {};
+  let where = '';
+  if (after) {
+    const values = object.pageKey.map((name, i) => {
+      const type = object.columns.find((c) => c.name === name)!.type;
+      params[`k${i}`] = after[i];
+      if (type === 'timestamp') return `fromUnixTimestamp64Milli({k${i}:Int64}, 'UTC')`;
+      if (type === 'integer') return `{k${i}:Int64}`;
+      return `{k${i}:String}`;
+    });
+    where = ` WHERE (${key}) > (${values.join(', ')})`;
+  }
+  return {
+    sql: `SELECT ${storeColumns(object)} FROM ${object.from}${where} ORDER BY ${key} LIMIT ${Math.floor(limit)}`,
+    params,
+  };
+}
+
+async function lastKey(
+  db: DuckDBConnection,
+  object: ExportObject,
+  pagePath: string,
+): Promise<(string | number)[]> {
+  const exprs = object.pageKey.map((name, i) => {
+    const type = object.columns.find((c) => c.name === name)!.type;
+    return `${type === 'timestamp' ? `epoch_ms(${quoteIdent(name)})` : quoteIdent(name)} AS k${i}`;
+  });
+  const result = await db.runAndReadAll(
+    `SELECT ${exprs.join(', ')} FROM read_parquet(${literal(pagePath)}, file_row_number = true) ORDER BY file_row_number DESC LIMIT 1`,
+  );
+  const row = result.getRowsJS()[0]!;
+  return row.map((v) => (typeof v === 'bigint' ? Number(v) : (v as string)));
+}
