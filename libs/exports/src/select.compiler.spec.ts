@@ -42,7 +42,7 @@ describe('select compiler', () => {
       const p = await db.prepare(
         'INSERT INTO items VALUES ($1, $2, $3, $4, $5, CAST($6 AS TIMESTAMPTZ), $7)',
       );
-      p.bind(r.map((v) => v) as (string | number | boolean | null)[]);
+      p.bind([...r]);
       await p.run();
     }
   });
@@ -60,7 +60,7 @@ describe('select compiler', () => {
     const sql = `SELECT t0.id FROM items AS t0${joins} WHERE ${plan.where} ORDER BY ${plan.orderBy ?? 't0.id'}`;
     const stmt = await db.prepare(sql);
     if (plan.params.length) stmt.bind(plan.params);
-    return (await stmt.runAndReadAll()).getRowsJS().map((r) => String(r[0]));
+    return (await stmt.runAndReadAll()).getRowsJS().map((r) => r[0] as string);
   }
   const cmp = (field: string, operator: string, value: unknown) => ({ field, operator, value }) as Filter;
 
