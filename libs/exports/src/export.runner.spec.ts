@@ -7,7 +7,9 @@ import { ChdbTransport, ClickHouseStore, type StoreBatch } from '@cdp/store';
 import { BuiltInExportCatalogs } from './export-objects.js';
 import type { ExportJob } from './export-record.js';
 import type { ExportDetail } from './export-request.js';
-import { ExportRunner } from './export.runner.js';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { DUCKDB_SETUP, ExportRunner, pageQuery, plainNumber } from './export.runner.js';
+import { EVENTS_OBJECT } from './export-objects.js';
 
 /** The data path on the real engines: chDB pages → DuckDB → files in a local bucket. */
 const readCsv = (path: string): Record<string, string>[] =>
@@ -113,5 +115,46 @@ describe('ExportRunner on chDB and DuckDB', () => {
       'customer.email': 'string',
       days_since_last_visit: 'integer',
     });
+  });
+});
+
+describe('CSV numbers', () => {
+  it('are written in plain decimal notation, never with an exponent (spec/NOTES.md "Exports")', async () => {
+    const db = await (await DuckDBInstance.create(':memory:')).connect();
+    for (const statement of DUCKDB_SETUP) await db.run(statement);
+    const values: [number | null, string | null][] = [
+      [1e20, '100000000000000000000'],
+      [-2.5e21, '-2500000000000000000000'],
+      [123456789012345678, '123456789012345680'],
+      [1e-7, '0.0000001'],
+      [-3.25e-9, '-0.00000000325'],
+      [0.1, '0.1'],
+      [3.14159, '3.14159'],
+      [-2.3, '-2.3'],
+      [0, '0.0'],
+      [-1.5e300, `-15${'0'.repeat(299)}`],
+      [5e-324, `0.${'0'.repeat(323)}5`],
+      [null, null],
+    ];
+    for (const [value, text] of values) {
+      const stmt = await db.prepare(`SELECT ${plainNumber('CAST($1 AS DOUBLE)')} AS v`);
+      stmt.bind([value === null ? null : String(value)]);
+      const got = (await stmt.runAndReadAll()).getRowsJS()[0]![0];
+      expect({ value, got }).toEqual({ value, got: text });
+    }
+    db.closeSync();
+  });
+});
+
+describe('page queries', () => {
+  it('continue after the last key of the page before, in the table order, with bound values', () => {
+    expect(pageQuery(EVENTS_OBJECT, undefined, 10).sql).toMatch(
+      /ORDER BY `svc_id`, `ts`, `event_id` LIMIT 10$/,
+    );
+    const next = pageQuery(EVENTS_OBJECT, ["c'1", 1700000000000, 'e9'], 10);
+    expect(next.sql).toContain(
+      "WHERE (`svc_id`, `ts`, `event_id`) > ({k0:String}, fromUnixTimestamp64Milli({k1:Int64}, 'UTC'), {k2:String})",
+    );
+    expect(next.params).toEqual({ k0: "c'1", k1: 1700000000000, k2: 'e9' });
   });
 });

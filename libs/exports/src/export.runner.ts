@@ -64,14 +64,28 @@ function storeColumns(object: ExportObject): string {
 }
 
 /**
- * CSV writes numbers in plain decimal notation (spec/NOTES.md "Exports"): DuckDB would print large
- * and tiny doubles with an exponent, so those go through an integer or a wide decimal instead.
+ * CSV writes numbers in plain decimal notation (spec/NOTES.md "Exports"). DuckDB prints large and
+ * tiny doubles as their shortest form with an exponent (`1e+20`, `1e-07`); these macros move the
+ * decimal point of that same shortest form, so no digit is invented or lost.
  */
-function plainNumber(sql: string): string {
-  const text = `CAST(${sql} AS VARCHAR)`;
-  return `CASE WHEN ${sql} IS NULL OR NOT contains(lower(${text}), 'e') OR isinf(${sql}) OR abs(${sql}) >= 1e37 THEN ${text}
-    WHEN abs(${sql}) >= 1 THEN CAST(CAST(${sql} AS HUGEINT) AS VARCHAR)
-    ELSE regexp_replace(CAST(CAST(${sql} AS DECIMAL(38,37)) AS VARCHAR), '\\.?0+$', '') END`;
+export const DUCKDB_SETUP = [
+  `SET TimeZone = 'UTC'`,
+  `CREATE OR REPLACE TEMP MACRO cdp_shift(m, p) AS (
+    m.s || CASE
+      WHEN p <= 0 THEN '0.' || repeat('0', -p) || m.i || m.f
+      WHEN p >= len(m.i || m.f) THEN m.i || m.f || repeat('0', p - len(m.i || m.f))
+      ELSE substr(m.i || m.f, 1, p) || '.' || substr(m.i || m.f, p + 1)
+    END)`,
+  `CREATE OR REPLACE TEMP MACRO cdp_plain(t) AS (
+    CASE WHEN NOT contains(t, 'e') THEN t
+    ELSE cdp_shift(
+      regexp_extract(t, '^(-?)(\\d+)\\.?(\\d*)e([+-]?\\d+)$', ['s', 'i', 'f', 'e']),
+      len(regexp_extract(t, '^-?(\\d+)', 1)) + CAST(regexp_extract(t, 'e([+-]?\\d+)$', 1) AS INTEGER))
+    END)`,
+];
+
+export function plainNumber(sql: string): string {
+  return `cdp_plain(CAST(${sql} AS VARCHAR))`;
 }
 
 function outputColumn(c: CompiledColumn, format: ExportFormat): string {
@@ -111,7 +125,7 @@ export class ExportRunner {
     const manifest: CompleteManifest = { export_id: record.id, state: 'completed', files: [], columns: {} };
     const errors: ObjectFailure[] = [];
     try {
-      await db.run(`SET TimeZone = 'UTC'`);
+      for (const statement of DUCKDB_SETUP) await db.run(statement);
       const catalog = await this.catalogs.forAccount(job.account);
       const plans: { object: string; plan: () => CompiledSelect }[] = record.detail.select
         ? [{ object: record.detail.select.object, plan: () => compileSelect(record.detail.select!, catalog) }]

@@ -193,7 +193,8 @@ function typedValue(c: Comparison, type: ColumnType, bind: Bind): string {
     case 'number': {
       const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
       if (typeof n !== 'number' || !Number.isFinite(n)) throw wrong('a number');
-      return `CAST(${bind(n)} AS DOUBLE)`;
+      // As text: DuckDB binds a whole JS number as BIGINT, which 1e20 overflows.
+      return `CAST(${bind(String(n))} AS DOUBLE)`;
     }
     case 'boolean':
       if (typeof value !== 'boolean') throw wrong('a boolean');
