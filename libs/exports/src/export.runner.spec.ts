@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
@@ -9,7 +9,7 @@ import type { ExportJob } from './export-record.js';
 import type { ExportDetail } from './export-request.js';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { DUCKDB_SETUP, ExportRunner, pageQuery, plainNumber } from './export.runner.js';
-import { EVENTS_OBJECT } from './export-objects.js';
+import { BUILT_IN_CATALOG, EVENTS_OBJECT, ExportCatalogs } from './export-objects.js';
 
 /** The data path on the real engines: chDB pages → DuckDB → files in a local bucket. */
 const readCsv = (path: string): Record<string, string>[] =>
@@ -87,6 +87,41 @@ describe('ExportRunner on chDB and DuckDB', () => {
       return rows.map((r) => r.event_id);
     });
     expect(ids.sort()).toEqual(Array.from({ length: 20 }, (_, i) => `e${String(i).padStart(2, '0')}`));
+  });
+
+  it('completes with errors when an object fails: the record of it, none of its files, the rest exported', async () => {
+    const broken = { ...EVENTS_OBJECT, name: 'broken', from: '{db}.no_such_table' };
+    const catalogs: ExportCatalogs = { forAccount: () => Promise.resolve(BUILT_IN_CATALOG.with(broken)) };
+    const withBroken = new ExportRunner(store, buckets, catalogs, {
+      tmpDir: join(dir, 'tmp'),
+      rowsPerFile: 7,
+      memoryLimitMb: 128,
+      threads: 1,
+    });
+    // Left by an earlier attempt of the same job: a resumed job starts from an empty location.
+    await buckets.write('export', 'trk/data-exports/x3/stale.csv', 'old');
+    const manifest = await withBroken.run(
+      job('x3', { objects: ['broken', 'customers'] }),
+      new AbortController().signal,
+    );
+    expect(manifest.state).toBe('completed_with_errors');
+    expect(manifest.errors).toEqual([{ object: 'broken', reason: expect.stringMatching(/no_such_table/) }]);
+    expect(manifest.files.map((f) => f.object)).toEqual(['customers']);
+    const written = JSON.parse(
+      readFileSync(join(dir, 'export', 'trk/data-exports/x3/complete.json'), 'utf8'),
+    ) as typeof manifest;
+    expect(written).toEqual(manifest);
+    expect(readdirSync(join(dir, 'export', 'trk/data-exports/x3')).sort()).toEqual([
+      'complete.json',
+      'customers_00000.csv',
+    ]);
+  });
+
+  it('stops between pages when aborted, writing no complete.json', async () => {
+    const abort = new AbortController();
+    abort.abort(new Error('stopping'));
+    await expect(runner.run(job('x4', { objects: ['events'] }), abort.signal)).rejects.toThrow('stopping');
+    expect(existsSync(join(dir, 'export', 'trk/data-exports/x4/complete.json'))).toBe(false);
   });
 
   it('joins a relation path, filters with bound values and sorts each file', async () => {

@@ -139,13 +139,16 @@ export class ExportRunner {
           }));
       for (const { object, plan } of plans) {
         signal.throwIfAborted();
+        const files: ExportFile[] = [];
         try {
           const compiled = plan();
-          const files = await this.exportObject(job, compiled, db, work, signal);
+          await this.exportObject(job, compiled, db, work, signal, files);
           manifest.files.push(...files);
           manifest.columns[object] = Object.fromEntries(compiled.columns.map((c) => [c.name, c.type]));
         } catch (err) {
           if (signal.aborted) throw err;
+          // The export location holds only what complete.json lists: a failed object leaves no files.
+          for (const f of files) await this.buckets.remove('export', f.path).catch(() => undefined);
           errors.push({ object, reason: err instanceof Error ? err.message : String(err) });
         }
       }
@@ -169,7 +172,9 @@ export class ExportRunner {
     db: DuckDBConnection,
     work: string,
     signal: AbortSignal,
-  ): Promise<ExportFile[]> {
+    /** Receives each file as it lands in the bucket. */
+    files: ExportFile[],
+  ): Promise<void> {
     const { object } = plan;
     const { format, delimiter } = job.record.detail;
     const ext = format === 'CSV' ? 'csv' : 'parquet';
@@ -186,7 +191,6 @@ export class ExportRunner {
       );
       staged.set(j.alias, path);
     }
-    const files: ExportFile[] = [];
     let after: (string | number)[] | undefined;
     for (let page = 0; ; page++) {
       signal.throwIfAborted();
@@ -229,7 +233,6 @@ export class ExportRunner {
       if (last) break;
     }
     for (const path of staged.values()) await rm(path, { force: true });
-    return files;
   }
 
   private async upload(key: string, file: string): Promise<Omit<ExportFile, 'object' | 'rows'>> {

@@ -29,6 +29,12 @@ export interface ClickHouseTransport {
   close(): Promise<void>;
 }
 
+/**
+ * Rows per Parquet row group when a select is written to a file: the engine holds one group in memory
+ * before writing it, so this bounds its memory whatever the size of the result.
+ */
+export const PARQUET_ROW_GROUP = 100_000;
+
 /** A store failure with the engine's code, so callers can tell bad SQL from a passing fault. */
 export class StoreError extends Error {
   override name = 'StoreError';
