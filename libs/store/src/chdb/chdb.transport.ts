@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { Session, drainPending } from 'chdb';
 import {
-  PARQUET_ROW_GROUP,
+  PARQUET_SETTINGS,
   StoreError,
   storeCall,
   toStoreError,
@@ -74,7 +74,7 @@ export class ChdbTransport implements ClickHouseTransport {
     const target = `'${path.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
     await storeCall(() =>
       this.db.queryBindAsync(
-        `${sql} INTO OUTFILE ${target} FORMAT Parquet SETTINGS output_format_parquet_row_group_size = ${PARQUET_ROW_GROUP}`,
+        `${sql} INTO OUTFILE ${target} FORMAT Parquet SETTINGS ${PARQUET_SETTINGS}`,
         params,
       ),
     );

@@ -91,7 +91,10 @@ export class ClickHouseHttpTransport implements ClickHouseTransport {
       const result = await this.client.exec({
         query: `${sql} FORMAT Parquet`,
         query_params: params,
-        clickhouse_settings: { output_format_parquet_row_group_size: String(PARQUET_ROW_GROUP) },
+        clickhouse_settings: {
+          output_format_parquet_row_group_size: String(PARQUET_ROW_GROUP),
+          output_format_parquet_compression_method: 'lz4',
+        },
       });
       await pipeline(result.stream, createWriteStream(path, { flags: 'wx' }));
     });
