@@ -11,7 +11,7 @@ import { APP_CONFIG, type AppConfig } from '@cdp/config';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { MetadataStore } from '@cdp/metadata';
 import { AnalyticStore } from '@cdp/store';
-import { BuiltInExportCatalogs, ExportCatalogs } from './export-objects.js';
+import { EXPORT_CATALOGS_PROVIDER, ExportCatalogs } from './export-objects.js';
 import { ExportRunner } from './export.runner.js';
 import { ExportWorker } from './export.worker.js';
 
@@ -55,6 +55,6 @@ export class ExportWorkerLifecycle implements OnApplicationBootstrap, BeforeAppl
  * `apps/exporter` with a ClickHouse server, and in the all-in-one process.
  */
 @Module({
-  providers: [{ provide: ExportCatalogs, useClass: BuiltInExportCatalogs }, ExportWorkerLifecycle],
+  providers: [EXPORT_CATALOGS_PROVIDER, ExportWorkerLifecycle],
 })
 export class ExportWorkerModule {}

@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import type { Buckets } from '@cdp/buckets';
 import type { AnalyticStore } from '@cdp/store';
@@ -35,6 +34,13 @@ export interface CompleteManifest {
   /** Per object, each column's type, in file order. */
   columns: Record<string, Record<string, ColumnType>>;
   errors?: ObjectFailure[];
+}
+
+interface StagedPage {
+  path: string;
+  /** Fewer rows than a full page: nothing follows. */
+  last: boolean;
+  lastKey: (string | number)[] | undefined;
 }
 
 export interface ExportRunnerOptions {
@@ -120,8 +126,13 @@ export class ExportRunner {
       memory_limit: `${this.options.memoryLimitMb}MB`,
       threads: String(this.options.threads),
       temp_directory: join(work, 'duckdb'),
+      // Each staged page is read once: caching it would only grow the memory with the table.
+      enable_external_file_cache: 'false',
+      // Order comes from the sorts; without them, keeping the page's order would only cost memory.
+      preserve_insertion_order: 'false',
     });
     const db = await instance.connect();
+    const stageDb = await instance.connect();
     const manifest: CompleteManifest = { export_id: record.id, state: 'completed', files: [], columns: {} };
     const errors: ObjectFailure[] = [];
     try {
@@ -142,7 +153,7 @@ export class ExportRunner {
         const files: ExportFile[] = [];
         try {
           const compiled = plan();
-          await this.exportObject(job, compiled, db, work, signal, files);
+          await this.exportObject(job, compiled, db, stageDb, work, signal, files);
           manifest.files.push(...files);
           manifest.columns[object] = Object.fromEntries(compiled.columns.map((c) => [c.name, c.type]));
         } catch (err) {
@@ -160,6 +171,7 @@ export class ExportRunner {
       await this.buckets.write('export', `${prefix}/complete.json`, `${JSON.stringify(manifest, null, 2)}\n`);
       return manifest;
     } finally {
+      stageDb.closeSync();
       db.closeSync();
       instance.closeSync();
       await rm(work, { recursive: true, force: true });
@@ -170,6 +182,8 @@ export class ExportRunner {
     job: ExportJob,
     plan: CompiledSelect,
     db: DuckDBConnection,
+    /** A second connection: the page being staged is read while `db` writes the one before. */
+    stageDb: DuckDBConnection,
     work: string,
     signal: AbortSignal,
     /** Receives each file as it lands in the bucket. */
@@ -191,65 +205,76 @@ export class ExportRunner {
       );
       staged.set(j.alias, path);
     }
-    let after: (string | number)[] | undefined;
-    for (let page = 0; ; page++) {
+    const stage = async (page: number, after: (string | number)[] | undefined): Promise<StagedPage> => {
       signal.throwIfAborted();
-      const pagePath = join(work, `${object.name}-page-${page}.parquet`);
+      const path = join(work, `${object.name}-page-${page}.parquet`);
       const { sql, params } = pageQuery(object, after, this.options.rowsPerFile);
-      await this.store.writeParquet(job.account, sql, params, pagePath);
-      const read = `read_parquet(${literal(pagePath)})`;
-      const counted = await db.runAndReadAll(`SELECT count(*)::BIGINT AS n FROM ${read}`);
-      const pageRows = Number(counted.getRowObjectsJS()[0]!.n);
-      const last = pageRows < this.options.rowsPerFile;
-      if (!last) after = await lastKey(db, object, pagePath);
-      const name = `${object.name}_${String(page).padStart(5, '0')}.${ext}`;
-      const out = join(work, name);
-      const joins = plan.joins
-        .map((j) => {
-          const on = j.relation.joinFields
-            .map((f) => `${j.from}.${quoteIdent(f.parent)} = ${j.alias}.${quoteIdent(f.child)}`)
-            .join(' AND ');
-          return ` LEFT JOIN read_parquet(${literal(staged.get(j.alias)!)}) AS ${j.alias} ON ${on}`;
-        })
-        .join('');
-      const select =
-        `SELECT ${plan.columns.map((c) => outputColumn(c, format)).join(', ')} FROM ${read} AS ${BASE_ALIAS}${joins}` +
-        (plan.where ? ` WHERE ${plan.where}` : '') +
-        (plan.orderBy ? ` ORDER BY ${plan.orderBy}` : '');
-      const options =
-        format === 'CSV'
-          ? `FORMAT csv, HEADER true, DELIMITER ${literal(DELIMITERS[delimiter])}, QUOTE '"', ESCAPE '"', TIMESTAMPFORMAT '%Y-%m-%dT%H:%M:%S.%gZ'`
-          : `FORMAT parquet, COMPRESSION zstd`;
-      const copy = await db.prepare(`COPY (${select}) TO ${literal(out)} (${options})`);
-      if (plan.params.length) copy.bind(plan.params);
-      const result = await copy.runAndReadAll();
-      const rows = Number(result.getRowsJS()[0]?.[0] ?? 0);
-      // An object with no matching rows still gets one file, so its columns are there to read.
-      if (rows > 0 || (last && files.length === 0)) {
-        files.push({ ...(await this.upload(`${prefix}/${name}`, out)), object: object.name, rows });
+      await this.store.writeParquet(job.account, sql, params, path);
+      const counted = await stageDb.runAndReadAll(
+        `SELECT count(*)::BIGINT AS n FROM read_parquet(${literal(path)})`,
+      );
+      const rows = Number(counted.getRowObjectsJS()[0]!.n);
+      const last = rows < this.options.rowsPerFile;
+      return { path, last, lastKey: last ? undefined : await lastKey(stageDb, object, path) };
+    };
+    const joins = plan.joins
+      .map((j) => {
+        const on = j.relation.joinFields
+          .map((f) => `${j.from}.${quoteIdent(f.parent)} = ${j.alias}.${quoteIdent(f.child)}`)
+          .join(' AND ');
+        return ` LEFT JOIN read_parquet(${literal(staged.get(j.alias)!)}) AS ${j.alias} ON ${on}`;
+      })
+      .join('');
+    const options =
+      format === 'CSV'
+        ? `FORMAT csv, HEADER true, DELIMITER ${literal(DELIMITERS[delimiter])}, QUOTE '"', ESCAPE '"', TIMESTAMPFORMAT '%Y-%m-%dT%H:%M:%S.%gZ'`
+        : `FORMAT parquet, COMPRESSION zstd`;
+
+    // The store stages the next page while DuckDB writes this one: two engines, one page apart.
+    let next: Promise<StagedPage> | undefined = stage(0, undefined);
+    try {
+      for (let page = 0; next; page++) {
+        const current: StagedPage = await next;
+        next = current.last ? undefined : stage(page + 1, current.lastKey);
+        // A failure of the page being staged surfaces when it is awaited, not as an unhandled one.
+        next?.catch(() => undefined);
+        signal.throwIfAborted();
+        const name = `${object.name}_${String(page).padStart(5, '0')}.${ext}`;
+        const out = join(work, name);
+        const select =
+          `SELECT ${plan.columns.map((c) => outputColumn(c, format)).join(', ')} FROM read_parquet(${literal(current.path)}) AS ${BASE_ALIAS}${joins}` +
+          (plan.where ? ` WHERE ${plan.where}` : '') +
+          (plan.orderBy ? ` ORDER BY ${plan.orderBy}` : '');
+        const copy = await db.prepare(`COPY (${select}) TO ${literal(out)} (${options})`);
+        if (plan.params.length) copy.bind(plan.params);
+        const result = await copy.runAndReadAll();
+        const rows = Number(result.getRowsJS()[0]?.[0] ?? 0);
+        await rm(current.path, { force: true });
+        // An object with no matching rows still gets one file, so its columns are there to read.
+        if (rows > 0 || (current.last && files.length === 0)) {
+          files.push({ ...(await this.moveIn(`${prefix}/${name}`, out)), object: object.name, rows });
+        } else {
+          await rm(out, { force: true });
+        }
       }
-      await rm(pagePath, { force: true });
-      await rm(out, { force: true });
-      if (last) break;
+    } finally {
+      await next?.catch(() => undefined);
     }
     for (const path of staged.values()) await rm(path, { force: true });
   }
 
-  private async upload(key: string, file: string): Promise<Omit<ExportFile, 'object' | 'rows'>> {
+  /** Hashes a finished file, then moves it into the export bucket. */
+  private async moveIn(key: string, file: string): Promise<Omit<ExportFile, 'object' | 'rows'>> {
     const hash = createHash('sha256');
     let bytes = 0;
-    async function* hashing(): AsyncGenerator<Buffer> {
-      for await (const chunk of createReadStream(file)) {
-        hash.update(chunk as Buffer);
-        bytes += (chunk as Buffer).length;
-        yield chunk as Buffer;
-      }
+    for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 })) {
+      hash.update(chunk as Buffer);
+      bytes += (chunk as Buffer).length;
     }
-    await this.buckets.write('export', key, Readable.from(hashing()));
+    await this.buckets.moveIn('export', key, file);
     return { path: key, bytes, sha256: hash.digest('hex') };
   }
 }
-
 /**
  * The next page of an object in its key order: keyset paging (rows after the last key of the page
  * before), so every page costs the same however far into the table it is.
