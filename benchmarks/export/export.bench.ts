@@ -102,6 +102,7 @@ for (const size of sizes) {
       'export rows/s': size / ours.seconds,
       'export s': ours.seconds,
       'export peak RSS MB': ours.peakRssMb,
+      'export RSS at start MB': ours.idleRssMb,
       files: ours.files,
       'export MB': ours.bytes / 1024 / 1024,
       'raw COPY rows/s': size / raw.seconds,

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import type { Buckets } from '@cdp/buckets';
@@ -104,7 +103,8 @@ function outputColumn(c: CompiledColumn, format: ExportFormat): string {
  * Runs one export job: rows come from the store page by page (a page per file, in the table's key
  * order) as Parquet staged on local disk; DuckDB runs the compiled select over each page — joins for
  * relation paths, the filter with bound parameters, the sorts — and writes the file; the file goes to
- * the export bucket with its size and hash; `complete.json` goes last. Memory is bounded by one page.
+ * the export bucket with its size and hash; `complete.json` goes last. Memory is bounded by two pages
+ * (the one written and the next one staged), whatever the size of the table.
  */
 export class ExportRunner {
   constructor(
@@ -122,21 +122,10 @@ export class ExportRunner {
     const work = join(this.options.tmpDir, record.id);
     await rm(work, { recursive: true, force: true });
     await mkdir(join(work, 'duckdb'), { recursive: true });
-    const instance = await DuckDBInstance.create(':memory:', {
-      memory_limit: `${this.options.memoryLimitMb}MB`,
-      threads: String(this.options.threads),
-      temp_directory: join(work, 'duckdb'),
-      // Each staged page is read once: caching it would only grow the memory with the table.
-      enable_external_file_cache: 'false',
-      // Order comes from the sorts; without them, keeping the page's order would only cost memory.
-      preserve_insertion_order: 'false',
-    });
-    const db = await instance.connect();
-    const stageDb = await instance.connect();
+    const stager = await this.duckdb(work);
     const manifest: CompleteManifest = { export_id: record.id, state: 'completed', files: [], columns: {} };
     const errors: ObjectFailure[] = [];
     try {
-      for (const statement of DUCKDB_SETUP) await db.run(statement);
       const catalog = await this.catalogs.forAccount(job.account);
       const plans: { object: string; plan: () => CompiledSelect }[] = record.detail.select
         ? [{ object: record.detail.select.object, plan: () => compileSelect(record.detail.select!, catalog) }]
@@ -153,7 +142,7 @@ export class ExportRunner {
         const files: ExportFile[] = [];
         try {
           const compiled = plan();
-          await this.exportObject(job, compiled, db, stageDb, work, signal, files);
+          await this.exportObject(job, compiled, stager.db, work, signal, files);
           manifest.files.push(...files);
           manifest.columns[object] = Object.fromEntries(compiled.columns.map((c) => [c.name, c.type]));
         } catch (err) {
@@ -171,9 +160,7 @@ export class ExportRunner {
       await this.buckets.write('export', `${prefix}/complete.json`, `${JSON.stringify(manifest, null, 2)}\n`);
       return manifest;
     } finally {
-      stageDb.closeSync();
-      db.closeSync();
-      instance.closeSync();
+      stager.close();
       await rm(work, { recursive: true, force: true });
     }
   }
@@ -181,8 +168,7 @@ export class ExportRunner {
   private async exportObject(
     job: ExportJob,
     plan: CompiledSelect,
-    db: DuckDBConnection,
-    /** A second connection: the page being staged is read while `db` writes the one before. */
+    /** Reads the staged pages (count, last key) while another instance writes the page before. */
     stageDb: DuckDBConnection,
     work: string,
     signal: AbortSignal,
@@ -245,10 +231,17 @@ export class ExportRunner {
           `SELECT ${plan.columns.map((c) => outputColumn(c, format)).join(', ')} FROM read_parquet(${literal(current.path)}) AS ${BASE_ALIAS}${joins}` +
           (plan.where ? ` WHERE ${plan.where}` : '') +
           (plan.orderBy ? ` ORDER BY ${plan.orderBy}` : '');
-        const copy = await db.prepare(`COPY (${select}) TO ${literal(out)} (${options})`);
-        if (plan.params.length) copy.bind(plan.params);
-        const result = await copy.runAndReadAll();
-        const rows = Number(result.getRowsJS()[0]?.[0] ?? 0);
+        // One DuckDB per page: what it allocated for a page is given back before the next one.
+        const writer = await this.duckdb(work);
+        let rows: number;
+        try {
+          const copy = await writer.db.prepare(`COPY (${select}) TO ${literal(out)} (${options})`);
+          if (plan.params.length) copy.bind(plan.params);
+          const result = await copy.runAndReadAll();
+          rows = Number(result.getRowsJS()[0]?.[0] ?? 0);
+        } finally {
+          writer.close();
+        }
         await rm(current.path, { force: true });
         // An object with no matching rows still gets one file, so its columns are there to read.
         if (rows > 0 || (current.last && files.length === 0)) {
@@ -263,13 +256,49 @@ export class ExportRunner {
     for (const path of staged.values()) await rm(path, { force: true });
   }
 
+  private async duckdb(work: string): Promise<{ db: DuckDBConnection; close(): void }> {
+    const instance = await DuckDBInstance.create(':memory:', {
+      memory_limit: `${this.options.memoryLimitMb}MB`,
+      threads: String(this.options.threads),
+      temp_directory: join(work, 'duckdb'),
+      // Each staged page is read once: caching it would only grow the memory with the table.
+      enable_external_file_cache: 'false',
+      // Order comes from the sorts; without them, keeping the page's order would only cost memory.
+      preserve_insertion_order: 'false',
+    });
+    const db = await instance.connect();
+    try {
+      for (const statement of DUCKDB_SETUP) await db.run(statement);
+    } catch (err) {
+      db.closeSync();
+      instance.closeSync();
+      throw err;
+    }
+    return {
+      db,
+      close: () => {
+        db.closeSync();
+        instance.closeSync();
+      },
+    };
+  }
+
   /** Hashes a finished file, then moves it into the export bucket. */
   private async moveIn(key: string, file: string): Promise<Omit<ExportFile, 'object' | 'rows'>> {
     const hash = createHash('sha256');
     let bytes = 0;
-    for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 })) {
-      hash.update(chunk as Buffer);
-      bytes += (chunk as Buffer).length;
+    // One buffer, reused: a stream's fresh chunk per read would leave the memory to the GC's pace.
+    const buffer = Buffer.allocUnsafe(1 << 20);
+    const handle = await open(file, 'r');
+    try {
+      for (;;) {
+        const { bytesRead } = await handle.read(buffer, 0, buffer.length, null);
+        if (bytesRead === 0) break;
+        hash.update(buffer.subarray(0, bytesRead));
+        bytes += bytesRead;
+      }
+    } finally {
+      await handle.close();
     }
     await this.buckets.moveIn('export', key, file);
     return { path: key, bytes, sha256: hash.digest('hex') };
