@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import type { ScaledPlatform } from './support/scaled.js';
@@ -53,6 +55,30 @@ describe.each(WIRINGS)('customers and identity (%s)', (_wiring, start) => {
       phone: '123',
     });
     expect((await profile('email=old@x.com')).body.attributes).toEqual(merged);
+
+    // An export attributes the merged customer's earlier pageview to the survivor.
+    const exp = await p
+      .http()
+      .post('/v3/exports')
+      .set('x-api-key', acc.privateKey)
+      .send({
+        select: {
+          object: 'events',
+          fields: ['page', 'customer.email', 'customer.city'],
+          filter: { field: 'page', operator: '=', value: '/a' },
+        },
+      });
+    expect(exp.status).toBe(202);
+    const done = await eventually(async () => {
+      const r = await p.http().get(`/v3/exports/${exp.body.id}`).set('x-api-key', acc.privateKey);
+      if (r.body.state !== 'completed') throw new Error(`export ${r.body.state}`);
+      return r.body as { path: string };
+    }, 30_000);
+    const manifest = JSON.parse(readFileSync(join(done.path, 'complete.json'), 'utf8')) as {
+      files: { path: string }[];
+    };
+    const csv = readFileSync(join(done.path, manifest.files[0]!.path.split('/').pop()!), 'utf8');
+    expect(csv.trim().split('\n')).toEqual(['page,customer.email,customer.city', '/a,old@x.com,Oslo']);
 
     const store = inStore();
     if (!store) return;

@@ -19,13 +19,16 @@ export class ScaledPlatform {
     readonly nats: EngineProcess,
     readonly redis: EngineProcess,
     readonly dataDir: string,
+    private readonly extraEnv: Record<string, string> = {},
   ) {}
 
-  static async start(): Promise<ScaledPlatform> {
+  /** `env` adds settings for both processes (e.g. `CDP_EXPORT_ROWS_PER_FILE`). */
+  static async start(env: Record<string, string> = {}): Promise<ScaledPlatform> {
     const p = new ScaledPlatform(
       await EngineProcess.start('nats'),
       await EngineProcess.start('redis'),
       mkdtempSync(join(tmpdir(), 'cdp-scaled-')),
+      env,
     );
     await p.startProcessor();
     p.api = await ChildApp.start('apps/api/src/main.js', p.env());
@@ -41,6 +44,7 @@ export class ScaledPlatform {
       REDIS_URL: this.redis.url,
       CDP_DATA_DIR: this.dataDir,
       CDP_ADMIN_TOKEN: ADMIN_TOKEN,
+      ...this.extraEnv,
     };
   }
 

@@ -1,6 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { checkWiring, type AppConfig } from '@cdp/config';
 import { DriversModule } from '@cdp/drivers';
+import { ExportWorkerModule } from '@cdp/exports';
 import { HealthModule } from '@cdp/http-api';
 import type { Logger } from '@cdp/logger';
 import { ProcessorModule } from '@cdp/processor';
@@ -16,7 +17,13 @@ export class ProcessorAppModule {
     checkWiring(config, ['processor'], false);
     return {
       module: ProcessorAppModule,
-      imports: [DriversModule.forRoot(config, logger, { openStore: true }), ProcessorModule, HealthModule],
+      imports: [
+        DriversModule.forRoot(config, logger, { openStore: true }),
+        ProcessorModule,
+        HealthModule,
+        // chDB has one owner, this process, so exports run here; with a ClickHouse server, apps/exporter.
+        ...(config.store === 'chdb' ? [ExportWorkerModule] : []),
+      ],
     };
   }
 }

@@ -7,6 +7,11 @@ export type BucketName = 'incoming' | 'scratch' | 'export';
 export abstract class Buckets {
   /** Writes an object whole: readers never see a partly written object. */
   abstract write(bucket: BucketName, key: string, data: Buffer | string | Readable): Promise<void>;
+  /**
+   * Moves a finished local file into the bucket (the file is gone afterwards): a rename where the
+   * bucket is a directory on the same disk, an upload elsewhere. Readers never see it partly written.
+   */
+  abstract moveIn(bucket: BucketName, key: string, file: string): Promise<void>;
   abstract read(bucket: BucketName, key: string): Readable;
   /** Keys below a prefix, sorted. */
   abstract list(bucket: BucketName, prefix: string): Promise<string[]>;

@@ -44,6 +44,8 @@ export interface AppConfig {
   bodyLimitBytes: number;
   /** Records the in-process bus may hold unprocessed before the API answers 503. */
   busMaxPendingBytes: number;
+  /** Export jobs: rows per file (a page read from the store), worker lease and poll, DuckDB memory. */
+  exports: { rowsPerFile: number; leaseMs: number; pollMs: number; memoryLimitMb: number; threads: number };
 }
 
 export class ConfigError extends Error {
@@ -108,6 +110,13 @@ export function loadConfig(env: Env = process.env): AppConfig {
     logLevel: env.LOG_LEVEL || 'info',
     bodyLimitBytes: 8 * 1024 * 1024,
     busMaxPendingBytes: integer(env, 'CDP_BUS_MAX_PENDING_MB', 512, 1, 1 << 20) * 1024 * 1024,
+    exports: {
+      rowsPerFile: integer(env, 'CDP_EXPORT_ROWS_PER_FILE', 1_000_000, 1, 1 << 30),
+      leaseMs: integer(env, 'CDP_EXPORT_LEASE_SECONDS', 30, 1, 86_400) * 1000,
+      pollMs: integer(env, 'CDP_EXPORT_POLL_MS', 500, 10, 600_000),
+      memoryLimitMb: integer(env, 'CDP_EXPORT_MEMORY_MB', 512, 64, 1 << 20),
+      threads: integer(env, 'CDP_EXPORT_THREADS', 2, 1, 256),
+    },
   };
 }
 
@@ -118,7 +127,7 @@ function natsPrefix(value: string): string {
 }
 
 /** The roles a process plays; the all-in-one process plays all of them. */
-export type Role = 'api' | 'processor';
+export type Role = 'api' | 'processor' | 'exporter';
 
 /**
  * Checks that a wiring can work for the roles of this process: a role in its own process cannot

@@ -3,6 +3,7 @@ import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
 import { AccountsModule } from '@cdp/accounts';
 import { ListsService } from '@cdp/lists';
 import { RateLimitPolicy } from '@cdp/rate-limits';
+import { ExportsApiModule } from '@cdp/exports';
 import { AdminController } from './admin/admin.controller.js';
 import { AdminRateLimitsController } from './admin/admin-rate-limits.controller.js';
 import { CommerceObjectsController } from './commerce/commerce-objects.controller.js';
@@ -10,6 +11,7 @@ import { V2Controller } from './commerce/v2.controller.js';
 import { ApiKeyGuard } from './auth/api-key.guard.js';
 import { ErrorEnvelopeFilter } from './errors/error-envelope.filter.js';
 import { EventsController } from './events/events.controller.js';
+import { ExportsController } from './exports/exports.controller.js';
 import { HealthController } from './health/health.controller.js';
 import { ListsController } from './lists/lists.controller.js';
 import { SubscriptionLookup } from './lists/subscription-lookup.service.js';
@@ -25,7 +27,7 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
 @Module({
-  imports: [AccountsModule, SchemaModule],
+  imports: [AccountsModule, SchemaModule, ExportsApiModule],
   controllers: [
     EventsController,
     ProfilesController,
@@ -37,6 +39,7 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
     ListsController,
     V2Controller,
     CommerceObjectsController,
+    ExportsController,
   ],
   providers: [
     IngestPublisher,

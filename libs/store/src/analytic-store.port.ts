@@ -206,6 +206,16 @@ export abstract class AnalyticStore {
   abstract products(account: string, productIds: string[]): Promise<ProductRow[]>;
   /** Runs a select in the account's database: `{db}` in the SQL names it. */
   abstract query<T>(account: string, sql: string, params?: Record<string, unknown>): Promise<T[]>;
+  /**
+   * Writes a select in the account's database (`{db}` names it) as one Parquet file at a local path,
+   * streamed to disk: how exports read the store without holding the rows in memory.
+   */
+  abstract writeParquet(
+    account: string,
+    sql: string,
+    params: Record<string, unknown>,
+    path: string,
+  ): Promise<void>;
   abstract health(): Promise<DriverHealth>;
   abstract close(): Promise<void>;
 }

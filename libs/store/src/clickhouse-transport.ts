@@ -20,9 +20,23 @@ export interface ClickHouseTransport {
   query<T>(sql: string, params?: Record<string, unknown>): Promise<T[]>;
   /** Runs a select and yields its rows as they come, without holding the whole result. */
   stream<T>(sql: string, params?: Record<string, unknown>): AsyncIterable<T>;
+  /**
+   * Runs a select and writes its result as one Parquet file at a local `path` (which must not exist),
+   * streamed to disk so the rows never sit in this process's memory (exports stage data this way).
+   */
+  writeParquet(sql: string, params: Record<string, unknown>, path: string): Promise<void>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
+
+/**
+ * Rows per Parquet row group when a select is written to a file: the engine holds one group in memory
+ * before writing it, so this bounds its memory whatever the size of the result.
+ */
+export const PARQUET_ROW_GROUP = 100_000;
+
+/** The same as SQL, with LZ4: staged files are read back once, so cheap compression beats small. */
+export const PARQUET_SETTINGS = `output_format_parquet_row_group_size = ${PARQUET_ROW_GROUP}, output_format_parquet_compression_method = 'lz4'`;
 
 /** A store failure with the engine's code, so callers can tell bad SQL from a passing fault. */
 export class StoreError extends Error {

@@ -274,6 +274,16 @@ export class ClickHouseStore extends AnalyticStore {
     return this.transport.query<T>(sql.replaceAll('{db}', databaseName(account)), params);
   }
 
+  async writeParquet(
+    account: string,
+    sql: string,
+    params: Record<string, unknown>,
+    path: string,
+  ): Promise<void> {
+    await this.ensureAccount(account);
+    await this.transport.writeParquet(sql.replaceAll('{db}', databaseName(account)), params, path);
+  }
+
   async health(): Promise<DriverHealth> {
     try {
       await this.transport.ping();

@@ -277,3 +277,24 @@ describe('LocalDirBuckets', () => {
     });
   });
 });
+
+describe('moveIn', () => {
+  it('moves a finished local file into the bucket, overwriting an older object of that key', async () => {
+    const file = join(root, 'done.csv');
+    writeFileSync(file, 'a,b\n1,2\n');
+    await buckets.write('export', 'trk/data-exports/x/done.csv', 'old');
+    await buckets.moveIn('export', 'trk/data-exports/x/done.csv', file);
+    expect(existsSync(file)).toBe(false);
+    expect(await text(buckets.read('export', 'trk/data-exports/x/done.csv'))).toBe('a,b\n1,2\n');
+    expect(await buckets.list('export', 'trk')).toEqual(['trk/data-exports/x/done.csv']);
+  });
+
+  it('refuses a key outside the bucket', async () => {
+    const file = join(root, 'x');
+    writeFileSync(file, 'x');
+    expect((await failure(buckets.moveIn('export', '../escape', file))).message).toMatch(
+      /not a valid object key/,
+    );
+    expect(existsSync(file)).toBe(true);
+  });
+});

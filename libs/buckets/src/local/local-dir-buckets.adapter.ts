@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream, mkdirSync } from 'node:fs';
-import { access, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { access, copyFile, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { Readable } from 'node:stream';
 import type { BucketDirs } from '@cdp/config';
@@ -28,6 +28,26 @@ export class LocalDirBuckets extends Buckets {
     } catch (err) {
       await rm(partial, { force: true });
       throw err;
+    }
+  }
+
+  async moveIn(bucket: BucketName, key: string, file: string): Promise<void> {
+    const target = this.path(bucket, key);
+    await mkdir(dirname(target), { recursive: true });
+    try {
+      await rename(file, target);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+      // Another disk: copied under a temporary name first, as write() does.
+      const partial = `${target}.partial-${randomUUID()}`;
+      try {
+        await copyFile(file, partial);
+        await rename(partial, target);
+      } catch (copyErr) {
+        await rm(partial, { force: true });
+        throw copyErr;
+      }
+      await rm(file, { force: true });
     }
   }
 

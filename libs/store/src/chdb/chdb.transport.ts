@@ -1,6 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { Session, drainPending } from 'chdb';
-import { StoreError, storeCall, toStoreError, type ClickHouseTransport } from '../clickhouse-transport.js';
+import {
+  PARQUET_SETTINGS,
+  StoreError,
+  storeCall,
+  toStoreError,
+  type ClickHouseTransport,
+} from '../clickhouse-transport.js';
 
 /**
  * ClickHouse in-process. chDB holds one data directory per process, so exactly one transport (one
@@ -61,6 +67,17 @@ export class ChdbTransport implements ClickHouseTransport {
     } finally {
       stream.cancel();
     }
+  }
+
+  /** The engine writes the file itself (`INTO OUTFILE`): streaming Parquet chunks are separate files. */
+  async writeParquet(sql: string, params: Record<string, unknown>, path: string): Promise<void> {
+    const target = `'${path.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
+    await storeCall(() =>
+      this.db.queryBindAsync(
+        `${sql} INTO OUTFILE ${target} FORMAT Parquet SETTINGS ${PARQUET_SETTINGS}`,
+        params,
+      ),
+    );
   }
 
   async ping(): Promise<void> {

@@ -1,6 +1,13 @@
+import { createWriteStream } from 'node:fs';
 import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
-import { storeCall, toStoreError, type ClickHouseTransport } from '../clickhouse-transport.js';
+import {
+  PARQUET_ROW_GROUP,
+  storeCall,
+  toStoreError,
+  type ClickHouseTransport,
+} from '../clickhouse-transport.js';
 
 /**
  * A ClickHouse server over HTTP (`@clickhouse/client`), running exactly the SQL the chDB transport
@@ -76,6 +83,21 @@ export class ClickHouseHttpTransport implements ClickHouseTransport {
     } catch (err) {
       throw toStoreError(err);
     }
+  }
+
+  /** The server's `INTO OUTFILE` would write on its own host: the Parquet body is streamed to disk here. */
+  async writeParquet(sql: string, params: Record<string, unknown>, path: string): Promise<void> {
+    await storeCall(async () => {
+      const result = await this.client.exec({
+        query: `${sql} FORMAT Parquet`,
+        query_params: params,
+        clickhouse_settings: {
+          output_format_parquet_row_group_size: String(PARQUET_ROW_GROUP),
+          output_format_parquet_compression_method: 'lz4',
+        },
+      });
+      await pipeline(result.stream, createWriteStream(path, { flags: 'wx' }));
+    });
   }
 
   async ping(): Promise<void> {

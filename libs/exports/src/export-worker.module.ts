@@ -1,0 +1,60 @@
+import { join } from 'node:path';
+import {
+  Inject,
+  Injectable,
+  Module,
+  type BeforeApplicationShutdown,
+  type OnApplicationBootstrap,
+} from '@nestjs/common';
+import { Buckets } from '@cdp/buckets';
+import { APP_CONFIG, type AppConfig } from '@cdp/config';
+import { LOGGER, type Logger } from '@cdp/logger';
+import { MetadataStore } from '@cdp/metadata';
+import { AnalyticStore } from '@cdp/store';
+import { EXPORT_CATALOGS_PROVIDER, ExportCatalogs } from './export-objects.js';
+import { ExportRunner } from './export.runner.js';
+import { ExportWorker } from './export.worker.js';
+
+/**
+ * Runs the export worker for the life of the process. It stops before the drivers close (the store
+ * last of all), handing an unfinished job back so a restarted worker resumes it.
+ */
+@Injectable()
+export class ExportWorkerLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly worker: ExportWorker;
+
+  constructor(
+    metadata: MetadataStore,
+    store: AnalyticStore,
+    buckets: Buckets,
+    catalogs: ExportCatalogs,
+    @Inject(APP_CONFIG) config: AppConfig,
+    @Inject(LOGGER) logger: Logger,
+  ) {
+    const { rowsPerFile, memoryLimitMb, threads, leaseMs, pollMs } = config.exports;
+    const runner = new ExportRunner(store, buckets, catalogs, {
+      tmpDir: join(config.dataDir, 'tmp', 'exports'),
+      rowsPerFile,
+      memoryLimitMb,
+      threads,
+    });
+    this.worker = new ExportWorker(metadata, runner, { leaseMs, pollMs }, logger.child({ role: 'exporter' }));
+  }
+
+  onApplicationBootstrap(): void {
+    this.worker.start();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.worker.stop();
+  }
+}
+
+/**
+ * The exporter role: in the processor's process when the store is chDB (one process owns it), in
+ * `apps/exporter` with a ClickHouse server, and in the all-in-one process.
+ */
+@Module({
+  providers: [EXPORT_CATALOGS_PROVIDER, ExportWorkerLifecycle],
+})
+export class ExportWorkerModule {}

@@ -1,0 +1,196 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse } from 'csv-parse/sync';
+import { LocalDirBuckets } from '@cdp/buckets';
+import { ChdbTransport, ClickHouseStore, type StoreBatch } from '@cdp/store';
+import { BuiltInExportCatalogs } from './export-objects.js';
+import type { ExportJob } from './export-record.js';
+import type { ExportDetail } from './export-request.js';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { DUCKDB_SETUP, ExportRunner, pageQuery, plainNumber } from './export.runner.js';
+import { BUILT_IN_CATALOG, EVENTS_OBJECT, ExportCatalogs } from './export-objects.js';
+
+/** The data path on the real engines: chDB pages → DuckDB → files in a local bucket. */
+const readCsv = (path: string): Record<string, string>[] =>
+  parse<Record<string, string>>(readFileSync(path), { columns: true });
+
+describe('ExportRunner on chDB and DuckDB', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cdp-export-runner-'));
+  let store: ClickHouseStore;
+  let buckets: LocalDirBuckets;
+  let runner: ExportRunner;
+  const account = 'acc_runner';
+
+  beforeAll(async () => {
+    store = new ClickHouseStore(new ChdbTransport(join(dir, 'chdb')));
+    buckets = new LocalDirBuckets({
+      incoming: join(dir, 'in'),
+      scratch: join(dir, 'scratch'),
+      export: join(dir, 'export'),
+    });
+    runner = new ExportRunner(store, buckets, new BuiltInExportCatalogs(), {
+      tmpDir: join(dir, 'tmp'),
+      rowsPerFile: 7,
+      memoryLimitMb: 128,
+      threads: 1,
+    });
+    const batch: StoreBatch = { identityLinks: [], merges: [], conflicts: [], customers: [], events: [] };
+    for (let c = 0; c < 3; c++) {
+      batch.customers.push({
+        svc_id: `c${c}`,
+        version: 1,
+        msg_id: 'm1',
+        updated_at: '2026-11-22 10:00:00.000',
+        merged_into: null,
+        attributes: { email: `c${c}@x.com`, opted_in: c % 2 === 0 },
+      });
+    }
+    for (let i = 0; i < 20; i++) {
+      batch.events.push({
+        event_id: `e${String(i).padStart(2, '0')}`,
+        msg_id: 'm1',
+        svc_id: `c${i % 3}`,
+        ts: `2026-11-22 10:00:${String(i).padStart(2, '0')}.000`,
+        received_at: '2026-11-22 10:01:00.000',
+        type: 'product',
+        action: i % 2 ? 'detail' : 'add_to_cart',
+        channel: 'offline',
+        identifiers: { email: `c${i % 3}@x.com` },
+        data: { product_id: `p${i}`, days_since_last_visit: i },
+        order: null,
+      });
+    }
+    await store.write(account, batch, false);
+  });
+  afterAll(() => store.close());
+
+  const job = (id: string, detail: Partial<ExportDetail>): ExportJob => ({
+    account,
+    trackerId: 'trk',
+    attempts: 1,
+    record: {
+      id,
+      path: '',
+      state: 'running',
+      requested_at: new Date().toISOString(),
+      definition_id: 'd',
+      detail: { format: 'CSV', delimiter: 'comma', objects: [], ...detail },
+    },
+  });
+
+  it('pages a table into files of at most rowsPerFile rows, every row once', async () => {
+    const manifest = await runner.run(job('x1', { objects: ['events'] }), new AbortController().signal);
+    expect(manifest.state).toBe('completed');
+    expect(manifest.files.map((f) => f.rows)).toEqual([7, 7, 6]);
+    const ids = manifest.files.flatMap((f) => {
+      const rows = readCsv(join(dir, 'export', f.path));
+      return rows.map((r) => r.event_id);
+    });
+    expect(ids.sort()).toEqual(Array.from({ length: 20 }, (_, i) => `e${String(i).padStart(2, '0')}`));
+  });
+
+  it('completes with errors when an object fails: the record of it, none of its files, the rest exported', async () => {
+    const broken = { ...EVENTS_OBJECT, name: 'broken', from: '{db}.no_such_table' };
+    const catalogs: ExportCatalogs = { forAccount: () => Promise.resolve(BUILT_IN_CATALOG.with(broken)) };
+    const withBroken = new ExportRunner(store, buckets, catalogs, {
+      tmpDir: join(dir, 'tmp'),
+      rowsPerFile: 7,
+      memoryLimitMb: 128,
+      threads: 1,
+    });
+    // Left by an earlier attempt of the same job: a resumed job starts from an empty location.
+    await buckets.write('export', 'trk/data-exports/x3/stale.csv', 'old');
+    const manifest = await withBroken.run(
+      job('x3', { objects: ['broken', 'customers'] }),
+      new AbortController().signal,
+    );
+    expect(manifest.state).toBe('completed_with_errors');
+    expect(manifest.errors).toEqual([{ object: 'broken', reason: expect.stringMatching(/no_such_table/) }]);
+    expect(manifest.files.map((f) => f.object)).toEqual(['customers']);
+    const written = JSON.parse(
+      readFileSync(join(dir, 'export', 'trk/data-exports/x3/complete.json'), 'utf8'),
+    ) as typeof manifest;
+    expect(written).toEqual(manifest);
+    expect(readdirSync(join(dir, 'export', 'trk/data-exports/x3')).sort()).toEqual([
+      'complete.json',
+      'customers_00000.csv',
+    ]);
+  });
+
+  it('stops between pages when aborted, writing no complete.json', async () => {
+    const abort = new AbortController();
+    abort.abort(new Error('stopping'));
+    await expect(runner.run(job('x4', { objects: ['events'] }), abort.signal)).rejects.toThrow('stopping');
+    expect(existsSync(join(dir, 'export', 'trk/data-exports/x4/complete.json'))).toBe(false);
+  });
+
+  it('joins a relation path, filters with bound values and sorts each file', async () => {
+    const manifest = await runner.run(
+      job('x2', {
+        objects: ['events'],
+        select: {
+          object: 'events',
+          fields: ['event_id', 'customer.email', 'days_since_last_visit'],
+          filter: {
+            and: [
+              { field: 'customer.opted_in', operator: '=', value: true },
+              { field: 'action', operator: 'like', value: 'add%' },
+            ],
+          },
+          sorts: [{ field: 'days_since_last_visit', order: 'desc' }],
+        },
+      }),
+      new AbortController().signal,
+    );
+    const rows = manifest.files.flatMap((f) => readCsv(join(dir, 'export', f.path)));
+    expect(rows.length).toBeGreaterThan(0);
+    for (const r of rows) expect(['c0@x.com', 'c2@x.com']).toContain(r['customer.email']);
+    expect(manifest.columns.events).toEqual({
+      event_id: 'string',
+      'customer.email': 'string',
+      days_since_last_visit: 'integer',
+    });
+  });
+});
+
+describe('CSV numbers', () => {
+  it('are written in plain decimal notation, never with an exponent (spec/NOTES.md "Exports")', async () => {
+    const db = await (await DuckDBInstance.create(':memory:')).connect();
+    for (const statement of DUCKDB_SETUP) await db.run(statement);
+    const values: [number | null, string | null][] = [
+      [1e20, '100000000000000000000'],
+      [-2.5e21, '-2500000000000000000000'],
+      [123456789012345678, '123456789012345680'],
+      [1e-7, '0.0000001'],
+      [-3.25e-9, '-0.00000000325'],
+      [0.1, '0.1'],
+      [3.14159, '3.14159'],
+      [-2.3, '-2.3'],
+      [0, '0.0'],
+      [-1.5e300, `-15${'0'.repeat(299)}`],
+      [5e-324, `0.${'0'.repeat(323)}5`],
+      [null, null],
+    ];
+    for (const [value, text] of values) {
+      const stmt = await db.prepare(`SELECT ${plainNumber('CAST($1 AS DOUBLE)')} AS v`);
+      stmt.bind([value === null ? null : String(value)]);
+      const got = (await stmt.runAndReadAll()).getRowsJS()[0]![0];
+      expect({ value, got }).toEqual({ value, got: text });
+    }
+    db.closeSync();
+  });
+});
+
+describe('page queries', () => {
+  it('continue after the last key of the page before, in the table order, with bound values', () => {
+    expect(pageQuery(EVENTS_OBJECT, undefined, 10).sql).toMatch(
+      /ORDER BY `svc_id`, `ts`, `event_id` LIMIT 10$/,
+    );
+    const next = pageQuery(EVENTS_OBJECT, ["c'1", 1700000000000, 'e9'], 10);
+    expect(next.sql).toContain(
+      "WHERE (`svc_id`, `ts`, `event_id`) > ({k0:String}, fromUnixTimestamp64Milli({k1:Int64}, 'UTC'), {k2:String})",
+    );
+    expect(next.params).toEqual({ k0: "c'1", k1: 1700000000000, k2: 'e9' });
+  });
+});

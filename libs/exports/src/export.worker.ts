@@ -1,0 +1,185 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '@cdp/logger';
+import { MetadataConflictError, type MetadataStore, type Versioned } from '@cdp/metadata';
+import { EXPORTS_BUCKET, type ExportJob } from './export-record.js';
+import type { CompleteManifest } from './export.runner.js';
+
+/** What runs a claimed job; the DuckDB runner in production, anything in the state-machine tests. */
+export interface JobRunner {
+  run(job: ExportJob, signal: AbortSignal): Promise<CompleteManifest>;
+}
+
+export interface ExportWorkerOptions {
+  /** How often the pending jobs are looked for. */
+  pollMs: number;
+  /** A running job whose worker has not renewed its lease for this long is taken over. */
+  leaseMs: number;
+  workerId?: string;
+}
+
+/**
+ * Picks export jobs from the metadata store and drives them: pending → running → completed or
+ * completed_with_errors. A job is claimed by compare-and-set, so two workers never run one; the
+ * claim is a lease the worker renews while it runs, so a job left `running` by a dead worker is
+ * taken over once the lease runs out; a worker that stops cleanly hands its job back at once.
+ */
+export class ExportWorker {
+  readonly id: string;
+  private timer: NodeJS.Timeout | undefined;
+  private current: Promise<void> | undefined;
+  private abort: AbortController | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly metadata: MetadataStore,
+    private readonly runner: JobRunner,
+    private readonly options: ExportWorkerOptions,
+    private readonly logger: Logger,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.id = options.workerId ?? randomUUID();
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  private schedule(delay: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.current = this.tick()
+        .then((ran) => this.schedule(ran ? 0 : this.options.pollMs))
+        .catch((err: unknown) => {
+          this.logger.warn({ err }, 'export worker: looking for jobs failed');
+          this.schedule(this.options.pollMs);
+        });
+    }, delay);
+  }
+
+  /** Stops looking for jobs; a job in progress is interrupted and handed back as pending. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.abort?.abort(new Error('the export worker is stopping'));
+    await this.current?.catch(() => undefined);
+  }
+
+  /** Claims and runs one job if there is one; tells whether it did. */
+  async tick(): Promise<boolean> {
+    const jobs = await this.metadata.list<ExportJob>(EXPORTS_BUCKET);
+    const now = this.now();
+    const candidates = jobs
+      .filter(
+        (j) =>
+          j.value.record.state === 'pending' ||
+          (j.value.record.state === 'running' && (j.value.heartbeat ?? 0) + this.options.leaseMs < now),
+      )
+      .sort((a, b) => (a.value.record.requested_at < b.value.record.requested_at ? -1 : 1));
+    for (const candidate of candidates) {
+      if (this.stopped) return false;
+      const claimed = await this.claim(candidate);
+      if (!claimed) continue;
+      await this.run(claimed);
+      return true;
+    }
+    return false;
+  }
+
+  private async claim(entry: Versioned<ExportJob>): Promise<Versioned<ExportJob> | undefined> {
+    const job: ExportJob = {
+      ...entry.value,
+      record: { ...entry.value.record, state: 'running' },
+      owner: this.id,
+      heartbeat: this.now(),
+      attempts: entry.value.attempts + 1,
+    };
+    try {
+      const revision = await this.metadata.update(EXPORTS_BUCKET, entry.key, job, entry.revision);
+      if (entry.value.record.state === 'running') {
+        this.logger.warn(
+          { export: job.record.id, previous: entry.value.owner },
+          'export worker: resuming a job whose worker stopped renewing its lease',
+        );
+      }
+      return { key: entry.key, value: job, revision };
+    } catch (err) {
+      if (err instanceof MetadataConflictError) return undefined; // another worker was first
+      throw err;
+    }
+  }
+
+  private async run(entry: Versioned<ExportJob>): Promise<void> {
+    const abort = new AbortController();
+    this.abort = abort;
+    let latest = entry;
+    let chain = Promise.resolve();
+    /** Every write of the record goes through one chain, each against the revision the last one made. */
+    const write = (change: (job: ExportJob) => ExportJob): Promise<void> =>
+      (chain = chain.then(async () => {
+        const value = change(latest.value);
+        try {
+          const revision = await this.metadata.update(EXPORTS_BUCKET, latest.key, value, latest.revision);
+          latest = { key: latest.key, value, revision };
+        } catch (err) {
+          if (err instanceof MetadataConflictError) {
+            // Someone else holds the job now (our lease ran out): stop working on it.
+            abort.abort(new Error('lost the export job to another worker'));
+          }
+          throw err;
+        }
+      }));
+    const renew = setInterval(
+      () => {
+        write((job) => ({ ...job, heartbeat: this.now() })).catch(() => undefined);
+      },
+      Math.max(50, Math.floor(this.options.leaseMs / 3)),
+    );
+    const log = { export: entry.value.record.id, account: entry.value.account, worker: this.id };
+    this.logger.info(log, 'export started');
+    try {
+      const manifest = await this.runner.run(entry.value, abort.signal);
+      clearInterval(renew);
+      await write((job) => ({
+        ...job,
+        record: {
+          ...job.record,
+          state: manifest.state,
+          completed_at: new Date(this.now()).toISOString(),
+          ...(manifest.errors?.length ? { errors: manifest.errors } : {}),
+        },
+        owner: undefined,
+      }));
+      this.logger.info({ ...log, state: manifest.state, files: manifest.files.length }, 'export finished');
+    } catch (err) {
+      clearInterval(renew);
+      if (abort.signal.aborted) {
+        if (this.stopped) {
+          // Handed back so the next worker (or this one after a restart) picks it up at once.
+          await write((job) => ({
+            ...job,
+            record: { ...job.record, state: 'pending' },
+            owner: undefined,
+          })).catch(() => undefined);
+        }
+        this.logger.warn({ ...log, reason: String(abort.signal.reason) }, 'export interrupted');
+        return;
+      }
+      // A failure outside any one object (the bucket, the scratch space): every object failed.
+      const reason = err instanceof Error ? err.message : String(err);
+      this.logger.error({ ...log, err }, 'export failed');
+      await write((job) => ({
+        ...job,
+        record: {
+          ...job.record,
+          state: 'completed_with_errors',
+          completed_at: new Date(this.now()).toISOString(),
+          errors: job.record.detail.objects.map((object) => ({ object, reason })),
+        },
+        owner: undefined,
+      })).catch(() => undefined);
+    } finally {
+      this.abort = undefined;
+    }
+  }
+}

@@ -1,0 +1,122 @@
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '@cdp/config';
+import { ApiError } from '@cdp/contracts';
+import { MetadataConflictError, MetadataStore } from '@cdp/metadata';
+import { ExportCatalogs } from './export-objects.js';
+import {
+  definitionId,
+  exportPrefix,
+  EXPORT_LOCKS_BUCKET,
+  EXPORTS_BUCKET,
+  isActive,
+  type ExportJob,
+  type ExportLock,
+  type ExportRecord,
+} from './export-record.js';
+import { parseExportRequest } from './export-request.js';
+import { compileSelect } from './select.compiler.js';
+
+/** A lock whose export record never appeared (the API died in between) stops holding after this. */
+const ORPHAN_LOCK_MS = 60_000;
+
+/**
+ * The API side of exports: checks a request, records the job in the metadata store and answers with
+ * the record. It never opens the analytic store; an exporter picks the job up.
+ */
+@Injectable()
+export class ExportsService {
+  constructor(
+    private readonly metadata: MetadataStore,
+    private readonly catalogs: ExportCatalogs,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  async request(account: string, trackerId: string, body: unknown, now = new Date()): Promise<ExportRecord> {
+    const detail = parseExportRequest(body);
+    const catalog = await this.catalogs.forAccount(account);
+    if (detail.select) {
+      compileSelect(detail.select, catalog);
+    } else if (detail.objects.length === 0) {
+      detail.objects = catalog.names();
+    } else {
+      const missing = detail.objects.find((o) => !catalog.object(o));
+      if (missing) throw ApiError.notFound(`unable to locate object ${missing}`);
+    }
+    const id = randomUUID();
+    await this.lock(account, detail.objects, id, now.getTime());
+    const record: ExportRecord = {
+      id,
+      path: join(this.config.buckets.export, exportPrefix(trackerId, id)),
+      state: 'pending',
+      requested_at: now.toISOString(),
+      definition_id: definitionId(detail),
+      detail,
+    };
+    const job: ExportJob = { record, account, trackerId, attempts: 0 };
+    await this.metadata.create(EXPORTS_BUCKET, id, job);
+    return record;
+  }
+
+  async get(account: string, id: string): Promise<ExportRecord> {
+    const found = await this.metadata.get<ExportJob>(EXPORTS_BUCKET, id);
+    if (!found || found.value.account !== account) throw ApiError.notFound(`unable to locate export ${id}`);
+    return found.value.record;
+  }
+
+  /** spec: without an id, the in-flight (pending or running) exports. */
+  async inFlight(account: string): Promise<ExportRecord[]> {
+    return (await this.metadata.list<ExportJob>(EXPORTS_BUCKET))
+      .map((v) => v.value)
+      .filter((j) => j.account === account && isActive(j.record.state))
+      .map((j) => j.record)
+      .sort((a, b) => (a.requested_at < b.requested_at ? -1 : a.requested_at > b.requested_at ? 1 : 0));
+  }
+
+  /**
+   * Takes every object's lock or none (spec "Errors": 422 for objects currently being exported,
+   * naming them). Create-if-absent and compare-and-set decide between concurrent requests.
+   */
+  private async lock(account: string, objects: string[], id: string, now: number): Promise<void> {
+    const taken: { key: string; revision: number }[] = [];
+    const busy: string[] = [];
+    for (const object of objects) {
+      const key = `${account}/${object}`;
+      const revision = await this.take(key, id, now);
+      if (revision === undefined) busy.push(object);
+      else taken.push({ key, revision });
+    }
+    if (busy.length === 0) return;
+    for (const t of taken) {
+      await this.metadata
+        .update<ExportLock>(EXPORT_LOCKS_BUCKET, t.key, { export_id: null, at: now }, t.revision)
+        .catch(() => undefined);
+    }
+    throw new ApiError(422, {
+      message: `already being exported: ${busy.join(', ')}`,
+    });
+  }
+
+  private async take(key: string, id: string, now: number): Promise<number | undefined> {
+    const lock: ExportLock = { export_id: id, at: now };
+    try {
+      return await this.metadata.create(EXPORT_LOCKS_BUCKET, key, lock);
+    } catch (err) {
+      if (!(err instanceof MetadataConflictError)) throw err;
+    }
+    const current = await this.metadata.get<ExportLock>(EXPORT_LOCKS_BUCKET, key);
+    if (!current) return undefined;
+    if (current.value.export_id) {
+      const holder = await this.metadata.get<ExportJob>(EXPORTS_BUCKET, current.value.export_id);
+      const holds = holder ? isActive(holder.value.record.state) : now - current.value.at < ORPHAN_LOCK_MS;
+      if (holds) return undefined;
+    }
+    try {
+      return await this.metadata.update(EXPORT_LOCKS_BUCKET, key, lock, current.revision);
+    } catch (err) {
+      if (err instanceof MetadataConflictError) return undefined;
+      throw err;
+    }
+  }
+}

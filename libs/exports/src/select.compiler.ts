@@ -1,0 +1,217 @@
+import { ApiError } from '@cdp/contracts';
+import type { ColumnType, ExportCatalog, ExportObject, ExportRelation } from './export-objects.js';
+import type { Comparison, ExportSelect, Filter, FilterValue } from './export-request.js';
+
+/** A relation path followed by a select, staged as its own table and joined by alias. */
+export interface CompiledJoin {
+  alias: string;
+  /** The relation path from the base object (`product.parent_product`). */
+  path: string;
+  object: ExportObject;
+  /** Alias of the table the relation starts from. */
+  from: string;
+  relation: ExportRelation;
+}
+
+export interface CompiledColumn {
+  /** The column's name in the files: the field path as requested. */
+  name: string;
+  type: ColumnType;
+  /** The DuckDB expression reading it (alias-qualified, quoted). */
+  sql: string;
+}
+
+/**
+ * A select compiled to DuckDB SQL over staged tables: the base object as alias `t0`, each relation
+ * path joined once. User values never enter the SQL text: they are `$n` parameters.
+ */
+export interface CompiledSelect {
+  object: ExportObject;
+  columns: CompiledColumn[];
+  joins: CompiledJoin[];
+  where: string | undefined;
+  orderBy: string | undefined;
+  params: (string | number | boolean)[];
+}
+
+export const BASE_ALIAS = 't0';
+
+/** Names reach SQL only after they matched the catalog, and quoted all the same. */
+export function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+export function duckType(type: ColumnType): string {
+  switch (type) {
+    case 'integer':
+      return 'BIGINT';
+    case 'number':
+      return 'DOUBLE';
+    case 'boolean':
+      return 'BOOLEAN';
+    case 'timestamp':
+      return 'TIMESTAMPTZ';
+    default:
+      return 'VARCHAR';
+  }
+}
+
+/** The whole object, every column, no filter: a full-object export. */
+export function compileObject(object: ExportObject): CompiledSelect {
+  return {
+    object,
+    columns: object.columns.map((c) => ({ name: c.name, type: c.type, sql: column(BASE_ALIAS, c.name) })),
+    joins: [],
+    where: undefined,
+    orderBy: undefined,
+    params: [],
+  };
+}
+
+function column(alias: string, name: string): string {
+  return `${alias}.${quoteIdent(name)}`;
+}
+
+/**
+ * Checks a select against the account's catalog (404 for a missing object, field or relation, with
+ * the spec's "unable to locate" messages) and compiles it.
+ */
+export function compileSelect(select: ExportSelect, catalog: ExportCatalog): CompiledSelect {
+  const object = catalog.object(select.object);
+  if (!object) throw ApiError.notFound(`unable to locate object ${select.object}`);
+  const joins: CompiledJoin[] = [];
+  const params: (string | number | boolean)[] = [];
+
+  /** Finds (or adds) the join for a relation path and returns the field's column. */
+  const resolve = (path: string): { sql: string; type: ColumnType } => {
+    const parts = path.split('.');
+    const fieldName = parts.pop()!;
+    let current = object;
+    let alias = BASE_ALIAS;
+    let walked = '';
+    for (const relationName of parts) {
+      const relation = catalog.relation(current.name, relationName);
+      if (!relation) throw ApiError.notFound(`unable to locate relation ${current.name}.${relationName}`);
+      walked = walked ? `${walked}.${relationName}` : relationName;
+      let join = joins.find((j) => j.path === walked);
+      if (!join) {
+        join = {
+          alias: `j${joins.length + 1}`,
+          path: walked,
+          object: catalog.object(relation.childObject)!,
+          from: alias,
+          relation,
+        };
+        joins.push(join);
+      }
+      current = join.object;
+      alias = join.alias;
+    }
+    const field = current.columns.find((c) => c.name === fieldName);
+    if (!field) throw ApiError.notFound(`unable to locate field ${current.name}.${fieldName}`);
+    return { sql: column(alias, field.name), type: field.type };
+  };
+
+  const columns: CompiledColumn[] = [];
+  for (const requested of select.fields) {
+    if (requested === '*') {
+      for (const c of object.columns) {
+        if (!columns.some((x) => x.name === c.name))
+          columns.push({ name: c.name, type: c.type, sql: column(BASE_ALIAS, c.name) });
+      }
+    } else if (!columns.some((x) => x.name === requested)) {
+      columns.push({ name: requested, ...resolve(requested) });
+    }
+  }
+
+  const bind = (value: string | number | boolean): string => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  const where = select.filter ? compileFilter(select.filter, resolve, bind) : undefined;
+  const orderBy = select.sorts?.length
+    ? select.sorts.map((s) => `${resolve(s.field).sql} ${s.order === 'desc' ? 'DESC' : 'ASC'}`).join(', ')
+    : undefined;
+  // Join keys must exist on both sides; checked here so a broken custom relation fails the request.
+  for (const j of joins) {
+    for (const jf of j.relation.joinFields) {
+      const parentObject = j.from === BASE_ALIAS ? object : joins.find((x) => x.alias === j.from)!.object;
+      if (!parentObject.columns.some((c) => c.name === jf.parent))
+        throw ApiError.notFound(`unable to locate field ${parentObject.name}.${jf.parent}`);
+      if (!j.object.columns.some((c) => c.name === jf.child))
+        throw ApiError.notFound(`unable to locate field ${j.object.name}.${jf.child}`);
+    }
+  }
+  return { object, columns, joins, where, orderBy, params };
+}
+
+type Resolve = (path: string) => { sql: string; type: ColumnType };
+type Bind = (value: string | number | boolean) => string;
+
+function compileFilter(filter: Filter, resolve: Resolve, bind: Bind): string {
+  if ('and' in filter) return `(${filter.and.map((f) => compileFilter(f, resolve, bind)).join(' AND ')})`;
+  if ('or' in filter) return `(${filter.or.map((f) => compileFilter(f, resolve, bind)).join(' OR ')})`;
+  return compileComparison(filter, resolve, bind);
+}
+
+function compileComparison(c: Comparison, resolve: Resolve, bind: Bind): string {
+  const { sql, type } = resolve(c.field);
+  switch (c.operator) {
+    case 'is':
+      return `(${sql} IS NULL)`;
+    case 'is not':
+      return `(${sql} IS NOT NULL)`;
+    case 'like':
+    case 'not like':
+    case 'ilike':
+    case 'not ilike': {
+      const op = c.operator.toUpperCase();
+      // Only `%` is a wildcard (spec): `_` and `\` in the pattern match themselves.
+      const pattern = String(c.value).replace(/[\\_]/g, (ch) => `\\${ch}`);
+      const text = type === 'string' ? sql : `CAST(${sql} AS VARCHAR)`;
+      return `(${text} ${op} ${bind(pattern)} ESCAPE '\\')`;
+    }
+    default: {
+      const op = c.operator === '!=' ? '<>' : c.operator;
+      return `(${sql} ${op} ${typedValue(c, type, bind)})`;
+    }
+  }
+}
+
+/** A comparison value as a parameter of the field's type; a value that cannot be one is a 400. */
+function typedValue(c: Comparison, type: ColumnType, bind: Bind): string {
+  const value = c.value as Exclude<FilterValue, null>;
+  const wrong = (what: string) =>
+    ApiError.invalid([
+      { field: 'select.filter', reason: `${c.field} is ${what}; ${JSON.stringify(value)} is not` },
+    ]);
+  switch (type) {
+    case 'string':
+      if (typeof value === 'boolean') throw wrong('text');
+      return `CAST(${bind(String(value))} AS VARCHAR)`;
+    case 'integer':
+    case 'number': {
+      const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
+      if (typeof n !== 'number' || !Number.isFinite(n)) throw wrong('a number');
+      // As text: DuckDB binds a whole JS number as BIGINT, which 1e20 overflows.
+      return `CAST(${bind(String(n))} AS DOUBLE)`;
+    }
+    case 'boolean':
+      if (typeof value !== 'boolean') throw wrong('a boolean');
+      return `CAST(${bind(value)} AS BOOLEAN)`;
+    case 'timestamp': {
+      // spec/NOTES.md "Timestamps": ISO 8601 or unix epoch seconds.
+      const ms =
+        typeof value === 'number'
+          ? value * 1000
+          : typeof value === 'string'
+            ? /^-?\d+(\.\d+)?$/.test(value)
+              ? Number(value) * 1000
+              : Date.parse(/(Z|[+-]\d\d:?\d\d)$|^\d{4}-\d\d-\d\d$/.test(value) ? value : `${value}Z`)
+            : NaN;
+      if (!Number.isFinite(ms) || Math.abs(ms) > 8.64e15)
+        throw wrong('a timestamp (ISO 8601 or unix seconds)');
+      return `CAST(${bind(new Date(ms).toISOString())} AS TIMESTAMPTZ)`;
+    }
+  }
+}

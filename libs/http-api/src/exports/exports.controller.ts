@@ -1,0 +1,38 @@
+import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { Principal } from '@cdp/accounts';
+import { ExportsService, type ExportRecord } from '@cdp/exports';
+import { Auth } from '../auth/auth.decorator.js';
+import { CurrentPrincipal } from '../auth/principal.js';
+
+/** spec "Exports (beta)": the API records the job; an exporter runs it. */
+@ApiTags('exports')
+@ApiHeader({ name: 'x-api-key', required: true })
+@Controller('v3/exports')
+export class ExportsController {
+  constructor(private readonly exports: ExportsService) {}
+
+  @Post()
+  @HttpCode(202)
+  @Auth('private')
+  @ApiBody({ schema: { type: 'object' } })
+  @ApiResponse({ status: 202, description: 'the export record (state pending)' })
+  @ApiResponse({ status: 422, description: 'a requested object is already being exported' })
+  request(@Body() body: unknown, @CurrentPrincipal() principal: Principal): Promise<ExportRecord> {
+    return this.exports.request(principal.account, principal.trackerId, body);
+  }
+
+  @Get()
+  @Auth('private')
+  @ApiResponse({ status: 200, description: 'the pending and running exports' })
+  inFlight(@CurrentPrincipal() principal: Principal): Promise<ExportRecord[]> {
+    return this.exports.inFlight(principal.account);
+  }
+
+  @Get(':id')
+  @Auth('private')
+  @ApiResponse({ status: 200, description: 'the export record' })
+  get(@Param('id') id: string, @CurrentPrincipal() principal: Principal): Promise<ExportRecord> {
+    return this.exports.get(principal.account, id);
+  }
+}
