@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
 import { createGunzip } from 'node:zlib';
-import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import type { IncomingMessage } from 'node:http';
+import type { FastifyInstance, FastifyReply, FastifyServerOptions } from 'fastify';
 import type { AppConfig } from '@cdp/config';
 import { ApiError } from '@cdp/contracts';
 import type { Logger } from '@cdp/logger';
@@ -44,8 +45,10 @@ export function installHttpHooks(fastify: FastifyInstance): void {
     clearInterval(sweeper);
     done();
   });
-  fastify.addHook('onSend', (_request, reply, payload, done) => {
+  fastify.addHook('onSend', (request, reply, payload, done) => {
     if (closing) void reply.header('connection', 'close');
+    else if (reply.statusCode === 413)
+      drainOversizedBody(request.raw, reply, fastify.initialConfig.bodyLimit);
     done(null, payload);
   });
 
@@ -78,6 +81,19 @@ export function installHttpHooks(fastify: FastifyInstance): void {
     });
     done(null, decoded);
   });
+}
+
+/**
+ * Fastify answers 413 before reading an oversized body and closes the connection, so a client still
+ * uploading gets a broken pipe instead of the answer. A body up to twice the limit is read and discarded
+ * instead, and the connection lives on: the client sees its 413. Beyond that, hanging up is cheaper.
+ */
+function drainOversizedBody(raw: IncomingMessage, reply: FastifyReply, limit = 0): void {
+  const declared = Number(raw.headers['content-length'] ?? Number.NaN);
+  if (raw.complete || !(declared <= 2 * limit)) return;
+  reply.removeHeader('connection');
+  raw.unpipe(); // a gzip decoder it fed is done with
+  raw.resume();
 }
 
 function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
