@@ -41,7 +41,8 @@ export type ConflictReason = 'customer_id' | 'merge_limit';
 
 export interface Resolution {
   customerId: string;
-  /** Sort key of the customer's age (see ResolveInput.born). */
+  /** Sort key of the customer's age (see ResolveInput.born), when the record linked identifiers (their
+   * store rows carry it); '' otherwise, which spares the index a lookup for the common record. */
   born: string;
   /** True when this record created the customer. */
   created: boolean;
@@ -115,7 +116,15 @@ export function resolveRecord(graph: IdentityGraph, input: ResolveInput): Resolu
     graph.link(keys[i]!, id, customerId);
     linked.push(id);
   });
-  return { customerId, born: graph.bornOf(customerId), created, linked, merged, mergeSeq, conflicts };
+  return {
+    customerId,
+    born: linked.length ? graph.bornOf(customerId) : '',
+    created,
+    linked,
+    merged,
+    mergeSeq,
+    conflicts,
+  };
 }
 
 function byAge(graph: IdentityGraph, a: string, b: string): number {

@@ -7,7 +7,7 @@
  * identifier set, a message's remembered effects). They all carry the account's hash tag, so they
  * live in the declared keys' cluster slot.
  */
-export const LIBRARY_VERSION = '3';
+export const LIBRARY_VERSION = '9';
 /**
  * The version is part of the library's and the functions' names, so processors of two releases can
  * share one Redis during a rolling upgrade: each calls the functions it was written against.
@@ -25,7 +25,7 @@ export const LIBRARY = `#!lua name=${LIBRARY_NAME}
 --  position of the customer_id key (0-based, -1 if none), customer_id value or '']]}.
 -- Other keys: <p>born, <p>cids (customer -> born key / customer_id), <p>merged (loser -> survivor),
 -- <p>m:<customer> (its identity keys), <p>a:<customer> (customers merged into it), <p>done:<message>
--- (the resolutions of a message until it is settled).
+-- (the resolutions of a message until it is settled), <p>unsettled (those messages).
 -- Returns JSON [[customer, born, created 0|1, [linked positions], [merged], merge seq, [[customer, reason]]]].
 -- <p>mseq counts the account's merges.
 local function cdp_resolve(keys, args)
@@ -107,21 +107,26 @@ local function cdp_resolve(keys, args)
     else
       anchor = known[1]
     end
-    local cid = record_cid
-    if not cid and anchor then cid = cid_of(anchor) end
-    if not cid then
-      for _, c in ipairs(known) do
-        local v = cid_of(c)
-        if v then cid = v; break end
-      end
-    end
     local conflicts, joined = {}, {}
-    for _, c in ipairs(known) do
-      local other = cid_of(c)
-      if other == nil or other == cid then
-        joined[#joined + 1] = c
-      else
-        conflicts[#conflicts + 1] = {c, 'customer_id'}
+    if #known == 1 and (not record_cid or anchor) then
+      -- The common case: one customer, which the record's own customer_id (if any) already names.
+      joined[1] = known[1]
+    else
+      local cid = record_cid
+      if not cid and anchor then cid = cid_of(anchor) end
+      if not cid then
+        for _, c in ipairs(known) do
+          local v = cid_of(c)
+          if v then cid = v; break end
+        end
+      end
+      for _, c in ipairs(known) do
+        local other = cid_of(c)
+        if other == nil or other == cid then
+          joined[#joined + 1] = c
+        else
+          conflicts[#conflicts + 1] = {c, 'customer_id'}
+        end
       end
     end
     if #joined > max_merge then
@@ -167,7 +172,10 @@ local function cdp_resolve(keys, args)
       redis.call('SADD', p .. 'm:' .. customer, unpack(members))
     end
     local effects = created == 1 or #linked > 0 or #merged > 0 or #conflicts > 0
-    return {customer, born_of(customer), created, linked, merged, seq, conflicts}, effects
+    -- The born key travels with the link rows only; a record that linked nothing does not need it.
+    local born = ''
+    if #linked > 0 then born = born_of(customer) end
+    return {customer, born, created, linked, merged, seq, conflicts}, effects
   end
 
   local remembered = {}
@@ -175,23 +183,26 @@ local function cdp_resolve(keys, args)
     local v = redis.call('GET', p .. 'done:' .. m)
     if v then remembered[i] = cjson.decode(v) end
   end
+  -- Each resolution is encoded once, for the reply and for the message's remembered effects alike.
   local fresh, changed, out = {}, {}, {}
   for i, rec in ipairs(input.r) do
     local mi = rec[1]
     if remembered[mi] then
-      out[i] = remembered[mi][rec[2] + 1]
+      out[i] = cjson.encode(remembered[mi][rec[2] + 1])
     else
       local res, effects = resolve(rec)
+      local encoded = cjson.encode(res)
       fresh[mi] = fresh[mi] or {}
-      fresh[mi][rec[2] + 1] = res
+      fresh[mi][rec[2] + 1] = encoded
       if effects then changed[mi] = true end
-      out[i] = res
+      out[i] = encoded
     end
   end
   for mi in pairs(changed) do
-    redis.call('SET', p .. 'done:' .. input.m[mi], cjson.encode(fresh[mi]), 'EX', 604800)
+    redis.call('SET', p .. 'done:' .. input.m[mi], '[' .. table.concat(fresh[mi], ',') .. ']', 'EX', 604800)
+    redis.call('SADD', p .. 'unsettled', input.m[mi])
   end
-  return cjson.encode(out)
+  return '[' .. table.concat(out, ',') .. ']'
 end
 
 -- KEYS: one profile hash per customer touched. ARGV[1] JSON [[key index, {field: JSON text | null},

@@ -83,7 +83,12 @@ export class RedisIdentityIndex extends IdentityIndex {
   }
 
   async settle(account: string, messages: string[]): Promise<void> {
-    if (messages.length) await this.redis.unlink(messages.map((m) => keys.unsettled(account, m)));
+    if (messages.length === 0) return;
+    await this.redis
+      .multi()
+      .unlink(messages.map((m) => keys.unsettled(account, m)))
+      .sRem(keys.unsettledMessages(account), messages)
+      .execAsPipeline();
   }
 
   async lookup(account: string, id: Identifier): Promise<string | undefined> {
@@ -119,12 +124,7 @@ export class RedisIdentityIndex extends IdentityIndex {
    */
   async load(account: string, rows: IdentityGraphRows): Promise<number> {
     const graph = await AccountGraph.fromRows(rows);
-    for (const pattern of keys.graphPatterns(account)) {
-      for await (const found of this.redis.scanIterator({ MATCH: pattern, COUNT: 1000 })) {
-        const batch = Array.isArray(found) ? found : [found];
-        if (batch.length) await this.redis.unlink(batch);
-      }
-    }
+    await this.forget(account);
     let pipeline = this.redis.multi();
     let queued = 0;
     const flush = async (force = false) => {
@@ -172,6 +172,32 @@ export class RedisIdentityIndex extends IdentityIndex {
     open.del(keys.rebuilding(account));
     await open.exec();
     return graph.owners.size;
+  }
+
+  /**
+   * Deletes what the index holds of an account. Every customer it ever created is in its `born` hash,
+   * every remembered message in its `unsettled` set: the account's keys are found from those, without
+   * scanning the keyspace of a Redis that may hold many accounts.
+   */
+  private async forget(account: string): Promise<void> {
+    let doomed: string[] = [];
+    const flush = async (force = false) => {
+      if (doomed.length && (force || doomed.length >= 1000)) {
+        await this.redis.unlink(doomed);
+        doomed = [];
+      }
+    };
+    for await (const entries of this.redis.hScanIterator(keys.born(account), { COUNT: 1000 })) {
+      for (const { field } of Array.isArray(entries) ? entries : [entries]) {
+        doomed.push(keys.members(account, field), keys.absorbed(account, field));
+      }
+      await flush();
+    }
+    for (const message of await this.redis.sMembers(keys.unsettledMessages(account))) {
+      doomed.push(keys.unsettled(account, message));
+    }
+    doomed.push(...keys.graphKeys(account));
+    await flush(true);
   }
 
   health(): Promise<DriverHealth> {

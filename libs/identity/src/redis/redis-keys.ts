@@ -14,9 +14,10 @@ export const keys = {
   members: (account: string, customerId: string) => `cdp:{${account}}:m:${customerId}`,
   absorbed: (account: string, customerId: string) => `cdp:{${account}}:a:${customerId}`,
   unsettled: (account: string, message: string) => `cdp:{${account}}:done:${message}`,
-  /** Everything the identity index keeps of an account (not the profiles, not the rebuild lock). */
-  graphPatterns: (account: string) =>
-    ['ids', 'born', 'cids', 'merged', 'mseq', 'm:*', 'a:*', 'done:*'].map((k) => `cdp:{${account}}:${k}`),
+  unsettledMessages: (account: string) => `cdp:{${account}}:unsettled`,
+  /** The account's fixed graph keys; per-customer and per-message keys are found through `born` and `unsettled`. */
+  graphKeys: (account: string) =>
+    ['ids', 'born', 'cids', 'merged', 'mseq', 'unsettled'].map((k) => `cdp:{${account}}:${k}`),
   profile: (account: string, customerId: string) => `cdp:{${account}}:p:${customerId}`,
   profilePattern: (account: string) => `cdp:{${account}}:p:*`,
 };
