@@ -47,7 +47,40 @@ export class IngestPipeline {
     private readonly productsStep: ProductsStep,
   ) {}
 
-  async process(batch: readonly Delivery[]): Promise<Settlement[]> {
+  /** The last batch's preparation: the next one starts after it (identity resolves in arrival order). */
+  private prepared: Promise<unknown> = Promise.resolve();
+  /** The last batch's store write: writes happen one after the other, in the order batches arrived. */
+  private committed: Promise<unknown> = Promise.resolve();
+
+  /**
+   * Processes a batch. A batch of events and profiles only is done in two stages, so that a caller
+   * with two batches in flight overlaps them: while one batch is written to the store, the next is
+   * already resolved in the identity index. The stages are serial each, in arrival order. A batch
+   * that carries anything else waits for every write before it and runs whole.
+   *
+   * Overlapping is safe because a batch's identity effects are remembered until its store write
+   * settles them (a failed write is redelivered and gets the same resolutions), and every store
+   * table is idempotent per message.
+   */
+  process(batch: readonly Delivery[]): Promise<Settlement[]> {
+    const simple = batch.every((d) => d.message.kind === 'events' || d.message.kind === 'profiles');
+    if (!simple) {
+      const whole = Promise.all([this.prepared, this.committed]).then(() => this.processWhole(batch));
+      this.prepared = whole.catch(() => undefined);
+      this.committed = this.prepared;
+      return whole;
+    }
+    const prepare = this.prepared.then(() => this.prepareIngest(batch));
+    this.prepared = prepare.catch(() => undefined);
+    const commit = Promise.all([prepare, this.committed]).then(async ([writes]) => {
+      for (const write of writes) await write();
+      return batch.map((delivery): Settlement => ({ delivery, outcome: 'ack' }));
+    });
+    this.committed = commit.catch(() => undefined);
+    return commit;
+  }
+
+  private async processWhole(batch: readonly Delivery[]): Promise<Settlement[]> {
     // Records of account objects identify no customer: they go straight to their tables.
     const objects = batch.filter((d) => d.message.kind === 'objects');
     if (objects.length) await this.objects.write(objects);
@@ -57,13 +90,14 @@ export class IngestPipeline {
         for (const [account, deliveries] of groupByAccount(run))
           await this.subscriptions.process(account, deliveries);
       } else {
-        await this.processIngest(run);
+        for (const write of await this.prepareIngest(run)) await write();
       }
     }
     return batch.map((delivery) => ({ delivery, outcome: 'ack' }));
   }
 
-  private async processIngest(batch: readonly Delivery[]): Promise<void> {
+  /** Resolves and applies a batch, account by account; returns the store writes still to do. */
+  private async prepareIngest(batch: readonly Delivery[]): Promise<(() => Promise<void>)[]> {
     const byAccount = new Map<string, Delivery[]>();
     for (const delivery of batch) {
       if (delivery.message.kind === 'objects') continue;
@@ -71,10 +105,13 @@ export class IngestPipeline {
       list.push(delivery);
       byAccount.set(delivery.message.account, list);
     }
-    for (const [account, deliveries] of byAccount) await this.processAccount(account, deliveries);
+    const writes: (() => Promise<void>)[] = [];
+    for (const [account, deliveries] of byAccount)
+      writes.push(await this.prepareAccount(account, deliveries));
+    return writes;
   }
 
-  private async processAccount(account: string, deliveries: Delivery[]): Promise<void> {
+  private async prepareAccount(account: string, deliveries: Delivery[]): Promise<() => Promise<void>> {
     // Products and order updates name no customer: the commerce steps take them (below).
     const items: Item[] = deliveries.flatMap(({ message: m }) =>
       m.kind === 'events' || m.kind === 'profiles'
@@ -111,12 +148,14 @@ export class IngestPipeline {
     await orders.finish(deliveries, batch, now);
     await this.productsStep.apply(account, deliveries, batch, now);
     const redelivery = deliveries.some((d) => d.deliveryCount > 1);
-    await this.columns.prepare(account, batch);
-    await this.store.write(account, batch, redelivery);
-    await this.identityStep.settle(
-      account,
-      deliveries.map((d) => d.message),
-    );
+    return async () => {
+      await this.columns.prepare(account, batch);
+      await this.store.write(account, batch, redelivery);
+      await this.identityStep.settle(
+        account,
+        deliveries.map((d) => d.message),
+      );
+    };
   }
 }
 

@@ -39,6 +39,8 @@ export interface NatsBusOptions {
 
 const nanos = (ms: number) => ms * 1_000_000;
 const ACK_WAIT_MS = 10_000;
+/** Chunks handed to the consumer before the oldest must be settled. */
+const IN_FLIGHT = 2;
 const FETCH_WAIT_MS = 1000; // the client refuses less than a second
 
 /**
@@ -155,6 +157,9 @@ export class NatsEventBus extends EventBus {
 
   private async run(consumer: BatchConsumer): Promise<void> {
     const source: Consumer = await this.js.consumers.get(this.stream, 'processor');
+    // Up to IN_FLIGHT chunks are handed over before the first is settled: the consumer may overlap
+    // them (the processor stores one batch while it resolves the next). Each is settled in turn.
+    const inFlight: Promise<void>[] = [];
     while (!this.stopping) {
       let batch: JsMsg[] = [];
       try {
@@ -190,21 +195,29 @@ export class NatsEventBus extends EventBus {
       }
       batch = [];
       for (const chunk of byRecords(deliveries, this.options.maxBatchRecords ?? 10_000)) {
-        let settlements: Settlement[];
-        const claim = setInterval(
-          () => chunk.forEach((d) => byHandle.get(d.handle)?.working()),
-          ACK_WAIT_MS / 3,
-        );
-        try {
-          settlements = await consumer(chunk);
-        } catch (err) {
-          settlements = chunk.map((delivery) => ({ delivery, outcome: 'retry', reason: describe(err) }));
-        } finally {
-          clearInterval(claim);
-        }
-        await this.settle(settlements, byHandle);
+        inFlight.push(this.handOver(consumer, chunk, byHandle));
+        if (inFlight.length >= IN_FLIGHT) await inFlight.shift();
       }
     }
+    await Promise.all(inFlight);
+  }
+
+  /** Gives a chunk to the consumer, keeps its messages claimed meanwhile, then settles them. */
+  private async handOver(
+    consumer: BatchConsumer,
+    chunk: Delivery[],
+    byHandle: Map<string, JsMsg>,
+  ): Promise<void> {
+    let settlements: Settlement[];
+    const claim = setInterval(() => chunk.forEach((d) => byHandle.get(d.handle)?.working()), ACK_WAIT_MS / 3);
+    try {
+      settlements = await consumer(chunk);
+    } catch (err) {
+      settlements = chunk.map((delivery) => ({ delivery, outcome: 'retry', reason: describe(err) }));
+    } finally {
+      clearInterval(claim);
+    }
+    await this.settle(settlements, byHandle);
   }
 
   private async settle(settlements: Settlement[], byHandle: Map<string, JsMsg>): Promise<void> {
