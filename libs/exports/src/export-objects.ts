@@ -258,9 +258,3 @@ export class BuiltInExportCatalogs extends ExportCatalogs {
     return Promise.resolve(BUILT_IN_CATALOG);
   }
 }
-
-/**
- * The one place that decides where catalogs come from, for the API and the worker alike: a
- * schema-backed implementation replaces the class here.
- */
-export const EXPORT_CATALOGS_PROVIDER = { provide: ExportCatalogs, useClass: BuiltInExportCatalogs };

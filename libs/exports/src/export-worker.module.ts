@@ -11,7 +11,9 @@ import { APP_CONFIG, type AppConfig } from '@cdp/config';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { MetadataStore } from '@cdp/metadata';
 import { AnalyticStore } from '@cdp/store';
-import { EXPORT_CATALOGS_PROVIDER, ExportCatalogs } from './export-objects.js';
+import { SchemaModule } from '@cdp/schema';
+import { ExportCatalogs } from './export-objects.js';
+import { EXPORT_CATALOGS_PROVIDER } from './export-catalogs.provider.js';
 import { ExportRunner } from './export.runner.js';
 import { ExportWorker } from './export.worker.js';
 
@@ -55,6 +57,7 @@ export class ExportWorkerLifecycle implements OnApplicationBootstrap, BeforeAppl
  * `apps/exporter` with a ClickHouse server, and in the all-in-one process.
  */
 @Module({
+  imports: [SchemaModule],
   providers: [EXPORT_CATALOGS_PROVIDER, ExportWorkerLifecycle],
 })
 export class ExportWorkerModule {}

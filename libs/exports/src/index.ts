@@ -7,3 +7,4 @@ export * from './export.worker.js';
 export * from './exports.service.js';
 export * from './exports-api.module.js';
 export * from './export-worker.module.js';
+export * from './schema-export-catalogs.js';

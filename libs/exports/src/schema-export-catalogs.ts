@@ -1,0 +1,66 @@
+import { Injectable } from '@nestjs/common';
+import type { CustomFieldType } from '@cdp/domain';
+import { SchemaRegistry, type ObjectDef } from '@cdp/schema';
+import {
+  BUILT_IN_CATALOG,
+  ExportCatalogs,
+  type ColumnType,
+  type ExportCatalog,
+  type ExportObject,
+  type ExportRelation,
+} from './export-objects.js';
+
+const TYPES: Record<CustomFieldType, ColumnType> = {
+  string: 'string',
+  text: 'string',
+  number: 'number',
+  timestamp: 'timestamp',
+  boolean: 'boolean',
+};
+
+function relations(object: ObjectDef): ExportRelation[] {
+  return object.relations
+    .filter((r) => r.created_by === 'account')
+    .map((r) => ({ name: r.name, childObject: r.child_object, joinFields: r.join_fields }));
+}
+
+/**
+ * An account's catalog from its schema (spec "Schema API"): the built-in objects with the fields and
+ * relations the account added to them, and every object the account created, read from its table
+ * (`obj_<name>`, one current row per primary key).
+ */
+@Injectable()
+export class SchemaExportCatalogs extends ExportCatalogs {
+  constructor(private readonly schema: SchemaRegistry) {
+    super();
+  }
+
+  async forAccount(account: string): Promise<ExportCatalog> {
+    const schema = await this.schema.read(account);
+    const objects: ExportObject[] = [];
+    for (const name of BUILT_IN_CATALOG.names()) {
+      const builtIn = BUILT_IN_CATALOG.object(name)!;
+      const def = schema.object(name);
+      if (!def) continue;
+      const added = def.fields.filter((f) => f.created_by === 'account');
+      const own = relations(def);
+      if (added.length === 0 && own.length === 0) continue;
+      objects.push({
+        ...builtIn,
+        columns: [...builtIn.columns, ...added.map((f) => ({ name: f.name, type: TYPES[f.type] }))],
+        relations: [...builtIn.relations, ...own],
+      });
+    }
+    for (const def of schema.objects()) {
+      if (def.created_by !== 'account') continue;
+      objects.push({
+        name: def.name,
+        from: `(SELECT * FROM {db}.${def.table} FINAL)`,
+        columns: def.fields.map((f) => ({ name: f.name, type: TYPES[f.type] })),
+        pageKey: def.fields.filter((f) => f.primary).map((f) => f.name),
+        relations: relations(def),
+      });
+    }
+    return BUILT_IN_CATALOG.with(...objects);
+  }
+}
