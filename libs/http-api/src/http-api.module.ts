@@ -21,6 +21,7 @@ import { SchemaController } from './schema/schema.controller.js';
 import { ObjectsController } from './objects/objects.controller.js';
 import { ObjectsIngest } from './objects/objects.ingest.js';
 
+import { OptOutController } from './optout/optout.controller.js';
 import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
@@ -37,6 +38,7 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
     ListsController,
     V2Controller,
     CommerceObjectsController,
+    OptOutController,
   ],
   providers: [
     IngestPublisher,

@@ -313,6 +313,9 @@ export function profileStateContract(name: string, open: () => Promise<ProfileSt
       expect(optedIn!.attributes).toEqual({ opted_in: true });
       expect(await state.get(a, 'r')).toEqual(optedIn);
       expect(await state.customersWithPhone(a, '42')).toEqual([]);
+      // Redacting it again (a record of a pooled identifier) keeps that explicit opt-in.
+      const [again] = await state.apply(a, [{ customerId: 'r', update: { email: 'r@x.com' }, redact: true }]);
+      expect(again!.attributes).toEqual({ opted_in: true });
       // A customer born redacted (an identifier of the opt-out pool) never holds the data it came with.
       const [born] = await state.apply(a, [{ customerId: 'n', update: { email: 'n@x.com' }, redact: true }]);
       expect(born).toEqual({ customerId: 'n', version: 1, attributes: { opted_in: false }, redacted: true });

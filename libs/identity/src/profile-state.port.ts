@@ -37,8 +37,8 @@ export interface ProfileUpdate {
    */
   absorb?: string[];
   /**
-   * Redacts the profile before the update: every field cleared but `opted_in` (false), and marked so
-   * later updates cannot restore personal data. A survivor that absorbs a redacted profile is redacted too:
+   * Redacts the profile before the update: every field cleared but `opted_in` (false; an already
+   * redacted profile keeps its own), and marked so later updates cannot restore personal data. A survivor that absorbs a redacted profile is redacted too:
    * the merge says both are one person.
    */
   redact?: boolean;

@@ -59,7 +59,7 @@ export class MemoryProfileState extends ProfileState {
         customerId,
         version: (current?.version ?? 0) + 1,
         attributes: redacted
-          ? applyAttributeUpdate(redactedBase(current, redact), writableWhenRedacted(update))
+          ? applyAttributeUpdate(redactedBase(current), writableWhenRedacted(update))
           : applyAttributeUpdate(attributes, update),
       };
       if (redacted) next.redacted = true;
@@ -142,10 +142,11 @@ export class MemoryProfileState extends ProfileState {
 
 /**
  * What a redacted profile starts from: nothing personal, `opted_in` false — except that a profile
- * redacted before keeps the `opted_in` it was given since (an explicit channel opt-in).
+ * redacted before keeps the `opted_in` it was given since (an explicit channel opt-in): redacting it
+ * again changes nothing, so a record of a pooled identifier does not undo that opt-in.
  */
-function redactedBase(current: ProfileSnapshot | undefined, fresh: boolean): Attributes {
-  const kept = current?.redacted && !fresh ? current.attributes[REDACTED_WRITABLE] : undefined;
+function redactedBase(current: ProfileSnapshot | undefined): Attributes {
+  const kept = current?.redacted ? current.attributes[REDACTED_WRITABLE] : undefined;
   return kept === undefined ? { ...REDACTED_ATTRIBUTES } : { [REDACTED_WRITABLE]: kept };
 }
 

@@ -201,7 +201,7 @@ end
 -- [[key index, [field, value, ...], survivor key index or -1], ...]: the final state of every touched
 -- profile, and the last state of every merged one.
 -- Redaction (spec "Compliance opt-out"): field __r marks a redacted profile. Redacting clears every field
--- but __v and sets opted_in false; a survivor absorbing a redacted profile is redacted; on a redacted
+-- but __v and sets opted_in false (an already redacted profile keeps its opted_in); a survivor absorbing a redacted profile is redacted; on a redacted
 -- profile an update may only change opted_in.
 -- Phone index: <p>ph:<phone JSON text> is the set of customers whose profile holds exactly that phone,
 -- kept here, in the same atomic call, whenever a phone is set, changed, unset or merged away.
@@ -241,7 +241,7 @@ local function cdp_apply(keys, args)
     redis.call('HINCRBY', key, '__v', 1)
     if redacted then
       local kept = 'false'
-      if was_redacted and not fresh and own_opted then kept = own_opted end
+      if was_redacted and own_opted then kept = own_opted end
       local fields = redis.call('HKEYS', key)
       local drop = {}
       for _, f in ipairs(fields) do if f ~= '__v' then drop[#drop + 1] = f end end
