@@ -274,4 +274,19 @@ describe.each(WIRINGS)('compliance opt-out (%s)', (_wiring, start) => {
     const phone = await optout({ requester: 'dpo@x.com', phone: '000' });
     expect((phone.body as OptOutBody).optout.customers).toBe(0); // the phone never reached the profile
   });
+
+  it('a redacted customer merged with another later: the survivor is redacted too', async () => {
+    await seed({ email: 'fay@x.com', name: 'Fay', city: 'Rome' }, 'email=fay@x.com');
+    expect((await event({ email: 'fay@x.com', vuid: 'fay-cookie' })).status).toBe(202);
+    await seed({ email: 'eve@x.com', name: 'Eve' }, 'email=eve@x.com');
+    await eventually(async () =>
+      expect(await attributesOf('vuid=fay-cookie')).toMatchObject({ name: 'Fay' }),
+    );
+    expect((await accepted({ requester: 'dpo@x.com', email: 'eve@x.com' })).customers).toBe(1);
+    await eventually(async () => expect(await attributesOf('email=eve@x.com')).toEqual(REDACTED));
+    // One record joins both: Fay's customer is older and survives, and holds no personal data after.
+    expect((await event({ vuid: 'fay-cookie', email: 'eve@x.com' })).status).toBe(202);
+    await eventually(async () => expect(await attributesOf('email=fay@x.com')).toEqual(REDACTED));
+    expect(await attributesOf('email=eve@x.com')).toEqual(REDACTED);
+  });
 });
