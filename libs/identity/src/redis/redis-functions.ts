@@ -7,7 +7,7 @@
  * identifier set, a message's remembered effects). They all carry the account's hash tag, so they
  * live in the declared keys' cluster slot.
  */
-export const LIBRARY_VERSION = '4';
+export const LIBRARY_VERSION = '7';
 /**
  * The version is part of the library's and the functions' names, so processors of two releases can
  * share one Redis during a rolling upgrade: each calls the functions it was written against.

@@ -62,11 +62,14 @@ export class RedisProfileState extends ProfileState {
   }
 
   async load(account: string, profiles: AsyncIterable<StoredProfile>): Promise<number> {
-    for (const pattern of [keys.profilePattern(account), keys.phonePattern(account)])
-      for await (const key of this.redis.scanIterator({ MATCH: pattern, COUNT: 1000 })) {
-        const batch = Array.isArray(key) ? key : [key];
-        if (batch.length) await this.redis.unlink(batch);
-      }
+    // One scan for both the profiles (`p:*`) and the phone index (`ph:*`).
+    for await (const key of this.redis.scanIterator({
+      MATCH: keys.profilesAndPhones(account),
+      COUNT: 1000,
+    })) {
+      const batch = Array.isArray(key) ? key : [key];
+      if (batch.length) await this.redis.unlink(batch);
+    }
     let count = 0;
     let pipeline = this.redis.multi();
     for await (const p of profiles) {
