@@ -58,13 +58,38 @@ export interface OrderUpdatesMessage extends IngestMessageBase {
   records: OrderUpdateRecord[];
 }
 
+/** What one compliance opt-out request asks for and what the API found (spec "Compliance opt-out"). */
+export interface OptOutRecord {
+  requester: string;
+  /** The email and vuid sent (normalized). */
+  sent: { kind: string; value: string }[];
+  /** The phone sent, matched exactly against profiles. */
+  phone?: string;
+  /** The customers found when the request was accepted. */
+  customers: string[];
+  /** Every identifier added to the opt-out pool: those sent and every identifier of the customers found. */
+  identifiers: { kind: string; value: string }[];
+}
+
+/**
+ * A compliance opt-out (`POST /v3/optout`): one record, the request. The processor looks the
+ * identifiers up again (a merge may have happened since) and redacts.
+ */
+export interface OptOutMessage extends IngestMessageBase {
+  kind: 'optout';
+  /** `private:<key id>`. */
+  key: string;
+  records: OptOutRecord[];
+}
+
 export type IngestMessage =
   | EventsMessage
   | ProfilesMessage
   | ObjectsMessage
   | SubscriptionsMessage
   | ProductsMessage
-  | OrderUpdatesMessage;
+  | OrderUpdatesMessage
+  | OptOutMessage;
 
 /** The pattern under which the processor's handler receives batches of ingest messages. */
 export const INGEST_PATTERN = 'ingest';

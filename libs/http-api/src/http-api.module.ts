@@ -23,6 +23,7 @@ import { SchemaController } from './schema/schema.controller.js';
 import { ObjectsController } from './objects/objects.controller.js';
 import { ObjectsIngest } from './objects/objects.ingest.js';
 
+import { OptOutController } from './optout/optout.controller.js';
 import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
@@ -40,6 +41,7 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
     V2Controller,
     CommerceObjectsController,
     ExportsController,
+    OptOutController,
   ],
   providers: [
     IngestPublisher,

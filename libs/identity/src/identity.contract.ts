@@ -255,5 +255,136 @@ export function profileStateContract(name: string, open: () => Promise<ProfileSt
       expect(next).toEqual({ customerId: 'c7', version: 5, attributes: { email: 'q@x.com', city: 'Rome' } });
       await state.close();
     });
+
+    it('keeps an exact phone index under set, change, unset, merge and load', async () => {
+      const state = await open();
+      const a = `ph${run}`;
+      await state.apply(a, [
+        { customerId: 'p1', update: { phone: '+1 555 0100' } },
+        { customerId: 'p2', update: { phone: '+1 555 0100', email: 'p2@x.com' } },
+        { customerId: 'p3', update: { phone: '+15550100' } },
+      ]);
+      expect(await state.customersWithPhone(a, '+1 555 0100')).toEqual(['p1', 'p2']);
+      expect(await state.customersWithPhone(a, '+15550100')).toEqual(['p3']);
+      expect(await state.customersWithPhone(a, '+1 555 010')).toEqual([]);
+      await state.apply(a, [
+        { customerId: 'p1', update: { phone: '999' } },
+        { customerId: 'p2', update: { phone: null } },
+      ]);
+      expect(await state.customersWithPhone(a, '+1 555 0100')).toEqual([]);
+      expect(await state.customersWithPhone(a, '999')).toEqual(['p1']);
+      // p3 merges into p2 (no phone): p2 takes p3's phone, p3 is gone.
+      await state.apply(a, [{ customerId: 'p2', update: {}, absorb: ['p3'] }]);
+      expect(await state.customersWithPhone(a, '+15550100')).toEqual(['p2']);
+      // p1 (phone 999) merges into p2 (which keeps its own phone): 999 is nobody's any more.
+      await state.apply(a, [{ customerId: 'p2', update: {}, absorb: ['p1'] }]);
+      expect(await state.customersWithPhone(a, '999')).toEqual([]);
+      await state.load(
+        a,
+        from([
+          { svc_id: 'q1', version: 1, attributes: { phone: '777' } },
+          { svc_id: 'q2', version: 1, attributes: { phone: '777' } },
+        ]),
+      );
+      expect(await state.customersWithPhone(a, '777')).toEqual(['q1', 'q2']);
+      expect(await state.customersWithPhone(a, '+15550100')).toEqual([]);
+      await state.close();
+    });
+
+    it('redacts a profile: personal fields gone, opted_in false, later updates change opted_in only', async () => {
+      const state = await open();
+      const a = `red${run}`;
+      await state.apply(a, [
+        {
+          customerId: 'r',
+          update: { email: 'r@x.com', name: 'R', phone: '42', opted_in: true, tier: 'gold' },
+        },
+      ]);
+      const [redacted] = await state.apply(a, [{ customerId: 'r', update: {}, redact: true }]);
+      expect(redacted).toEqual({
+        customerId: 'r',
+        version: 2,
+        attributes: { opted_in: false },
+        redacted: true,
+      });
+      expect(await state.customersWithPhone(a, '42')).toEqual([]);
+      const [later] = await state.apply(a, [
+        { customerId: 'r', update: { email: 'r@x.com', name: 'Again', phone: '42', city: 'Oslo' } },
+      ]);
+      expect(later).toEqual({ customerId: 'r', version: 3, attributes: { opted_in: false }, redacted: true });
+      const [optedIn] = await state.apply(a, [{ customerId: 'r', update: { opted_in: true, name: 'X' } }]);
+      expect(optedIn!.attributes).toEqual({ opted_in: true });
+      expect(await state.get(a, 'r')).toEqual(optedIn);
+      expect(await state.customersWithPhone(a, '42')).toEqual([]);
+      // Redacting it again (a record of a pooled identifier) keeps that explicit opt-in.
+      const [again] = await state.apply(a, [{ customerId: 'r', update: { email: 'r@x.com' }, redact: true }]);
+      expect(again!.attributes).toEqual({ opted_in: true });
+      // A customer born redacted (an identifier of the opt-out pool) never holds the data it came with.
+      const [born] = await state.apply(a, [{ customerId: 'n', update: { email: 'n@x.com' }, redact: true }]);
+      expect(born).toEqual({ customerId: 'n', version: 1, attributes: { opted_in: false }, redacted: true });
+      await state.close();
+    });
+
+    it('a survivor absorbing a redacted profile is redacted, and so is a redacted survivor absorbing another', async () => {
+      const state = await open();
+      const a = `rmg${run}`;
+      await state.apply(a, [
+        { customerId: 's1', update: { email: 's1@x.com', phone: '1' } },
+        { customerId: 'l1', update: { email: 'l1@x.com' } },
+        { customerId: 'l1', update: {}, redact: true },
+        { customerId: 's2', update: { email: 's2@x.com' } },
+        { customerId: 's2', update: {}, redact: true },
+        { customerId: 'l2', update: { email: 'l2@x.com', name: 'L2', phone: '2' } },
+      ]);
+      const out = await state.apply(a, [
+        { customerId: 's1', update: { name: 'S1' }, absorb: ['l1'] },
+        { customerId: 's2', update: { city: 'Rome' }, absorb: ['l2'] },
+      ]);
+      expect(out.find((s) => s.customerId === 's1')).toEqual({
+        customerId: 's1',
+        version: 2,
+        attributes: { opted_in: false },
+        redacted: true,
+      });
+      expect(out.find((s) => s.customerId === 's2')).toEqual({
+        customerId: 's2',
+        version: 3,
+        attributes: { opted_in: false },
+        redacted: true,
+      });
+      expect(out.find((s) => s.customerId === 'l1')).toMatchObject({ mergedInto: 's1', redacted: true });
+      expect(await state.get(a, 'l2')).toBeUndefined();
+      expect(await state.customersWithPhone(a, '1')).toEqual([]);
+      expect(await state.customersWithPhone(a, '2')).toEqual([]);
+      await state.close();
+    });
+
+    it('loads redacted profiles and keeps honouring the redaction', async () => {
+      const state = await open();
+      const a = `rld${run}`;
+      await state.load(
+        a,
+        from([{ svc_id: 'x', version: 3, attributes: { opted_in: false }, redacted: true }]),
+      );
+      const [next] = await state.apply(a, [{ customerId: 'x', update: { email: 'x@x.com' } }]);
+      expect(next).toEqual({ customerId: 'x', version: 4, attributes: { opted_in: false }, redacted: true });
+      await state.close();
+    });
+
+    it('keeps an opt-out pool per account, rebuildable', async () => {
+      const state = await open();
+      const a = `pool${run}`;
+      await state.addToOptOutPool(a, [email('gone@x.com'), vuid('gv')]);
+      expect(await state.inOptOutPool(a, [email('gone@x.com'), email('here@x.com'), vuid('gv')])).toEqual([
+        email('gone@x.com'),
+        vuid('gv'),
+      ]);
+      expect(await state.inOptOutPool(`other${run}`, [email('gone@x.com')])).toEqual([]);
+      expect(await state.loadOptOutPool(a, from([email('back@x.com')]))).toBe(1);
+      expect(await state.inOptOutPool(a, [email('gone@x.com'), email('back@x.com')])).toEqual([
+        email('back@x.com'),
+      ]);
+      await state.close();
+    });
   });
 }

@@ -1,5 +1,5 @@
 import type { DriverHealth } from '@cdp/contracts';
-import type { AttributeUpdate, Attributes } from '@cdp/domain';
+import type { AttributeUpdate, Attributes, Identifier } from '@cdp/domain';
 
 export interface ProfileSnapshot {
   customerId: string;
@@ -8,6 +8,24 @@ export interface ProfileSnapshot {
   attributes: Attributes;
   /** Set on the last snapshot of a profile merged into another: the survivor holds it from now on. */
   mergedInto?: string;
+  /**
+   * Set once a compliance opt-out redacted the profile (spec "Compliance opt-out"): its personal fields
+   * are gone and stay gone — later updates may only change `opted_in`.
+   */
+  redacted?: boolean;
+}
+
+/** What a redacted profile keeps: an opted-out person receives no messages (spec "Consent"). */
+export const REDACTED_ATTRIBUTES = { opted_in: false } as const;
+/** The only field a later update may change on a redacted profile (an explicit channel opt-in). */
+export const REDACTED_WRITABLE = 'opted_in';
+
+/** A profile as the store holds it, read back to rebuild the hot state. */
+export interface StoredProfile {
+  svc_id: string;
+  version: number;
+  attributes: Attributes;
+  redacted?: boolean;
 }
 
 export interface ProfileUpdate {
@@ -18,6 +36,12 @@ export interface ProfileUpdate {
    * values win), then is gone; its last snapshot comes back with `mergedInto` set.
    */
   absorb?: string[];
+  /**
+   * Redacts the profile before the update: every field cleared but `opted_in` (false; an already
+   * redacted profile keeps its own), and marked so later updates cannot restore personal data. A survivor that absorbs a redacted profile is redacted too:
+   * the merge says both are one person.
+   */
+  redact?: boolean;
 }
 
 /** The hot profile of every customer: what `GET /v3/profiles` reads. */
@@ -28,10 +52,19 @@ export abstract class ProfileState {
    */
   abstract apply(account: string, updates: ProfileUpdate[]): Promise<ProfileSnapshot[]>;
   abstract get(account: string, customerId: string): Promise<ProfileSnapshot | undefined>;
-  abstract load(
-    account: string,
-    profiles: AsyncIterable<{ svc_id: string; version: number; attributes: Attributes }>,
-  ): Promise<number>;
+  abstract load(account: string, profiles: AsyncIterable<StoredProfile>): Promise<number>;
+  /**
+   * The customers whose profile's \`phone\` is exactly this value (spec "Compliance opt-out": phone must
+   * match the stored value exactly). Phone is no identifier, so this index lives with the profiles and is
+   * kept by \`apply\` and \`load\`.
+   */
+  abstract customersWithPhone(account: string, phone: string): Promise<string[]>;
+  /** Adds identifiers to the account's opt-out pool: a customer they identify later is born redacted. */
+  abstract addToOptOutPool(account: string, ids: readonly Identifier[]): Promise<void>;
+  /** Which of these identifiers are in the opt-out pool. */
+  abstract inOptOutPool(account: string, ids: readonly Identifier[]): Promise<Identifier[]>;
+  /** Replaces the account's opt-out pool with the one read back from the store. */
+  abstract loadOptOutPool(account: string, ids: AsyncIterable<Identifier>): Promise<number>;
   abstract health(): Promise<DriverHealth>;
   abstract close(): Promise<void>;
 }

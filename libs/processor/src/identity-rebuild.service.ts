@@ -54,6 +54,7 @@ export class IdentityRebuild implements OnModuleInit {
     await this.consent.load(account, this.store.consentStates(account));
     // Profiles first: the index opens the account again only once both are loaded.
     const profiles = await this.profiles.load(account, this.store.currentProfiles(account));
+    await this.profiles.loadOptOutPool(account, this.store.optOutPool(account));
     const links = await this.identity.load(account, this.store.identityGraph(account));
     this.logger.info(
       { account, links, profiles, ms: Date.now() - started },

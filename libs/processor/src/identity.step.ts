@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { customerIdSeed, identifierList, type Identifier } from '@cdp/domain';
+import { customerIdSeed, identifierList, identityKey, type Identifier } from '@cdp/domain';
 import {
   bornKey,
   IdentityIndex,
@@ -96,8 +96,46 @@ export class IdentityStep {
       msg_id: messageOf(snapshot.customerId),
       updated_at: now,
       merged_into: snapshot.mergedInto ?? null,
+      ...(snapshot.redacted ? { redacted: true } : {}),
       attributes: snapshot.attributes,
     }));
+  }
+
+  /**
+   * Marks for redaction the profile of every record carrying an identifier of the opt-out pool (spec
+   * "Compliance opt-out"): a customer such an identifier creates or reaches is born, or stays, redacted.
+   * One pool look-up per batch.
+   */
+  async redactOptedOut(
+    account: string,
+    items: readonly IdentifiedItem[],
+    resolutions: readonly Resolution[],
+    updates: ProfileUpdate[],
+    lastMessageOf: Map<string, string>,
+  ): Promise<void> {
+    const all = items.flatMap((item) => identifierList(item.record.identifiers));
+    if (all.length === 0) return;
+    const pooled = new Set((await this.profiles.inOptOutPool(account, all)).map(identityKey));
+    if (pooled.size === 0) return;
+    // A customer merged later in the batch lives on in its survivor.
+    const survivorOf = new Map<string, string>();
+    for (const r of resolutions) for (const loser of r.merged) survivorOf.set(loser, r.customerId);
+    const final = (c: string): string => {
+      for (let hops = 0; survivorOf.has(c) && hops < 100; hops++) c = survivorOf.get(c)!;
+      return c;
+    };
+    const customers = new Map<string, string>();
+    items.forEach((item, i) => {
+      if (identifierList(item.record.identifiers).some((id) => pooled.has(identityKey(id))))
+        customers.set(final(resolutions[i]!.customerId), item.message.id);
+    });
+    for (const u of updates) if (customers.has(u.customerId)) u.redact = true;
+    // A customer whose record changed nothing on the profile gets its redaction all the same.
+    for (const [c, message] of customers)
+      if (!updates.some((u) => u.customerId === c)) {
+        updates.push({ customerId: c, update: {}, redact: true });
+        lastMessageOf.set(c, message);
+      }
   }
 
   /** Forgets what the index remembered of these messages: the store holds their rows now. */

@@ -23,6 +23,7 @@ import {
 } from './subscriptions.step.js';
 import { OrdersStep } from './orders.step.js';
 import { ProductsStep } from './products.step.js';
+import { isOptOutDelivery, OptOutStep } from './optout.step.js';
 
 interface Item {
   message: IngestMessage;
@@ -45,6 +46,7 @@ export class IngestPipeline {
     private readonly subscriptions: SubscriptionsStep,
     private readonly ordersStep: OrdersStep,
     private readonly productsStep: ProductsStep,
+    private readonly optout: OptOutStep,
   ) {}
 
   /** The last batch's preparation: the next one starts after it (identity resolves in arrival order). */
@@ -89,6 +91,9 @@ export class IngestPipeline {
       if (run.every(isSubscriptionsDelivery)) {
         for (const [account, deliveries] of groupByAccount(run))
           await this.subscriptions.process(account, deliveries);
+      } else if (run.every(isOptOutDelivery)) {
+        for (const [account, deliveries] of groupByAccount(run))
+          await this.optout.process(account, deliveries);
       } else {
         for (const write of await this.prepareIngest(run)) await write();
       }
@@ -142,6 +147,7 @@ export class IngestPipeline {
       }
     });
 
+    await this.identityStep.redactOptedOut(account, items, resolutions, updates, lastMessageOf);
     batch.customers.push(
       ...(await this.identityStep.applyProfiles(account, updates, (c) => lastMessageOf.get(c)!, now)),
     );

@@ -10,6 +10,7 @@ import { IdentityStep } from './identity.step.js';
 import { OrdersRebuild } from './orders-rebuild.service.js';
 import { OrdersStep } from './orders.step.js';
 import { ProductsStep } from './products.step.js';
+import { OptOutStep } from './optout.step.js';
 
 /**
  * The processor role: consumes ingest messages, resolves identities, writes the store. Its ports
@@ -28,6 +29,7 @@ import { ProductsStep } from './products.step.js';
     OrdersRebuild,
     OrdersStep,
     ProductsStep,
+    OptOutStep,
   ],
   exports: [IdentityRebuild, CustomColumns, OrdersRebuild],
 })

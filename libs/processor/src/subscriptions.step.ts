@@ -26,12 +26,17 @@ export function isSubscriptionsDelivery(d: Delivery): d is Delivery & { message:
   return d.message.kind === 'subscriptions';
 }
 
-/** Consecutive deliveries split where they change between consent changes and other records. */
+/** Consent changes and compliance opt-outs have steps of their own; everything else is ingest. */
+function lane(d: Delivery): string {
+  return d.message.kind === 'subscriptions' || d.message.kind === 'optout' ? d.message.kind : 'ingest';
+}
+
+/** Consecutive deliveries split where they change between consent changes, opt-outs and other records. */
 export function runsOfKind(batch: readonly Delivery[]): Delivery[][] {
   const runs: Delivery[][] = [];
   for (const d of batch) {
     const last = runs[runs.length - 1];
-    if (last && isSubscriptionsDelivery(last[0]!) === isSubscriptionsDelivery(d)) last.push(d);
+    if (last && lane(last[0]!) === lane(d)) last.push(d);
     else runs.push([d]);
   }
   return runs;
@@ -135,6 +140,7 @@ export class SubscriptionsStep {
       });
     });
 
+    await this.identityStep.redactOptedOut(account, items, resolutions, updates, lastMessageOf);
     batch.customers.push(
       ...(await this.identityStep.applyProfiles(account, updates, (c) => lastMessageOf.get(c)!, now)),
     );

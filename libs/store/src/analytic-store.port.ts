@@ -42,7 +42,36 @@ export interface CustomerRow {
   updated_at: string;
   /** Set on a merged customer's last snapshot: the survivor that holds its profile now. */
   merged_into: string | null;
+  /** Set on the snapshots of a redacted profile (spec "Compliance opt-out"). */
+  redacted?: boolean;
   attributes: Record<string, string | boolean | number>;
+}
+
+/** The audit of one compliance opt-out: who asked, when, through which key, and what it reached. */
+export interface OptOutRequestRow {
+  /** The request id. */
+  msg_id: string;
+  requester: string;
+  /** `private:<key id>`. */
+  api_key: string;
+  requested_at: string;
+  processed_at: string;
+  /** The identifiers sent, `kind:value`. */
+  sent: string[];
+  /** The phone sent, if any (matched exactly against profiles; not an identifier). */
+  phone: string | null;
+  /** The customers redacted. */
+  customers: string[];
+  /** Every identifier added to the opt-out pool, `kind:value`. */
+  identifiers: string[];
+}
+
+/** An identifier in the opt-out pool. */
+export interface OptOutPoolRow {
+  kind: string;
+  value: string;
+  msg_id: string;
+  created_at: string;
 }
 
 export interface EventRow {
@@ -158,6 +187,8 @@ export interface StoreBatch {
   lineItems?: LineItemRow[];
   orders?: OrderRow[];
   products?: ProductRow[];
+  optoutRequests?: OptOutRequestRow[];
+  optoutPool?: OptOutPoolRow[];
 }
 
 /**
@@ -181,6 +212,7 @@ export abstract class AnalyticStore {
     svc_id: string;
     version: number;
     attributes: Record<string, string | boolean | number>;
+    redacted?: boolean;
   }>;
   /** Adds the columns of custom fields to a built-in table (`events`, `customers`, …) unless present. */
   abstract addColumns(account: string, table: string, columns: readonly ColumnSpec[]): Promise<void>;
@@ -204,6 +236,14 @@ export abstract class AnalyticStore {
   abstract orderChanges(account: string): AsyncIterable<OrderChangeRow>;
   /** The current rows of the products named (for additive updates). */
   abstract products(account: string, productIds: string[]): Promise<ProductRow[]>;
+  /**
+   * Removes the personal data of these customers, and of the customers merged into them, from every
+   * profile snapshot the store holds (`opted_in` and the bookkeeping columns stay); marks them redacted.
+   * Returns once the rows are rewritten.
+   */
+  abstract redactCustomers(account: string, customerIds: readonly string[]): Promise<void>;
+  /** Every identifier of the opt-out pool: what the hot pool is rebuilt from. */
+  abstract optOutPool(account: string): AsyncIterable<{ kind: string; value: string }>;
   /** Runs a select in the account's database: `{db}` in the SQL names it. */
   abstract query<T>(account: string, sql: string, params?: Record<string, unknown>): Promise<T[]>;
   /**

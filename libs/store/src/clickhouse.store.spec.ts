@@ -145,6 +145,80 @@ describe('ClickHouseStore on chDB', () => {
     expect(profiles).toEqual(['cs']); // a merged customer's profile lives on in its survivor
   });
 
+  it('redacts a customer and the customers merged into it in every snapshot, and keeps the audit and pool', async () => {
+    const a = 'accopt';
+    const first = batch('o1', 'rs', 0);
+    first.customers[0]!.attributes = { email: 'rs@x.com', name: 'R S', phone: '1', opted_in: true };
+    first.customers.push({
+      svc_id: 'rl',
+      version: 2,
+      msg_id: 'o1',
+      updated_at: at,
+      merged_into: 'rs',
+      attributes: { email: 'rl@x.com', city: 'Rome' },
+    });
+    first.merges = [{ loser: 'rl', survivor: 'rs', seq: 1, cause: [], msg_id: 'o1', created_at: at }];
+    await store.write(a, first, false);
+    await store.write(a, batch('o2', 'other', 0), false);
+    const redaction: StoreBatch = {
+      identityLinks: [],
+      merges: [],
+      conflicts: [],
+      events: [],
+      customers: [
+        {
+          svc_id: 'rs',
+          version: 2,
+          msg_id: 'o3',
+          updated_at: at,
+          merged_into: null,
+          redacted: true,
+          attributes: { opted_in: false },
+        },
+      ],
+      optoutPool: [{ kind: 'email', value: 'rs@x.com', msg_id: 'o3', created_at: at }],
+      optoutRequests: [
+        {
+          msg_id: 'o3',
+          requester: 'dpo@x.com',
+          api_key: 'private:k1',
+          requested_at: at,
+          processed_at: at,
+          sent: ['email:rs@x.com'],
+          phone: null,
+          customers: ['rs'],
+          identifiers: ['email:rs@x.com'],
+        },
+      ],
+    };
+    await store.write(a, redaction, false);
+    await store.redactCustomers(a, ['rs']);
+    const rows = await store.query<Record<string, unknown>>(
+      a,
+      "SELECT svc_id, email, name, phone, city, redacted FROM {db}.customers WHERE svc_id IN ('rs', 'rl') ORDER BY svc_id, version",
+    );
+    expect(rows).toHaveLength(3);
+    for (const row of rows)
+      expect(row).toMatchObject({ email: null, name: null, phone: null, city: null, redacted: true });
+    const kept = await store.query<{ email: string }>(
+      a,
+      "SELECT email FROM {db}.customers WHERE svc_id = 'other'",
+    );
+    expect(kept).toEqual([{ email: 'other@x.com' }]);
+    const current = [];
+    for await (const p of store.currentProfiles(a)) current.push(p);
+    expect(current.find((p) => p.svc_id === 'rs')).toEqual({
+      svc_id: 'rs',
+      version: 2,
+      attributes: { opted_in: false },
+      redacted: true,
+    });
+    const pool = [];
+    for await (const id of store.optOutPool(a)) pool.push(id);
+    expect(pool).toEqual([{ kind: 'email', value: 'rs@x.com' }]);
+    expect(await count(a, 'optout_requests')).toBe(1);
+  });
+
   it('reads both time forms the domain writes, before and after 1970, to the millisecond', async () => {
     const times = [Date.UTC(1950, 5, 1, 12, 0, 0, 7), 1_700_000_000_123];
     const b = batch('mt', 'ct', 2);

@@ -84,6 +84,44 @@ export class ClickHouseStore extends AnalyticStore {
     }
     // Consent changes last: a batch that failed before them is redelivered and writes them then.
     await this.appendRows(`${db}.consent_history`, batch.consentHistory ?? [], redelivery);
+    await this.appendRows(`${db}.optout_pool`, batch.optoutPool ?? [], redelivery);
+    // The audit row last: it says the opt-out was done.
+    await this.appendRows(`${db}.optout_requests`, batch.optoutRequests ?? [], redelivery);
+  }
+
+  async redactCustomers(account: string, customerIds: readonly string[]): Promise<void> {
+    if (customerIds.length === 0) return;
+    await this.ensureAccount(account);
+    const db = databaseName(account);
+    const merged = await this.transport.query<{ svc_id: string }>(
+      `SELECT svc_id FROM ${db}.customer_survivors WHERE survivor IN {ids:Array(String)}`,
+      { ids: [...customerIds] },
+    );
+    const all = [...new Set([...customerIds, ...merged.map((m) => m.svc_id)])];
+    const described = await this.transport.query<{ name: string }>(`DESCRIBE TABLE ${db}.customers`);
+    const keep = new Set([
+      'svc_id',
+      'version',
+      'msg_id',
+      'updated_at',
+      'merged_into',
+      'redacted',
+      'opted_in',
+    ]);
+    const cleared = described.filter((c) => !keep.has(c.name)).map((c) => `${sqlName(c.name)} = NULL`);
+    // A mutation rewrites the parts holding these rows; mutations_sync waits for it, so once this
+    // returns no snapshot row (FINAL or not) holds their personal data.
+    await this.transport.exec(
+      `ALTER TABLE ${db}.customers UPDATE ${[...cleared, 'redacted = true'].join(', ')}
+       WHERE svc_id IN (${all.map(sqlString).join(', ')}) SETTINGS mutations_sync = 2`,
+    );
+  }
+
+  async *optOutPool(account: string): AsyncIterable<{ kind: string; value: string }> {
+    await this.ensureAccount(account);
+    yield* this.transport.stream<{ kind: string; value: string }>(
+      `SELECT DISTINCT kind, value FROM ${databaseName(account)}.optout_pool`,
+    );
   }
 
   /** Appends plain rows to a table, once per message (deduplication token, stored-message check). */
@@ -179,6 +217,7 @@ export class ClickHouseStore extends AnalyticStore {
     svc_id: string;
     version: number;
     attributes: Record<string, string | boolean | number>;
+    redacted?: boolean;
   }> {
     await this.ensureAccount(account);
     const table = `${databaseName(account)}.customers`;
@@ -190,6 +229,7 @@ export class ClickHouseStore extends AnalyticStore {
       'msg_id',
       'updated_at',
       'merged_into',
+      'redacted',
       ...CUSTOMER_COLUMNS,
     ]);
     const custom = described.filter((c) => !builtin.has(c.name));
@@ -200,7 +240,7 @@ export class ClickHouseStore extends AnalyticStore {
     );
     const columns = [...CUSTOMER_COLUMNS, ...custom.map((c) => c.name)];
     const rows = this.transport.stream<Record<string, string | boolean | number | null>>(
-      `SELECT ${['svc_id', 'version', ...CUSTOMER_COLUMNS, ...customSql].join(', ')} FROM ${table} FINAL
+      `SELECT ${['svc_id', 'version', 'redacted', ...CUSTOMER_COLUMNS, ...customSql].join(', ')} FROM ${table} FINAL
        WHERE merged_into IS NULL`,
     );
     for await (const row of rows) {
@@ -209,7 +249,8 @@ export class ClickHouseStore extends AnalyticStore {
         const value = row[column];
         if (value !== null && value !== undefined) attributes[column] = value;
       }
-      yield { svc_id: String(row.svc_id), version: Number(row.version), attributes };
+      const profile = { svc_id: String(row.svc_id), version: Number(row.version), attributes };
+      yield row.redacted === true || row.redacted === 1 ? { ...profile, redacted: true } : profile;
     }
   }
 
@@ -371,4 +412,9 @@ function eventArray(e: EventRow, custom: readonly string[] = []): string {
 function dedupToken(table: string, rows: { msg_id: string }[]): string {
   const ids = [...new Set(rows.map((r) => r.msg_id))].sort();
   return createHash('sha256').update(table).update('\u0000').update(ids.join('\u0000')).digest('hex');
+}
+
+/** A string literal of ClickHouse SQL. */
+function sqlString(value: string): string {
+  return `'${value.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
 }

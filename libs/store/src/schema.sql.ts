@@ -92,6 +92,8 @@ SELECT loser AS svc_id, argMax(survivor, seq) AS survivor FROM ${db}.identity_me
 ${customerColumns},
   INDEX msg_idx msg_id TYPE bloom_filter GRANULARITY 4
 ) ENGINE = ReplacingMergeTree(version) ORDER BY svc_id ${DEDUP}`,
+    // Set on every row of a customer a compliance opt-out redacted (spec "Compliance opt-out").
+    `ALTER TABLE ${db}.customers ADD COLUMN IF NOT EXISTS redacted Bool DEFAULT false`,
     `CREATE TABLE IF NOT EXISTS ${db}.events (
   event_id String,
   msg_id String,
@@ -124,6 +126,25 @@ ${eventColumns},
   stored_at DateTime64(3, 'UTC'),
   INDEX msg_idx msg_id TYPE bloom_filter GRANULARITY 4
 ) ENGINE = MergeTree ORDER BY (svc_id, list_id, version) ${DEDUP}`,
+    // Compliance opt-outs (spec "Compliance opt-out"): the audit of every request, and the pool of
+    // opted-out identifiers the hot pool is rebuilt from. Identifiers are written `kind:value`.
+    `CREATE TABLE IF NOT EXISTS ${db}.optout_requests (
+  msg_id String,
+  requester String,
+  api_key String,
+  requested_at DateTime64(3, 'UTC'),
+  processed_at DateTime64(3, 'UTC'),
+  sent Array(String),
+  phone Nullable(String),
+  customers Array(String),
+  identifiers Array(String)
+) ENGINE = MergeTree ORDER BY (requested_at, msg_id) ${DEDUP}`,
+    `CREATE TABLE IF NOT EXISTS ${db}.optout_pool (
+  kind LowCardinality(String),
+  value String,
+  msg_id String,
+  created_at DateTime64(3, 'UTC')
+) ENGINE = MergeTree ORDER BY (kind, value) ${DEDUP}`,
     // The log of applied order changes, replayed in `seq` order to rebuild the order state.
     `CREATE TABLE IF NOT EXISTS ${db}.order_changes (
   change_id String,

@@ -7,7 +7,7 @@
  * identifier set, a message's remembered effects). They all carry the account's hash tag, so they
  * live in the declared keys' cluster slot.
  */
-export const LIBRARY_VERSION = '9';
+export const LIBRARY_VERSION = '11';
 /**
  * The version is part of the library's and the functions' names, so processors of two releases can
  * share one Redis during a rolling upgrade: each calls the functions it was written against.
@@ -206,21 +206,43 @@ local function cdp_resolve(keys, args)
 end
 
 -- KEYS: one profile hash per customer touched. ARGV[1] JSON [[key index, {field: JSON text | null},
--- [key indexes of profiles merged into it]], ...] in order. A merged profile fills the fields the
+-- [key indexes of profiles merged into it], redact 0|1], ...] in order; ARGV[2] the account's key prefix
+-- 'cdp:{<account>}:'; ARGV[3] JSON [customer id of each key]. A merged profile fills the fields the
 -- survivor lacks, then is deleted. Every update bumps the field __v. Returns JSON
 -- [[key index, [field, value, ...], survivor key index or -1], ...]: the final state of every touched
 -- profile, and the last state of every merged one.
+-- Redaction (spec "Compliance opt-out"): field __r marks a redacted profile. Redacting clears every field
+-- but __v and sets opted_in false (an already redacted profile keeps its opted_in); a survivor absorbing a redacted profile is redacted; on a redacted
+-- profile an update may only change opted_in.
+-- Phone index: <p>ph:<phone JSON text> is the set of customers whose profile holds exactly that phone,
+-- kept here, in the same atomic call, whenever a phone is set, changed, unset or merged away.
 local function cdp_apply(keys, args)
   local updates = cjson.decode(args[1])
-  local touched, gone, out = {}, {}, {}
+  local p = args[2]
+  local customers = cjson.decode(args[3])
+  local touched, gone, out, phone_before = {}, {}, {}, {}
+  local function remember(i)
+    if phone_before[i] == nil then phone_before[i] = redis.call('HGET', keys[i], 'phone') or false end
+  end
   for _, u in ipairs(updates) do
-    local key = keys[u[1] + 1]
+    local ki = u[1] + 1
+    local key = keys[ki]
+    remember(ki)
+    local fresh = u[4] == 1
+    local was_redacted = redis.call('HEXISTS', key, '__r') == 1
+    local own_opted = redis.call('HGET', key, 'opted_in')
+    local redacted = was_redacted or fresh
     for _, l in ipairs(u[3] or {}) do
       local lkey = keys[l + 1]
+      remember(l + 1)
       local flat = redis.call('HGETALL', lkey)
       if #flat > 0 then
         for i = 1, #flat, 2 do
-          if flat[i] ~= '__v' then redis.call('HSETNX', key, flat[i], flat[i + 1]) end
+          if flat[i] == '__r' then
+            redacted = true
+          elseif flat[i] ~= '__v' then
+            redis.call('HSETNX', key, flat[i], flat[i + 1])
+          end
         end
         redis.call('DEL', lkey)
         out[#out + 1] = {l, flat, u[1]}
@@ -228,14 +250,38 @@ local function cdp_apply(keys, args)
       end
     end
     redis.call('HINCRBY', key, '__v', 1)
-    for field, value in pairs(u[2]) do
-      if value == cjson.null then
-        redis.call('HDEL', key, field)
-      else
-        redis.call('HSET', key, field, value)
+    if redacted then
+      local kept = 'false'
+      if was_redacted and own_opted then kept = own_opted end
+      local fields = redis.call('HKEYS', key)
+      local drop = {}
+      for _, f in ipairs(fields) do if f ~= '__v' then drop[#drop + 1] = f end end
+      if #drop > 0 then redis.call('HDEL', key, unpack(drop)) end
+      redis.call('HSET', key, '__r', '1', 'opted_in', kept)
+      local opted = u[2]['opted_in']
+      if opted == cjson.null then
+        redis.call('HDEL', key, 'opted_in')
+      elseif opted ~= nil then
+        redis.call('HSET', key, 'opted_in', opted)
+      end
+    else
+      for field, value in pairs(u[2]) do
+        if value == cjson.null then
+          redis.call('HDEL', key, field)
+        else
+          redis.call('HSET', key, field, value)
+        end
       end
     end
-    touched[u[1] + 1] = true
+    touched[ki] = true
+  end
+  for i, before in pairs(phone_before) do
+    local after = false
+    if not gone[i] then after = redis.call('HGET', keys[i], 'phone') or false end
+    if before ~= after then
+      if before then redis.call('SREM', p .. 'ph:' .. before, customers[i]) end
+      if after then redis.call('SADD', p .. 'ph:' .. after, customers[i]) end
+    end
   end
   for i = 1, #keys do
     if touched[i] and not gone[i] then out[#out + 1] = {i - 1, redis.call('HGETALL', keys[i]), -1} end

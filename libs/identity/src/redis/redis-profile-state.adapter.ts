@@ -1,11 +1,19 @@
 import type { DriverHealth } from '@cdp/contracts';
-import type { Attributes, AttributeValue } from '@cdp/domain';
-import { ProfileState, type ProfileSnapshot, type ProfileUpdate } from '../profile-state.port.js';
+import type { AttributeValue, Attributes, Identifier } from '@cdp/domain';
+import {
+  ProfileState,
+  type ProfileSnapshot,
+  type ProfileUpdate,
+  type StoredProfile,
+} from '../profile-state.port.js';
 import { fcall, redisHealth, type RedisClient } from './redis-connection.js';
 import { FN } from './redis-functions.js';
 import { keys } from './redis-keys.js';
 
 const VERSION_FIELD = '__v';
+/** Marks a redacted profile (cdp_apply). */
+const REDACTED_FIELD = '__r';
+const poolMember = (id: Identifier) => `${id.kind}:${id.value}`;
 
 /**
  * Hot profiles in Redis: one hash per customer, each value JSON-encoded (so booleans stay booleans),
@@ -28,17 +36,17 @@ export class RedisProfileState extends ProfileState {
       }
       return i;
     };
-    const encoded = updates.map(({ customerId, update, absorb = [] }) => {
+    const encoded = updates.map(({ customerId, update, absorb = [], redact = false }) => {
       const fields: Record<string, string | null> = {};
       for (const [field, value] of Object.entries(update))
         fields[field] = value === null ? null : JSON.stringify(value);
-      return [slot(customerId), fields, absorb.map(slot)];
+      return [slot(customerId), fields, absorb.map(slot), redact ? 1 : 0];
     });
     const raw = await fcall(
       this.redis,
       FN.apply,
       customers.map((c) => keys.profile(account, c)),
-      [JSON.stringify(encoded)],
+      [JSON.stringify(encoded), keys.prefix(account), JSON.stringify(customers)],
     );
     return (JSON.parse(raw) as [number, string[] | object, number][]).map(([i, flat, survivor]) => {
       const snap = snapshot(customers[i]!, Array.isArray(flat) ? (flat as string[]) : []);
@@ -53,11 +61,12 @@ export class RedisProfileState extends ProfileState {
     return snapshot(customerId, Object.entries(hash).flat());
   }
 
-  async load(
-    account: string,
-    profiles: AsyncIterable<{ svc_id: string; version: number; attributes: Attributes }>,
-  ): Promise<number> {
-    for await (const key of this.redis.scanIterator({ MATCH: keys.profilePattern(account), COUNT: 1000 })) {
+  async load(account: string, profiles: AsyncIterable<StoredProfile>): Promise<number> {
+    // One scan for both the profiles (`p:*`) and the phone index (`ph:*`).
+    for await (const key of this.redis.scanIterator({
+      MATCH: keys.profilesAndPhones(account),
+      COUNT: 1000,
+    })) {
       const batch = Array.isArray(key) ? key : [key];
       if (batch.length) await this.redis.unlink(batch);
     }
@@ -66,7 +75,9 @@ export class RedisProfileState extends ProfileState {
     for await (const p of profiles) {
       const fields: Record<string, string> = { [VERSION_FIELD]: String(p.version) };
       for (const [f, v] of Object.entries(p.attributes)) fields[f] = JSON.stringify(v);
+      if (p.redacted) fields[REDACTED_FIELD] = '1';
       pipeline.hSet(keys.profile(account, p.svc_id), fields);
+      if (typeof p.attributes.phone === 'string') pipeline.sAdd(keys.phone(account, fields.phone!), p.svc_id);
       if (++count % 1000 === 0) {
         await pipeline.execAsPipeline();
         pipeline = this.redis.multi();
@@ -74,6 +85,30 @@ export class RedisProfileState extends ProfileState {
     }
     await pipeline.execAsPipeline();
     return count;
+  }
+
+  async customersWithPhone(account: string, phone: string): Promise<string[]> {
+    return (await this.redis.sMembers(keys.phone(account, JSON.stringify(phone)))).sort();
+  }
+
+  async addToOptOutPool(account: string, ids: readonly Identifier[]): Promise<void> {
+    if (ids.length) await this.redis.sAdd(keys.optOutPool(account), ids.map(poolMember));
+  }
+
+  async inOptOutPool(account: string, ids: readonly Identifier[]): Promise<Identifier[]> {
+    if (ids.length === 0) return [];
+    const found = await this.redis.smIsMember(keys.optOutPool(account), ids.map(poolMember));
+    return ids.filter((_, i) => Boolean(found[i]));
+  }
+
+  async loadOptOutPool(account: string, ids: AsyncIterable<Identifier>): Promise<number> {
+    const members: string[] = [];
+    for await (const id of ids) members.push(poolMember(id));
+    const tx = this.redis.multi().del(keys.optOutPool(account));
+    for (let i = 0; i < members.length; i += 1000)
+      tx.sAdd(keys.optOutPool(account), members.slice(i, i + 1000));
+    await tx.exec();
+    return members.length;
   }
 
   health(): Promise<DriverHealth> {
@@ -88,10 +123,12 @@ export class RedisProfileState extends ProfileState {
 function snapshot(customerId: string, flat: string[]): ProfileSnapshot {
   const attributes: Attributes = {};
   let version = 0;
+  let redacted = false;
   for (let i = 0; i < flat.length; i += 2) {
     const field = flat[i]!;
     if (field === VERSION_FIELD) version = Number(flat[i + 1]);
+    else if (field === REDACTED_FIELD) redacted = true;
     else attributes[field] = JSON.parse(flat[i + 1]!) as AttributeValue;
   }
-  return { customerId, version, attributes };
+  return redacted ? { customerId, version, attributes, redacted } : { customerId, version, attributes };
 }

@@ -1,0 +1,82 @@
+import { Injectable } from '@nestjs/common';
+import type { Delivery } from '@cdp/bus';
+import type { OptOutMessage } from '@cdp/contracts';
+import { identityKey, toStoreTime, type Identifier } from '@cdp/domain';
+import { IdentityIndex, ProfileState } from '@cdp/identity';
+import { AnalyticStore, type StoreBatch } from '@cdp/store';
+import { IdentityStep } from './identity.step.js';
+
+export function isOptOutDelivery(d: Delivery): d is Delivery & { message: OptOutMessage } {
+  return d.message.kind === 'optout';
+}
+
+const asText = (id: Identifier) => `${id.kind}:${id.value}`;
+
+/**
+ * Compliance opt-outs of one account (spec "Compliance opt-out"), in the order they came: every
+ * customer the request reaches is redacted in the hot state and in the store, its identifiers join the
+ * opt-out pool (hot and stored), and the request is audited.
+ *
+ * The API found the customers when it accepted the request; a merge may have happened since, so the
+ * identifiers are looked up again here and the survivors redacted.
+ */
+@Injectable()
+export class OptOutStep {
+  constructor(
+    private readonly identity: IdentityIndex,
+    private readonly profiles: ProfileState,
+    private readonly identityStep: IdentityStep,
+    private readonly store: AnalyticStore,
+  ) {}
+
+  async process(account: string, deliveries: readonly (Delivery & { message: OptOutMessage })[]) {
+    for (const { message, deliveryCount } of deliveries)
+      for (const record of message.records) {
+        const customers = new Set<string>();
+        for (const id of record.identifiers) {
+          const customer = await this.identity.lookup(account, id);
+          if (customer) customers.add(customer);
+        }
+        // An index that lost the account (a flushed Redis, not rebuilt yet) finds nobody: the customers
+        // the API found are redacted all the same.
+        if (customers.size === 0) for (const c of record.customers) customers.add(c);
+        const pool = new Map<string, Identifier>();
+        for (const id of record.identifiers) pool.set(identityKey(id), id);
+        for (const c of customers)
+          for (const id of await this.identity.identifiersOf(account, c)) pool.set(identityKey(id), id);
+        const identifiers = [...pool.values()];
+
+        const now = toStoreTime(Date.now());
+        const batch: StoreBatch = {
+          identityLinks: [],
+          merges: [],
+          conflicts: [],
+          events: [],
+          customers: await this.identityStep.applyProfiles(
+            account,
+            [...customers].map((customerId) => ({ customerId, update: { opted_in: false }, redact: true })),
+            () => message.id,
+            now,
+          ),
+          optoutPool: identifiers.map((id) => ({ ...id, msg_id: message.id, created_at: now })),
+          optoutRequests: [
+            {
+              msg_id: message.id,
+              requester: record.requester,
+              api_key: message.key,
+              requested_at: toStoreTime(message.receivedAt),
+              processed_at: now,
+              sent: record.sent.map(asText),
+              phone: record.phone ?? null,
+              customers: [...customers].sort(),
+              identifiers: identifiers.map(asText),
+            },
+          ],
+        };
+        await this.profiles.addToOptOutPool(account, identifiers);
+        await this.store.write(account, batch, deliveryCount > 1);
+        // Older snapshots last: a redelivery after a crash here redacts them then.
+        await this.store.redactCustomers(account, [...customers]);
+      }
+  }
+}
