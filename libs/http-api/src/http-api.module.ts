@@ -10,6 +10,7 @@ import { CommerceObjectsController } from './commerce/commerce-objects.controlle
 import { V2Controller } from './commerce/v2.controller.js';
 import { ApiKeyGuard } from './auth/api-key.guard.js';
 import { ErrorEnvelopeFilter } from './errors/error-envelope.filter.js';
+import { EventsIngest } from './events/events.ingest.js';
 import { EventsController } from './events/events.controller.js';
 import { ExportsController } from './exports/exports.controller.js';
 import { HealthController } from './health/health.controller.js';
@@ -45,6 +46,7 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
   ],
   providers: [
     IngestPublisher,
+    EventsIngest,
     ProfileLookup,
     ObjectsIngest,
     { provide: APP_GUARD, useClass: ApiKeyGuard },

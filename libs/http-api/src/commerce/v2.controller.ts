@@ -11,12 +11,12 @@ import {
   type IngestMessage,
 } from '@cdp/contracts';
 import { OrderState } from '@cdp/orders';
-import { SchemaRegistry } from '@cdp/schema';
 import { Auth } from '../auth/auth.decorator.js';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { entitiesValidator, v2EventsValidator, type EntityRecord } from './commerce.validators.js';
 import { requireExistingOrders } from './existing-orders.js';
+import { EventsIngest } from '../events/events.ingest.js';
 
 /** The v2 ingestion endpoints; the guard reads their key from `Svc-Tracker-Id` (spec "Authentication" rule 2). */
 @ApiTags('v2')
@@ -26,7 +26,7 @@ export class V2Controller {
   constructor(
     private readonly publisher: IngestPublisher,
     private readonly orders: OrderState,
-    private readonly schema: SchemaRegistry,
+    private readonly eventsIngest: EventsIngest,
   ) {}
 
   /**
@@ -78,16 +78,6 @@ export class V2Controller {
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<AcceptedBody> {
-    const receivedAt = Date.now();
-    const custom = (await this.schema.read(principal.account)).customFields('events');
-    const records = v2EventsValidator.parse(body, { nowMs: receivedAt, custom });
-    await this.publisher.publish({
-      id: request.id,
-      account: principal.account,
-      kind: 'events',
-      receivedAt,
-      records,
-    });
-    return accepted();
+    return this.eventsIngest.accept(v2EventsValidator, body, request.id, principal.account);
   }
 }

@@ -2,11 +2,10 @@ import { Body, Controller, HttpCode, Post, Req } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
-import { accepted, batchOf, eventSchema, type AcceptedBody } from '@cdp/contracts';
-import { SchemaRegistry } from '@cdp/schema';
+import { batchOf, eventSchema, type AcceptedBody } from '@cdp/contracts';
 import { Auth } from '../auth/auth.decorator.js';
 import { CurrentPrincipal } from '../auth/principal.js';
-import { IngestPublisher } from '../ingest/ingest.publisher.js';
+import { EventsIngest } from './events.ingest.js';
 import { eventsValidator } from './events.validator.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 
@@ -15,10 +14,7 @@ import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 @RateLimit('events')
 @Controller('v3/events')
 export class EventsController {
-  constructor(
-    private readonly publisher: IngestPublisher,
-    private readonly schema: SchemaRegistry,
-  ) {}
+  constructor(private readonly events: EventsIngest) {}
 
   @Post()
   @HttpCode(202)
@@ -30,16 +26,6 @@ export class EventsController {
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<AcceptedBody> {
-    const receivedAt = Date.now();
-    const custom = (await this.schema.read(principal.account)).customFields('events');
-    const records = eventsValidator.parse(body, { nowMs: receivedAt, custom });
-    await this.publisher.publish({
-      id: request.id,
-      account: principal.account,
-      kind: 'events',
-      receivedAt,
-      records,
-    });
-    return accepted(records);
+    return this.events.accept(eventsValidator, body, request.id, principal.account);
   }
 }
