@@ -3,6 +3,7 @@ import { ConsentState } from '@cdp/consent';
 import { IdentityIndex, ProfileState } from '@cdp/identity';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { MetadataStore } from '@cdp/metadata';
+import { AccountRebuild } from './account-rebuild.js';
 import { AnalyticStore } from '@cdp/store';
 
 /**
@@ -14,40 +15,23 @@ import { AnalyticStore } from '@cdp/store';
  * first batch of that account finds it cold and asks for a rebuild.
  */
 @Injectable()
-export class IdentityRebuild implements OnModuleInit {
-  private readonly running = new Map<string, Promise<boolean>>();
-
+export class IdentityRebuild extends AccountRebuild implements OnModuleInit {
   constructor(
     private readonly identity: IdentityIndex,
     private readonly profiles: ProfileState,
     private readonly consent: ConsentState,
     private readonly store: AnalyticStore,
-    private readonly metadata: MetadataStore,
+    metadata: MetadataStore,
     @Inject(LOGGER) private readonly logger: Logger,
-  ) {}
+  ) {
+    super(metadata, 'identity index');
+  }
 
   async onModuleInit(): Promise<void> {
     if (!this.identity.persistent) await this.rebuildAll();
   }
 
-  async rebuildAll(): Promise<void> {
-    for (const { key: account } of await this.metadata.list('accounts')) {
-      if (!(await this.rebuild(account)))
-        throw new Error(`account ${account} is being rebuilt by another process`);
-    }
-  }
-
-  /** Rebuilds one account; false when another process holds the rebuild (try again later). */
-  rebuild(account: string): Promise<boolean> {
-    let run = this.running.get(account);
-    if (!run) {
-      run = this.run(account).finally(() => this.running.delete(account));
-      this.running.set(account, run);
-    }
-    return run;
-  }
-
-  private async run(account: string): Promise<boolean> {
+  protected async run(account: string): Promise<boolean> {
     if (!(await this.identity.beginRebuild(account))) return false;
     const started = Date.now();
     // List memberships, like profiles, before the index opens the account again.

@@ -3,6 +3,7 @@ import type { OrderChange, OrderValue } from '@cdp/domain';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { MetadataStore } from '@cdp/metadata';
 import { OrderState } from '@cdp/orders';
+import { AccountRebuild } from './account-rebuild.js';
 import { AnalyticStore, type OrderChangeRow } from '@cdp/store';
 
 /**
@@ -12,15 +13,15 @@ import { AnalyticStore, type OrderChangeRow } from '@cdp/store';
  * A memory state is rebuilt for every account at start; a Redis state when an account turns out cold.
  */
 @Injectable()
-export class OrdersRebuild implements OnApplicationBootstrap {
-  private readonly running = new Map<string, Promise<boolean>>();
-
+export class OrdersRebuild extends AccountRebuild implements OnApplicationBootstrap {
   constructor(
     private readonly orders: OrderState,
     private readonly store: AnalyticStore,
-    private readonly metadata: MetadataStore,
+    metadata: MetadataStore,
     @Inject(LOGGER) private readonly logger: Logger,
-  ) {}
+  ) {
+    super(metadata, 'order state');
+  }
 
   /**
    * After every module's init, so after the identity rebuild: Nest runs a module's init hooks
@@ -30,24 +31,7 @@ export class OrdersRebuild implements OnApplicationBootstrap {
     if (!this.orders.persistent) await this.rebuildAll();
   }
 
-  async rebuildAll(): Promise<void> {
-    for (const { key: account } of await this.metadata.list('accounts')) {
-      if (!(await this.rebuild(account)))
-        throw new Error(`the orders of account ${account} are being rebuilt by another process`);
-    }
-  }
-
-  /** Rebuilds one account; false when another process holds the rebuild (try again later). */
-  rebuild(account: string): Promise<boolean> {
-    let run = this.running.get(account);
-    if (!run) {
-      run = this.run(account).finally(() => this.running.delete(account));
-      this.running.set(account, run);
-    }
-    return run;
-  }
-
-  private async run(account: string): Promise<boolean> {
+  protected async run(account: string): Promise<boolean> {
     if (!(await this.orders.beginRebuild(account))) return false;
     const started = Date.now();
     const changes = await this.orders.load(account, toChanges(this.store.orderChanges(account)));
