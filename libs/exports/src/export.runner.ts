@@ -214,7 +214,8 @@ export class ExportRunner {
     const options =
       format === 'CSV'
         ? `FORMAT csv, HEADER true, DELIMITER ${literal(DELIMITERS[delimiter])}, QUOTE '"', ESCAPE '"', TIMESTAMPFORMAT '%Y-%m-%dT%H:%M:%S.%gZ'`
-        : `FORMAT parquet, COMPRESSION zstd`;
+        : // Row groups cut by size, not only by rows: a wide page's groups would otherwise hold ~300 MB.
+          `FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE_BYTES '16MB'`;
 
     // The store stages the next page while DuckDB writes this one: two engines, one page apart.
     let next: Promise<StagedPage> | undefined = stage(0, undefined);
@@ -324,7 +325,13 @@ export function pageQuery(
       if (type === 'integer') return `{k${i}:Int64}`;
       return `{k${i}:String}`;
     });
-    where = ` WHERE (${key}) > (${values.join(', ')})`;
+    // The tuple comparison alone does not narrow the primary-key range (ClickHouse reads every granule
+    // from the table's start); the bound on the leading key column does, so a page reads only its rows.
+    const first = chIdent(object.pageKey[0]!);
+    where =
+      values.length === 1
+        ? ` WHERE ${first} > ${values[0]}`
+        : ` WHERE ${first} >= ${values[0]} AND (${key}) > (${values.join(', ')})`;
   }
   return {
     sql: `SELECT ${storeColumns(object)} FROM ${object.from}${where} ORDER BY ${key} LIMIT ${Math.floor(limit)}`,
