@@ -7,7 +7,7 @@
  * identifier set, a message's remembered effects). They all carry the account's hash tag, so they
  * live in the declared keys' cluster slot.
  */
-export const LIBRARY_VERSION = '11';
+export const LIBRARY_VERSION = '13';
 /**
  * The version is part of the library's and the functions' names, so processors of two releases can
  * share one Redis during a rolling upgrade: each calls the functions it was written against.
@@ -91,6 +91,15 @@ local function cdp_resolve(keys, args)
   local function resolve(rec)
     local ks, cid_pos = rec[5], rec[6]
     local owners = redis.call('HMGET', ids_key, unpack(ks))
+    -- The common case first: every identifier already names one customer (a known visitor again).
+    -- Nothing to link, merge or refuse; no tables to build.
+    local only = owners[1]
+    if only then
+      for j = 2, #ks do
+        if owners[j] ~= only then only = nil; break end
+      end
+      if only then return only, false end
+    end
     local known, seen = {}, {}
     for j = 1, #ks do
       local o = owners[j]
@@ -191,7 +200,13 @@ local function cdp_resolve(keys, args)
       out[i] = cjson.encode(remembered[mi][rec[2] + 1])
     else
       local res, effects = resolve(rec)
-      local encoded = cjson.encode(res)
+      -- The fast path gives the customer alone: its resolution has nothing but the customer.
+      local encoded
+      if type(res) == 'string' then
+        encoded = '[' .. cjson.encode(res) .. ',"",0,[],[],0,[]]'
+      else
+        encoded = cjson.encode(res)
+      end
       fresh[mi] = fresh[mi] or {}
       fresh[mi][rec[2] + 1] = encoded
       if effects then changed[mi] = true end
@@ -214,6 +229,7 @@ end
 -- Redaction (spec "Compliance opt-out"): field __r marks a redacted profile. Redacting clears every field
 -- but __v and sets opted_in false (an already redacted profile keeps its opted_in); a survivor absorbing a redacted profile is redacted; on a redacted
 -- profile an update may only change opted_in.
+-- <p>profiles is the set of customers with a profile hash (a rebuild finds their keys from it).
 -- Phone index: <p>ph:<phone JSON text> is the set of customers whose profile holds exactly that phone,
 -- kept here, in the same atomic call, whenever a phone is set, changed, unset or merged away.
 local function cdp_apply(keys, args)
@@ -245,11 +261,12 @@ local function cdp_apply(keys, args)
           end
         end
         redis.call('DEL', lkey)
+        redis.call('SREM', p .. 'profiles', customers[l + 1])
         out[#out + 1] = {l, flat, u[1]}
         gone[l + 1] = true
       end
     end
-    redis.call('HINCRBY', key, '__v', 1)
+    if redis.call('HINCRBY', key, '__v', 1) == 1 then redis.call('SADD', p .. 'profiles', customers[ki]) end
     if redacted then
       local kept = 'false'
       if was_redacted and own_opted then kept = own_opted end

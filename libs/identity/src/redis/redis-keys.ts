@@ -19,11 +19,10 @@ export const keys = {
   graphKeys: (account: string) =>
     ['ids', 'born', 'cids', 'merged', 'mseq', 'unsettled'].map((k) => `cdp:{${account}}:${k}`),
   profile: (account: string, customerId: string) => `cdp:{${account}}:p:${customerId}`,
-  profilePattern: (account: string) => `cdp:{${account}}:p:*`,
+  /** The customers that have a profile hash: a rebuild finds the account's profile keys from it. */
+  profiles: (account: string) => `cdp:{${account}}:profiles`,
   /** Customers whose profile's phone is exactly this value (its JSON text, as the profile hash holds it). */
   phone: (account: string, phoneJson: string) => `cdp:{${account}}:ph:${phoneJson}`,
-  /** Matches `p:*` and `ph:*`: no other key of an account may start with `p` (load deletes what this matches). */
-  profilesAndPhones: (account: string) => `cdp:{${account}}:p*`,
   /** The opt-out pool: `<kind>:<value>` of every identifier opted out (spec "Compliance opt-out"). */
   optOutPool: (account: string) => `cdp:{${account}}:optout`,
 };

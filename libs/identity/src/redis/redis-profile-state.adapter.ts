@@ -62,14 +62,7 @@ export class RedisProfileState extends ProfileState {
   }
 
   async load(account: string, profiles: AsyncIterable<StoredProfile>): Promise<number> {
-    // One scan for both the profiles (`p:*`) and the phone index (`ph:*`).
-    for await (const key of this.redis.scanIterator({
-      MATCH: keys.profilesAndPhones(account),
-      COUNT: 1000,
-    })) {
-      const batch = Array.isArray(key) ? key : [key];
-      if (batch.length) await this.redis.unlink(batch);
-    }
+    await this.forget(account);
     let count = 0;
     let pipeline = this.redis.multi();
     for await (const p of profiles) {
@@ -77,6 +70,7 @@ export class RedisProfileState extends ProfileState {
       for (const [f, v] of Object.entries(p.attributes)) fields[f] = JSON.stringify(v);
       if (p.redacted) fields[REDACTED_FIELD] = '1';
       pipeline.hSet(keys.profile(account, p.svc_id), fields);
+      pipeline.sAdd(keys.profiles(account), p.svc_id);
       if (typeof p.attributes.phone === 'string') pipeline.sAdd(keys.phone(account, fields.phone!), p.svc_id);
       if (++count % 1000 === 0) {
         await pipeline.execAsPipeline();
@@ -85,6 +79,24 @@ export class RedisProfileState extends ProfileState {
     }
     await pipeline.execAsPipeline();
     return count;
+  }
+
+  /**
+   * Deletes the account's profiles and phone index. The account's `profiles` set names every profile
+   * it holds (cdp_apply keeps it), and the phone keys are read from the profiles: no scan of a
+   * keyspace that may hold many accounts.
+   */
+  private async forget(account: string): Promise<void> {
+    for await (const members of this.redis.sScanIterator(keys.profiles(account), { COUNT: 1000 })) {
+      const profiles = (Array.isArray(members) ? members : [members]).map((c) => keys.profile(account, c));
+      if (profiles.length === 0) continue;
+      const reads = this.redis.multi();
+      for (const key of profiles) reads.hGet(key, 'phone');
+      const phones: unknown[] = await reads.execAsPipeline();
+      const phoneKeys = phones.filter((p) => typeof p === 'string').map((p) => keys.phone(account, p));
+      await this.redis.unlink([...profiles, ...new Set(phoneKeys)]);
+    }
+    await this.redis.del(keys.profiles(account));
   }
 
   async customersWithPhone(account: string, phone: string): Promise<string[]> {
