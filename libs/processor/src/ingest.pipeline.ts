@@ -56,8 +56,8 @@ export class IngestPipeline {
 
   /**
    * Processes a batch. A batch of events and profiles only is done in two stages, so that a caller
-   * with two batches in flight overlaps them: while one batch is written to the store, the next is
-   * already resolved in the identity index. The stages are serial each, in arrival order. A batch
+   * with two batches in flight overlaps them: while one batch's profiles are applied and its rows
+   * written to the store, the next is already resolved in the identity index. The stages are serial each, in arrival order. A batch
    * that carries anything else waits for every write before it and runs whole.
    *
    * Overlapping is safe because a batch's identity effects are remembered until its store write
@@ -148,13 +148,15 @@ export class IngestPipeline {
     });
 
     await this.identityStep.redactOptedOut(account, items, resolutions, updates, lastMessageOf);
-    batch.customers.push(
-      ...(await this.identityStep.applyProfiles(account, updates, (c) => lastMessageOf.get(c)!, now)),
-    );
     await orders.finish(deliveries, batch, now);
     await this.productsStep.apply(account, deliveries, batch, now);
     const redelivery = deliveries.some((d) => d.deliveryCount > 1);
     return async () => {
+      // Profiles are applied in the write stage, in batch order like the writes: the next batch's
+      // resolution (which reads no profile) need not wait for them.
+      batch.customers.push(
+        ...(await this.identityStep.applyProfiles(account, updates, (c) => lastMessageOf.get(c)!, now)),
+      );
       await this.columns.prepare(account, batch);
       await this.store.write(account, batch, redelivery);
       await this.identityStep.settle(
