@@ -11,7 +11,6 @@ import type { Logger } from '@cdp/logger';
 export function fastifyOptions(config: AppConfig, logger: Logger): FastifyServerOptions {
   return {
     loggerInstance: logger,
-    // One line per request at 20 requests/s per client is noise; errors are logged by the error filter.
     // One line per request is noise at this rate; failures are logged by the error filter. (Fastify's
     // newer logController option is not used: Jest's module registry loads a second copy of fastify.)
     disableRequestLogging: true,
