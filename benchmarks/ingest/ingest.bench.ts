@@ -8,7 +8,7 @@ import { eventId, normalizeEvent, toStoreTime, type EventInput } from '@cdp/doma
 import { createLogger } from '@cdp/logger';
 import { randomBytes } from 'node:crypto';
 import { AnalyticStore, ChdbTransport, ClickHouseStore, type EventRow } from '@cdp/store';
-import { ingestBacklog, publishBaseline, startScaled } from './scaled.js';
+import { ingestBacklog, publishBaseline, removeRedisAccount, removeTopology, startScaled } from './scaled.js';
 import { createCdpApp } from '../../apps/cdp/src/cdp.app.js';
 import { eventBatch, rng } from '../lib/generator.js';
 import { args, percentile, printTable, writeResults, type Row } from '../lib/stats.js';
@@ -205,6 +205,7 @@ if (!scaled) {
   await sending;
   await backlog.close();
   await platform.stop();
+  await removeTopology(natsUrl, prefix);
   const check = new ClickHouseStore(new ChdbTransport(join(platform.dataDir, 'store', 'chdb')));
   const [db] = await check.query<{ name: string }>(
     'x',
@@ -214,6 +215,7 @@ if (!scaled) {
     (await check.query<{ n: number }>(db!.name.slice(4), 'SELECT count() AS n FROM {db}.events'))[0]!.n,
   );
   await check.close();
+  await removeRedisAccount(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', db!.name.slice(4));
 }
 
 const e2eSeconds = (lastVisible - started) / 1000;

@@ -4,6 +4,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
+import { createClient } from 'redis';
 import { jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
@@ -54,6 +55,31 @@ export async function startScaled(
       await Promise.all(children.map((c) => new Promise((r) => (c.once('exit', r), c.kill('SIGTERM')))));
     },
   };
+}
+
+/**
+ * Removes what a run made on the machine's NATS: its streams (each reserves its max_bytes of
+ * JetStream storage, so leftovers soon exhaust it) and its key-value buckets.
+ */
+export async function removeTopology(natsUrl: string, prefix: string): Promise<void> {
+  const nc = await connect({ servers: natsUrl });
+  const jsm = await jetstreamManager(nc);
+  const ours: string[] = [];
+  for await (const s of jsm.streams.list()) {
+    const name = s.config.name;
+    if (name.startsWith(`${prefix}_`) || name.startsWith(`KV_${prefix.toLowerCase()}_`)) ours.push(name);
+  }
+  for (const name of ours) await jsm.streams.delete(name);
+  await nc.close();
+}
+
+/** Removes the run's account from the machine's Redis (a benchmark may scan; the platform never does). */
+export async function removeRedisAccount(redisUrl: string, account: string): Promise<void> {
+  const redis = createClient({ url: redisUrl });
+  await redis.connect();
+  for await (const batch of redis.scanIterator({ MATCH: `cdp:{${account}}:*`, COUNT: 1000 }))
+    if (batch.length) await redis.unlink(batch);
+  await redis.quit();
 }
 
 /** Messages of the ingest stream not yet acknowledged by a processor (acknowledged = stored). */

@@ -11,6 +11,14 @@ import {
 import type { CustomerRow, StoreBatch } from '@cdp/store';
 import { IdentityRebuild } from './identity-rebuild.service.js';
 
+/** A batch resolved: each record's resolution and identifiers, and which of those are opted out. */
+export interface ResolvedBatch {
+  resolutions: Resolution[];
+  identifiers: Identifier[][];
+  /** Identity keys (identityKey) of the batch's identifiers that are in the opt-out pool. */
+  pooled: ReadonlySet<string>;
+}
+
 /** A record that identifies a customer, with the message it came in. */
 export interface IdentifiedItem {
   message: { id: string; receivedAt: number };
@@ -32,20 +40,33 @@ export class IdentityStep {
     private readonly rebuild: IdentityRebuild,
   ) {}
 
-  async resolve(account: string, items: readonly IdentifiedItem[]): Promise<Resolution[]> {
-    const records = items.map(({ message, index, record }) => ({
-      ids: identifierList(record.identifiers),
+  /**
+   * Resolves a batch, and looks up its identifiers in the opt-out pool at the same time (the two are
+   * independent; a rebuild, which reloads the pool too, repeats both).
+   */
+  async resolve(account: string, items: readonly IdentifiedItem[]): Promise<ResolvedBatch> {
+    if (items.length === 0) return { resolutions: [], identifiers: [], pooled: new Set() };
+    const identifiers = items.map(({ record }) => identifierList(record.identifiers));
+    const records = items.map(({ message, index }, i) => ({
+      ids: identifiers[i]!,
       seed: customerIdSeed(message.id, index),
       born: bornKey(message.receivedAt, message.id, index),
       message: message.id,
       index,
     }));
+    const lookUp = async (): Promise<ResolvedBatch> => {
+      const [resolutions, pooled] = await Promise.all([
+        this.identity.resolve(account, records),
+        this.profiles.inOptOutPool(account, identifiers.flat()),
+      ]);
+      return { resolutions, identifiers, pooled: new Set(pooled.map(identityKey)) };
+    };
     try {
-      return await this.identity.resolve(account, records);
+      return await lookUp();
     } catch (err) {
       if (!(err instanceof IdentityNotWarmError)) throw err;
       if (!(await this.rebuild.rebuild(account))) throw err; // another processor is rebuilding: retry later
-      return this.identity.resolve(account, records);
+      return lookUp();
     }
   }
 
@@ -104,18 +125,13 @@ export class IdentityStep {
   /**
    * Marks for redaction the profile of every record carrying an identifier of the opt-out pool (spec
    * "Compliance opt-out"): a customer such an identifier creates or reaches is born, or stays, redacted.
-   * One pool look-up per batch.
    */
-  async redactOptedOut(
-    account: string,
+  redactOptedOut(
     items: readonly IdentifiedItem[],
-    resolutions: readonly Resolution[],
+    { resolutions, identifiers, pooled }: ResolvedBatch,
     updates: ProfileUpdate[],
     lastMessageOf: Map<string, string>,
-  ): Promise<void> {
-    const all = items.flatMap((item) => identifierList(item.record.identifiers));
-    if (all.length === 0) return;
-    const pooled = new Set((await this.profiles.inOptOutPool(account, all)).map(identityKey));
+  ): void {
     if (pooled.size === 0) return;
     // A customer merged later in the batch lives on in its survivor.
     const survivorOf = new Map<string, string>();
@@ -126,7 +142,7 @@ export class IdentityStep {
     };
     const customers = new Map<string, string>();
     items.forEach((item, i) => {
-      if (identifierList(item.record.identifiers).some((id) => pooled.has(identityKey(id))))
+      if (identifiers[i]!.some((id) => pooled.has(identityKey(id))))
         customers.set(final(resolutions[i]!.customerId), item.message.id);
     });
     for (const u of updates) if (customers.has(u.customerId)) u.redact = true;

@@ -123,7 +123,8 @@ export class IngestPipeline {
         ? m.records.map((record, index) => ({ message: m, index, record }))
         : [],
     );
-    const resolutions = items.length ? await this.identityStep.resolve(account, items) : [];
+    const resolved = await this.identityStep.resolve(account, items);
+    const { resolutions } = resolved;
     const now = toStoreTime(Date.now());
     const batch: StoreBatch = { identityLinks: [], merges: [], conflicts: [], customers: [], events: [] };
     const updates: ProfileUpdate[] = [];
@@ -147,7 +148,7 @@ export class IngestPipeline {
       }
     });
 
-    await this.identityStep.redactOptedOut(account, items, resolutions, updates, lastMessageOf);
+    this.identityStep.redactOptedOut(items, resolved, updates, lastMessageOf);
     await orders.finish(deliveries, batch, now);
     await this.productsStep.apply(account, deliveries, batch, now);
     const redelivery = deliveries.some((d) => d.deliveryCount > 1);

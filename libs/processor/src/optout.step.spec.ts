@@ -48,7 +48,9 @@ describe('OptOutStep', () => {
   async function customer(account: string, ids: Record<string, string>, attributes: Record<string, string>) {
     const message = { id: `seed-${++n}`, receivedAt: Date.now() };
     const item = { message, index: 0, record: { identifiers: ids } };
-    const [r] = await identityStep.resolve(account, [item]);
+    const {
+      resolutions: [r],
+    } = await identityStep.resolve(account, [item]);
     const batch = { identityLinks: [], merges: [], conflicts: [], customers: [], events: [] } as Parameters<
       ClickHouseStore['write']
     >[1];
@@ -171,15 +173,12 @@ describe('OptOutStep', () => {
         record: { identifiers: { email: 'ghost@x.com' } },
       },
     ];
-    const resolutions = await new IdentityStep(freshIdentity, freshProfiles, again).resolve(a, items);
-    const updates = [{ customerId: resolutions[0]!.customerId, update: { email: 'ghost@x.com', name: 'G' } }];
-    await new IdentityStep(freshIdentity, freshProfiles, again).redactOptedOut(
-      a,
-      items,
-      resolutions,
-      updates,
-      new Map(),
-    );
+    const freshStep = new IdentityStep(freshIdentity, freshProfiles, again);
+    const resolved = await freshStep.resolve(a, items);
+    const updates = [
+      { customerId: resolved.resolutions[0]!.customerId, update: { email: 'ghost@x.com', name: 'G' } },
+    ];
+    freshStep.redactOptedOut(items, resolved, updates, new Map());
     const [born] = await freshProfiles.apply(a, updates);
     expect(born).toMatchObject({ attributes: { opted_in: false }, redacted: true });
   });

@@ -4,7 +4,6 @@ import { ConsentState } from '@cdp/consent';
 import type { SubscriptionsMessage } from '@cdp/contracts';
 import {
   eventId,
-  identifierList,
   isProfileIdentifier,
   SVC_ALL,
   toStoreTime,
@@ -70,8 +69,8 @@ export class SubscriptionsStep {
     const items: Item[] = deliveries.flatMap((d) =>
       d.message.records.map((record, index) => ({ message: d.message, index, record })),
     );
-    const identifiers = items.map((item) => identifierList(item.record.identifiers));
-    const resolutions = await this.identityStep.resolve(account, items);
+    const resolved = await this.identityStep.resolve(account, items);
+    const { resolutions, identifiers } = resolved;
     const now = toStoreTime(Date.now());
     const batch: StoreBatch = {
       identityLinks: [],
@@ -140,7 +139,7 @@ export class SubscriptionsStep {
       });
     });
 
-    await this.identityStep.redactOptedOut(account, items, resolutions, updates, lastMessageOf);
+    this.identityStep.redactOptedOut(items, resolved, updates, lastMessageOf);
     batch.customers.push(
       ...(await this.identityStep.applyProfiles(account, updates, (c) => lastMessageOf.get(c)!, now)),
     );
