@@ -160,24 +160,16 @@ export class NatsEventBus extends EventBus {
     // Up to IN_FLIGHT chunks are handed over before the first is settled: the consumer may overlap
     // them (the processor stores one batch while it resolves the next). Each is settled in turn.
     const inFlight: Promise<void>[] = [];
+    // The next fetch runs while this one's chunks are processed, so the consumer never waits for the
+    // network between two fetches.
+    let next = this.fetch(source);
     while (!this.stopping) {
-      let batch: JsMsg[] = [];
-      try {
-        // A fetch returns once it has max_messages or when it expires: under load the first, when
-        // traffic is light the second, which bounds how long a lone message waits for company.
-        const messages = await source.fetch({
-          max_messages: this.options.batchMessages ?? 32,
-          expires: FETCH_WAIT_MS,
-        });
-        for await (const m of messages) batch.push(m);
-      } catch (err) {
-        if (this.stopping) break;
-        // JetStream away (restart, network): keep trying; unacknowledged messages wait in the stream.
-        this.options.onConsumerError?.(err);
-        await sleep(500);
-        continue;
-      }
+      const batch = await next;
+      next = this.stopping ? Promise.resolve([]) : this.fetch(source);
       if (batch.length === 0) continue;
+      // Every fetched message stays claimed until it is settled, however long it waits for its turn.
+      const unsettled = new Set(batch);
+      const claim = setInterval(() => unsettled.forEach((m) => m.working()), ACK_WAIT_MS / 3);
       const deliveries: Delivery[] = [];
       const byHandle = new Map<string, JsMsg>();
       for (const m of batch) {
@@ -190,32 +182,63 @@ export class NatsEventBus extends EventBus {
             deliveryCount: m.info.deliveryCount,
           });
         } catch (err) {
+          unsettled.delete(m);
           await this.deadLetter(m, `undecodable message: ${describe(err)}`);
         }
       }
-      batch = [];
-      for (const chunk of byRecords(deliveries, this.options.maxBatchRecords ?? 10_000)) {
-        inFlight.push(this.handOver(consumer, chunk, byHandle));
+      const chunks = byRecords(deliveries, this.options.maxBatchRecords ?? 10_000);
+      const handed = chunks.map((chunk) => async () => {
+        await this.handOver(consumer, chunk, byHandle);
+        for (const d of chunk) unsettled.delete(byHandle.get(d.handle)!);
+      });
+      if (handed.length === 0) clearInterval(claim);
+      let left = handed.length;
+      for (const run of handed) {
+        inFlight.push(
+          run().finally(() => {
+            if (--left === 0) clearInterval(claim);
+          }),
+        );
         if (inFlight.length >= IN_FLIGHT) await inFlight.shift();
       }
     }
     await Promise.all(inFlight);
+    // Fetched ahead but not started: back to the stream at once, for another processor or the next start.
+    for (const m of await next) m.nak();
   }
 
-  /** Gives a chunk to the consumer, keeps its messages claimed meanwhile, then settles them. */
+  /** One fetch; an empty batch when it expired or JetStream is away (the loop keeps trying). */
+  private async fetch(source: Consumer): Promise<JsMsg[]> {
+    const batch: JsMsg[] = [];
+    try {
+      // A fetch returns once it has max_messages or when it expires: under load the first, when
+      // traffic is light the second, which bounds how long a lone message waits for company.
+      const messages = await source.fetch({
+        max_messages: this.options.batchMessages ?? 32,
+        expires: FETCH_WAIT_MS,
+      });
+      for await (const m of messages) batch.push(m);
+      return batch;
+    } catch (err) {
+      if (this.stopping) return batch;
+      // JetStream away (restart, network): keep trying; unacknowledged messages wait in the stream.
+      this.options.onConsumerError?.(err);
+      await sleep(500);
+      return batch;
+    }
+  }
+
+  /** Gives a chunk to the consumer, then settles its messages. */
   private async handOver(
     consumer: BatchConsumer,
     chunk: Delivery[],
     byHandle: Map<string, JsMsg>,
   ): Promise<void> {
     let settlements: Settlement[];
-    const claim = setInterval(() => chunk.forEach((d) => byHandle.get(d.handle)?.working()), ACK_WAIT_MS / 3);
     try {
       settlements = await consumer(chunk);
     } catch (err) {
       settlements = chunk.map((delivery) => ({ delivery, outcome: 'retry', reason: describe(err) }));
-    } finally {
-      clearInterval(claim);
     }
     await this.settle(settlements, byHandle);
   }
