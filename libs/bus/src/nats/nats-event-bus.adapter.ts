@@ -244,18 +244,21 @@ export class NatsEventBus extends EventBus {
   }
 
   private async settle(settlements: Settlement[], byHandle: Map<string, JsMsg>): Promise<void> {
+    // Acknowledgements go out together and are confirmed together: one round trip, not one per message.
+    // Waiting for the server's confirmation: an ack lost here means one more (harmless) redelivery.
+    const acks: Promise<unknown>[] = [];
     for (const s of settlements) {
       const m = byHandle.get(s.delivery.handle);
       if (!m) continue;
       if (s.outcome === 'ack') {
-        // Wait for the server to confirm: an ack lost here means one more (harmless) redelivery.
-        await m.ackAck().catch(() => false);
+        acks.push(m.ackAck().catch(() => false));
       } else if (s.outcome === 'retry' && s.delivery.deliveryCount < this.maxDeliveries) {
         m.nak(Math.min(100 * 2 ** s.delivery.deliveryCount, 10_000));
       } else {
         await this.deadLetter(m, s.reason);
       }
     }
+    await Promise.all(acks);
   }
 
   private async deadLetter(m: JsMsg, reason: string): Promise<void> {
