@@ -170,6 +170,7 @@ export class NatsEventBus extends EventBus {
       // Every fetched message stays claimed until it is settled, however long it waits for its turn.
       const unsettled = new Set(batch);
       const claim = setInterval(() => unsettled.forEach((m) => m.working()), ACK_WAIT_MS / 3);
+      claim.unref(); // a loop that failed mid-batch must not keep the process alive through it
       const deliveries: Delivery[] = [];
       const byHandle = new Map<string, JsMsg>();
       for (const m of batch) {
