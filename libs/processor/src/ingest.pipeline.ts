@@ -57,8 +57,9 @@ export class IngestPipeline {
   /**
    * Processes a batch. A batch of events and profiles only is done in two stages, so that a caller
    * with two batches in flight overlaps them: while one batch's profiles are applied and its rows
-   * written to the store, the next is already resolved in the identity index. The stages are serial each, in arrival order. A batch
-   * that carries anything else waits for every write before it and runs whole.
+   * written to the store, the next is already resolved in the identity index. The stages are serial
+   * each, in arrival order. A batch that carries anything else waits for every write before it and
+   * runs whole.
    *
    * Overlapping is safe because a batch's identity effects are remembered until its store write
    * settles them (a failed write is redelivered and gets the same resolutions), and every store
