@@ -171,6 +171,10 @@ export class NatsEventBus extends EventBus {
       const unsettled = new Set(batch);
       const claim = setInterval(() => unsettled.forEach((m) => m.working()), ACK_WAIT_MS / 3);
       claim.unref(); // a loop that failed mid-batch must not keep the process alive through it
+      const release = (settled: JsMsg[]) => {
+        for (const m of settled) unsettled.delete(m);
+        if (unsettled.size === 0) clearInterval(claim);
+      };
       const deliveries: Delivery[] = [];
       const byHandle = new Map<string, JsMsg>();
       for (const m of batch) {
@@ -183,23 +187,13 @@ export class NatsEventBus extends EventBus {
             deliveryCount: m.info.deliveryCount,
           });
         } catch (err) {
-          unsettled.delete(m);
           await this.deadLetter(m, `undecodable message: ${describe(err)}`);
+          release([m]);
         }
       }
-      const chunks = byRecords(deliveries, this.options.maxBatchRecords ?? 10_000);
-      const handed = chunks.map((chunk) => async () => {
-        await this.handOver(consumer, chunk, byHandle);
-        for (const d of chunk) unsettled.delete(byHandle.get(d.handle)!);
-      });
-      if (handed.length === 0) clearInterval(claim);
-      let left = handed.length;
-      for (const run of handed) {
-        inFlight.push(
-          run().finally(() => {
-            if (--left === 0) clearInterval(claim);
-          }),
-        );
+      for (const chunk of byRecords(deliveries, this.options.maxBatchRecords ?? 10_000)) {
+        const messages = chunk.map((d) => byHandle.get(d.handle)!);
+        inFlight.push(this.handOver(consumer, chunk, byHandle).finally(() => release(messages)));
         if (inFlight.length >= IN_FLIGHT) await inFlight.shift();
       }
     }
