@@ -46,6 +46,8 @@ export interface AppConfig {
   busMaxPendingBytes: number;
   /** Export jobs: rows per file (a page read from the store), worker lease and poll, DuckDB memory. */
   exports: { rowsPerFile: number; leaseMs: number; pollMs: number; memoryLimitMb: number; threads: number };
+  /** Test hooks only (`CDP_TEST_FAULTS`, @cdp/faults): where the write path fails or dies on purpose. */
+  testFaults: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -117,6 +119,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
       memoryLimitMb: integer(env, 'CDP_EXPORT_MEMORY_MB', 512, 64, 1 << 20),
       threads: integer(env, 'CDP_EXPORT_THREADS', 2, 1, 256),
     },
+    testFaults: env.CDP_TEST_FAULTS || undefined,
   };
 }
 

@@ -1,5 +1,6 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { loadConfig, type AppConfig } from '@cdp/config';
+import { configureFaults, parseFaults } from '@cdp/faults';
 import { createLogger, type Logger } from '@cdp/logger';
 
 /**
@@ -11,6 +12,8 @@ export async function runMain(
   build: (config: AppConfig, logger: Logger) => Promise<NestFastifyApplication>,
 ): Promise<void> {
   const config = loadConfig();
+  // Test hooks: armed only when CDP_TEST_FAULTS names fault points (a malformed rule fails the boot).
+  configureFaults(parseFaults(config.testFaults));
   const logger = createLogger(config.logLevel).child({ app: name });
   const app = await build(config, logger);
   await app.listen({ port: config.port, host: config.host });
