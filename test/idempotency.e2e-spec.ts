@@ -1,0 +1,231 @@
+import { gzipSync } from 'node:zlib';
+import type { ClickHouseStore } from '@cdp/store';
+import { ChildApp } from './support/child-process.js';
+import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
+import { eventually } from './support/eventually.js';
+import { ScaledPlatform } from './support/scaled.js';
+import { WIRINGS } from './support/wirings.js';
+
+/** Short enough that the expiry test waits seconds; every other test resends well within it. */
+const TTL_SECONDS = 6;
+
+/**
+ * `Idempotency-Key` (README "Idempotent retries") on both wirings: a resend gets the first answer and
+ * is stored once; another body is a 422; a bad key is a 400; keys are per account; a key whose
+ * request failed validation may be used again; an answer is forgotten after the TTL.
+ */
+describe.each(WIRINGS)('idempotent retries (%s)', (_wiring, start) => {
+  let p: EmbeddedPlatform | ScaledPlatform;
+  let acc: TestAccount;
+  /** `<table> <request id>`: rows each request must have in the store, checked at the end. */
+  const expectStored = new Map<string, number>();
+
+  beforeAll(async () => {
+    p = await start({ CDP_IDEMPOTENCY_TTL_SECONDS: String(TTL_SECONDS) });
+    acc = await p.createAccount('idem');
+  }, 60_000);
+  afterAll(() => p.close(), 30_000);
+
+  const post = (path: string, body: unknown, key: string | undefined, apiKey = acc.publicKey) => {
+    const req = p
+      .http()
+      .post(path)
+      .set(path.startsWith('/v2/') ? 'svc-tracker-id' : 'x-api-key', apiKey);
+    if (key !== undefined) void req.set('idempotency-key', key);
+    return req.send(body as object);
+  };
+  const unique = () => `k-${Math.random().toString(36).slice(2)}`;
+  const event = (vuid: string) => ({ type: 'pageview', identifiers: { vuid }, data: { page: '/' } });
+
+  it('answers a resend of the same events like the first time, and stores them once', async () => {
+    const key = unique();
+    const body = [event('idem-a'), event('idem-a')];
+    const first = await post('/v3/events', body, key);
+    expect(first.status).toBe(202);
+    const again = await post('/v3/events', body, key);
+    expect(again.status).toBe(202);
+    expect(again.body).toEqual(first.body); // the timestamp too: the first answer, not a new one
+    expect(again.headers['z-request-id']).toBe(first.headers['z-request-id']);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    expectStored.set(`events ${first.headers['z-request-id'] as string}`, 2);
+  });
+
+  it('takes the same body gzip-encoded as the same request', async () => {
+    const key = unique();
+    const bytes = Buffer.from(JSON.stringify(event('idem-gzip')));
+    const headers = {
+      'x-api-key': acc.publicKey,
+      'content-type': 'application/json',
+      'idempotency-key': key,
+    };
+    const first = await p.raw('/v3/events', bytes, headers);
+    const again = await p.raw('/v3/events', gzipSync(bytes), { ...headers, 'content-encoding': 'gzip' });
+    expect(first.status).toBe(202);
+    expect(again).toEqual(first);
+  });
+
+  it('refuses the key with another body (422), and leaves the first request as it was', async () => {
+    const key = unique();
+    const first = await post('/v3/events', event('idem-b'), key);
+    expect(first.status).toBe(202);
+    const other = await post('/v3/events', event('idem-b-other'), key);
+    expect(other.status).toBe(422);
+    expect(other.body).toMatchObject({
+      title: expect.any(String),
+      status: 422,
+      timestamp: expect.any(String),
+    });
+    expect(other.body.detail.message).toMatch(/Idempotency-Key/);
+    // Another path with the same body is another request too.
+    expect((await post('/v3/profiles', event('idem-b'), key)).status).toBe(422);
+    expectStored.set(`events ${first.headers['z-request-id'] as string}`, 1);
+  });
+
+  it('refuses a malformed key with a 400 naming the header, before anything is stored', async () => {
+    for (const bad of ['', 'x'.repeat(256), 'tab\there']) {
+      const res = await post('/v3/events', event('idem-bad-key'), bad);
+      expect(res.status).toBe(400);
+      expect(res.body.detail.invalids).toEqual([{ field: 'Idempotency-Key', reason: expect.any(String) }]);
+    }
+    expect((await post('/v3/events', event('idem-ok-key'), 'x'.repeat(255))).status).toBe(202);
+    expect(
+      (await post('/v3/events', event('idem-ok-key2'), ' !"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~')).status,
+    ).toBe(202);
+  });
+
+  it('keeps the keys of two accounts apart', async () => {
+    const other = await p.createAccount('idem-other');
+    const key = unique();
+    const a = await post('/v3/events', event('idem-c'), key);
+    const b = await post('/v3/events', event('idem-c2'), key, other.publicKey);
+    expect([a.status, b.status]).toEqual([202, 202]);
+    expect(b.headers['idempotent-replayed']).toBeUndefined();
+    expect(b.headers['z-request-id']).not.toBe(a.headers['z-request-id']);
+    expectStored.set(`events ${a.headers['z-request-id'] as string}`, 1);
+  });
+
+  it('lets a key whose request was refused (400, nothing stored) be used again', async () => {
+    const key = unique();
+    const refused = await post('/v3/events', { type: 'pageview', identifiers: {} }, key);
+    expect(refused.status).toBe(400);
+    const fixed = await post('/v3/events', event('idem-d'), key);
+    expect(fixed.status).toBe(202);
+    expect(fixed.headers['idempotent-replayed']).toBeUndefined();
+    expectStored.set(`events ${fixed.headers['z-request-id'] as string}`, 1);
+  });
+
+  it('replays every ingestion route: profiles, objects, v2, subscriptions (200) and opt-outs', async () => {
+    const requests: [string, unknown, string?][] = [
+      ['/v3/profiles', { attributes: { email: 'idem-p@x.com', first_name: 'Ida' } }],
+      ['/v3/objects/products', { product_id: 'idem-p1', name: 'Thing' }],
+      [
+        '/v2/entities',
+        [
+          { type: 'customer', data: { email: 'idem-v2@x.com', first_name: 'Vee' } },
+          { type: 'product', data: { product_id: 'idem-p2', name: 'Other' } },
+        ],
+      ],
+      ['/v2/events', { type: 'pageview', data: { email: 'idem-v2@x.com', page: '/' } }],
+      ['/v3/lists/subscriptions', { opted_in: true, email: 'idem-p@x.com' }],
+      ['/v3/optout', { requester: 'idem test', email: 'idem-gone@x.com' }, acc.privateKey],
+    ];
+    for (const [path, body, apiKey] of requests) {
+      const key = unique();
+      const first = await post(path, body, key, apiKey);
+      expect([path, first.status]).toEqual([path, path.includes('subscriptions') ? 200 : 202]);
+      const again = await post(path, body, key, apiKey);
+      expect([path, again.status, again.body]).toEqual([path, first.status, first.body]);
+      expect(again.headers['z-request-id']).toBe(first.headers['z-request-id']);
+    }
+  });
+
+  it('stores a resent profile update once', async () => {
+    const key = unique();
+    const body = { attributes: { email: 'idem-once@x.com', first_name: 'Once' } };
+    const first = await post('/v3/profiles', body, key);
+    const again = await post('/v3/profiles', body, key);
+    expect([first.status, again.status]).toEqual([202, 202]);
+    expect(again.headers['z-request-id']).toBe(first.headers['z-request-id']);
+    expectStored.set(`customers ${first.headers['z-request-id'] as string}`, 1);
+  });
+
+  it('forgets an answer after the TTL: the key then takes a new request', async () => {
+    const key = unique();
+    expect((await post('/v3/events', event('idem-e'), key)).status).toBe(202);
+    expect((await post('/v3/events', event('idem-e2'), key)).status).toBe(422);
+    // Polled: the record expires on its own clock (Redis) or at the next read (file).
+    await eventually(
+      async () => (await post('/v3/events', event('idem-e2'), key)).status === 202,
+      30_000,
+      500,
+    );
+  }, 60_000);
+
+  it('stores every acknowledged request once', async () => {
+    // Processed when the last request's visitor resolves.
+    const marker = await post('/v3/events', event('idem-marker'), unique());
+    await eventually(
+      async () =>
+        (await p.http().get('/v3/profiles?vuid=idem-marker').set('x-api-key', acc.privateKey)).status === 200,
+    );
+    expectStored.set(`events ${marker.headers['z-request-id'] as string}`, 1);
+    expect(await countsInStore([...expectStored.keys()])).toEqual([...expectStored.values()]);
+  }, 60_000);
+
+  /** Rows written by each request (`<table> <message id>`), read where the store can be opened. */
+  async function countsInStore(entries: string[]): Promise<number[]> {
+    const read = async (query: (sql: string, id: string) => Promise<number>) => {
+      const counts: number[] = [];
+      for (const entry of entries) {
+        const [table, id] = entry.split(' ') as [string, string];
+        counts.push(await query(`SELECT count() AS n FROM {db}.${table} WHERE msg_id = {id:String}`, id));
+      }
+      return counts;
+    };
+    if (p instanceof EmbeddedPlatform) {
+      const e = p;
+      return read((sql, id) => e.scalar(acc.id, sql, { id }));
+    }
+    // Scaled out, chDB belongs to the processor: read with it stopped, all at once.
+    return p.withStore((store: ClickHouseStore) =>
+      read(async (sql, id) =>
+        Number((await store.query<{ n: number | string }>(acc.id, sql, { id }))[0]?.n ?? 0),
+      ),
+    );
+  }
+});
+
+describe('idempotent retries across two API replicas (scaled out)', () => {
+  let p: ScaledPlatform;
+  let second: ChildApp;
+  let acc: TestAccount;
+
+  beforeAll(async () => {
+    p = await ScaledPlatform.start();
+    second = await ChildApp.start('apps/api/src/main.js', p.env());
+    acc = await p.createAccount('idem-replicas');
+  }, 60_000);
+  afterAll(async () => {
+    await second?.kill('SIGTERM');
+    await p?.close();
+  }, 30_000);
+
+  const send = (base: string, body: unknown, key: string) =>
+    fetch(`${base}/v3/events`, {
+      method: 'POST',
+      headers: { 'x-api-key': acc.publicKey, 'content-type': 'application/json', 'idempotency-key': key },
+      body: JSON.stringify(body),
+    });
+
+  it('gives a resend to the other replica the first answer, and a different body a 422', async () => {
+    const body = { type: 'pageview', identifiers: { vuid: 'replica-a' }, data: { page: '/' } };
+    const first = await send(p.api.baseUrl, body, 'replica-key');
+    const again = await send(second.baseUrl, body, 'replica-key');
+    expect([first.status, again.status]).toEqual([202, 202]);
+    expect(await again.json()).toEqual(await first.json());
+    expect(again.headers.get('z-request-id')).toBe(first.headers.get('z-request-id'));
+    const other = await send(second.baseUrl, { ...body, data: { page: '/other' } }, 'replica-key');
+    expect(other.status).toBe(422);
+  });
+});
