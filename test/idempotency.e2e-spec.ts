@@ -1,4 +1,7 @@
 import { gzipSync } from 'node:zlib';
+import { EventBus } from '@cdp/bus';
+import type { IngestMessage } from '@cdp/contracts';
+import { configureFaults, parseFaults } from '@cdp/faults';
 import type { ClickHouseStore } from '@cdp/store';
 import { ChildApp } from './support/child-process.js';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
@@ -196,6 +199,60 @@ describe.each(WIRINGS)('idempotent retries (%s)', (_wiring, start) => {
   }
 });
 
+describe('an idempotent request that failed after its publish (embedded)', () => {
+  let p: EmbeddedPlatform;
+  let acc: TestAccount;
+  const published: IngestMessage[] = [];
+
+  beforeAll(async () => {
+    p = await EmbeddedPlatform.start();
+    acc = await p.createAccount('idem-crash');
+    // Watch what reaches the bus (every publish still goes through).
+    const bus = p.app.get(EventBus);
+    const publish = bus.publish.bind(bus);
+    bus.publish = (message: IngestMessage) => {
+      published.push(message);
+      return publish(message);
+    };
+  }, 60_000);
+  afterAll(async () => {
+    configureFaults([]);
+    await p.close();
+  }, 30_000);
+
+  const send = (vuid: string, key: string) =>
+    p
+      .http()
+      .post('/v3/events')
+      .set('x-api-key', acc.publicKey)
+      .set('idempotency-key', key)
+      .send({ type: 'pageview', identifiers: { vuid }, data: { page: '/' } });
+  const stored = (id: string) =>
+    p.scalar(acc.id, 'SELECT count() AS n FROM {db}.events WHERE msg_id = {id:String}', { id });
+
+  it('is published again as a resend under the same id, and stored once', async () => {
+    configureFaults(parseFaults('api.idempotency.answer:throw'));
+    const failed = await send('crash-after-publish', 'crash-key');
+    configureFaults([]);
+    expect(failed.status).toBe(500);
+    const id = failed.headers['z-request-id'] as string;
+    // The first attempt reached the store: the client never heard of it.
+    await eventually(async () => (await stored(id)) === 1);
+
+    const retried = await send('crash-after-publish', 'crash-key');
+    expect(retried.status).toBe(202);
+    expect(retried.headers['z-request-id']).toBe(id);
+    expect(published.filter((m) => m.id === id).map((m) => m.resend)).toEqual([undefined, true]);
+
+    // Batches are stored in order: once a later request is stored, the resend has been processed too.
+    const marker = await send('crash-marker', 'crash-marker-key');
+    await eventually(async () => (await stored(marker.headers['z-request-id'] as string)) === 1);
+    expect(await stored(id)).toBe(1);
+    const replay = await send('crash-after-publish', 'crash-key');
+    expect([replay.status, replay.body]).toEqual([202, retried.body]);
+  });
+});
+
 describe('idempotent retries across two API replicas (scaled out)', () => {
   let p: ScaledPlatform;
   let second: ChildApp;
@@ -227,5 +284,43 @@ describe('idempotent retries across two API replicas (scaled out)', () => {
     expect(again.headers.get('z-request-id')).toBe(first.headers.get('z-request-id'));
     const other = await send(second.baseUrl, { ...body, data: { page: '/other' } }, 'replica-key');
     expect(other.status).toBe(422);
+  });
+
+  it.each([
+    ['after holding the key, before publishing', 'api.idempotency.held'],
+    ['after publishing, before keeping the answer', 'api.idempotency.answer'],
+  ])('stores a request once when its API replica dies %s and the client resends', async (_when, point) => {
+    const env = { ...p.env(), CDP_TEST_FAULTS: `${point}:kill`, CDP_IDEMPOTENCY_LEASE_SECONDS: '1' };
+    const doomed = await ChildApp.start('apps/api/src/main.js', env);
+    const body = { type: 'pageview', identifiers: { vuid: `crash-${point}` }, data: { page: '/' } };
+    const key = `crash-${point}`;
+    await expect(send(doomed.baseUrl, body, key)).rejects.toThrow();
+    expect((await doomed.exited()).signal).toBe('SIGKILL');
+    // Another replica takes the key over once the dead one's lease (1 s) has run out.
+    const retried = await eventually(async () => {
+      const res = await send(second.baseUrl, body, key);
+      expect(res.status).toBe(202);
+      return res;
+    });
+    const id = retried.headers.get('z-request-id')!;
+    const replay = await send(p.api.baseUrl, body, key);
+    expect(replay.headers.get('z-request-id')).toBe(id);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    await eventually(async () => {
+      const res = await fetch(`${p.api.baseUrl}/v3/profiles?vuid=crash-${point}`, {
+        headers: { 'x-api-key': acc.privateKey },
+      });
+      return res.status === 200;
+    });
+    const n = await p.withStore(async (store) =>
+      store.query<{ n: number | string }>(
+        acc.id,
+        'SELECT count() AS n FROM {db}.events WHERE msg_id = {id:String}',
+        {
+          id,
+        },
+      ),
+    );
+    expect(Number(n[0]?.n)).toBe(1);
   });
 });

@@ -15,10 +15,13 @@ import {
   IdempotencyRecords,
   type Begin,
   type Claim,
+  type StoredAnswer,
 } from '@cdp/idempotency';
+import { faultPoint } from '@cdp/faults';
 import { LOGGER, type Logger } from '@cdp/logger';
 import type { AuthedRequest } from '../auth/principal.js';
 import { IDEMPOTENCY_HEADER, requestHash } from './request-hash.js';
+import { asResend } from './resend-scope.js';
 
 /**
  * `Idempotency-Key` on a write route. Runs after the auth guard (the key is per account) and the rate
@@ -89,35 +92,41 @@ export class IdempotencyInterceptor implements NestInterceptor {
     // Every later attempt of this request publishes under the same id, and answers with it.
     request.id = id;
     void reply.header('z-request-id', id);
+    faultPoint('api.idempotency.held'); // a crash here: the key is held, nothing published
+
     const status =
       (Reflect.getMetadata(HTTP_CODE_METADATA, context.getHandler()) as number | undefined) ?? 200;
-    return next.handle().pipe(
-      mergeMap((body: unknown) =>
-        from(
-          this.records
-            .finish(claim, { status, body, requestId: id })
-            .catch((err: unknown) => {
-              // The request is durable: answer it. The key's lease runs out and a resend is published
-              // again under the same id (deduplicated), then answered and recorded.
-              this.logger.warn({ err, reqId: id }, 'could not record the answer of an idempotent request');
-              return false;
-            })
-            .then(() => body),
-        ),
-      ),
-      catchError((err: unknown) => {
-        const maybePublished = !(err instanceof ApiError && err.status < 500);
-        return from(
-          this.records
-            .abandon(claim, maybePublished)
-            .catch((e: unknown) =>
-              this.logger.warn({ err: e, reqId: id }, 'could not release an idempotency key'),
-            )
-            .then(() => {
-              throw err;
-            }),
-        );
-      }),
+    // Nest binds the route's async context when handle() is called: the publish inside sees the scope.
+    const handled = resend ? asResend(() => next.handle()) : next.handle();
+    return handled.pipe(
+      mergeMap((body: unknown) => from(this.answered(claim, { status, body, requestId: id }))),
+      catchError((err: unknown) => from(this.failed(claim, err))),
     );
+  }
+
+  private async answered(claim: Claim, answer: StoredAnswer): Promise<unknown> {
+    faultPoint('api.idempotency.answer'); // a crash here: published, answer not kept
+    try {
+      await this.records.finish(claim, answer);
+    } catch (err) {
+      // The request is durable: answer it. The key's lease runs out and a resend is published again
+      // under the same id (deduplicated), then answered and recorded.
+      this.logger.warn(
+        { err, reqId: answer.requestId },
+        'could not record the answer of an idempotent request',
+      );
+    }
+    return answer.body;
+  }
+
+  /** A 4xx published nothing: the key is free. Anything else may have reached the bus. */
+  private async failed(claim: Claim, err: unknown): Promise<never> {
+    const maybePublished = !(err instanceof ApiError && err.status < 500);
+    try {
+      await this.records.abandon(claim, maybePublished);
+    } catch (e) {
+      this.logger.warn({ err: e }, 'could not release an idempotency key');
+    }
+    throw err;
   }
 }
