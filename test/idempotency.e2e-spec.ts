@@ -153,6 +153,30 @@ describe.each(WIRINGS)('idempotent retries (%s)', (_wiring, start) => {
     expectStored.set(`customers ${first.headers['z-request-id'] as string}`, 1);
   });
 
+  it('documents the header on every route that takes it (OpenAPI)', async () => {
+    const doc = (await p.http().get('/openapi.json')).body as {
+      paths: Record<string, Record<string, { parameters?: { name: string; in: string }[] }>>;
+    };
+    const routes = [
+      '/v3/events',
+      '/v3/profiles',
+      '/v3/objects/{object}',
+      '/v3/objects/products',
+      '/v3/objects/orders',
+      '/v2/entities',
+      '/v2/events',
+      '/v3/optout',
+      '/v3/lists/subscriptions',
+    ];
+    for (const path of routes) {
+      const names = (doc.paths[path]?.post?.parameters ?? [])
+        .filter((q) => q.in === 'header')
+        .map((q) => q.name);
+      expect([path, names]).toEqual([path, expect.arrayContaining(['Idempotency-Key'])]);
+    }
+    expect(JSON.stringify(doc.paths['/v3/lists']?.post ?? {})).not.toContain('Idempotency-Key');
+  });
+
   it('forgets an answer after the TTL: the key then takes a new request', async () => {
     const key = unique();
     expect((await post('/v3/events', event('idem-e'), key)).status).toBe(202);
