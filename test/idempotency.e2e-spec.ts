@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { EventBus } from '@cdp/bus';
 import type { IngestMessage } from '@cdp/contracts';
@@ -277,6 +280,39 @@ describe('an idempotent request that failed after its publish (embedded)', () =>
   });
 });
 
+describe('idempotency records across a restart (embedded)', () => {
+  it('answers a resend after a restart like the first time, and stores the request once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cdp-idem-restart-'));
+    let p = await EmbeddedPlatform.start({}, dir);
+    try {
+      const acc = await p.createAccount('idem-restart');
+      const send = () =>
+        p
+          .http()
+          .post('/v3/events')
+          .set('x-api-key', acc.publicKey)
+          .set('idempotency-key', 'restart-key')
+          .send({ type: 'pageview', identifiers: { vuid: 'restart' }, data: { page: '/' } });
+      const first = await send();
+      expect(first.status).toBe(202);
+      await p.close();
+      p = await EmbeddedPlatform.start({}, dir);
+      const again = await send();
+      expect([again.status, again.body, again.headers['z-request-id']]).toEqual([
+        202,
+        first.body,
+        first.headers['z-request-id'],
+      ]);
+      const id = first.headers['z-request-id'] as string;
+      const count = () =>
+        p.scalar(acc.id, 'SELECT count() AS n FROM {db}.events WHERE msg_id = {id:String}', { id });
+      await eventually(async () => (await count()) === 1);
+    } finally {
+      await p.close();
+    }
+  }, 60_000);
+});
+
 describe('idempotent retries across two API replicas (scaled out)', () => {
   let p: ScaledPlatform;
   let second: ChildApp;
@@ -308,6 +344,27 @@ describe('idempotent retries across two API replicas (scaled out)', () => {
     expect(again.headers.get('z-request-id')).toBe(first.headers.get('z-request-id'));
     const other = await send(second.baseUrl, { ...body, data: { page: '/other' } }, 'replica-key');
     expect(other.status).toBe(422);
+  });
+
+  it('answers 409 with Retry-After while another replica holds the key', async () => {
+    // The holder dies holding it: the key stays held for its lease (a minute here).
+    const env = {
+      ...p.env(),
+      CDP_TEST_FAULTS: 'api.idempotency.held:kill',
+      CDP_IDEMPOTENCY_LEASE_SECONDS: '60',
+    };
+    const doomed = await ChildApp.start('apps/api/src/main.js', env);
+    const body = { type: 'pageview', identifiers: { vuid: 'held' }, data: { page: '/' } };
+    await expect(send(doomed.baseUrl, body, 'held-key')).rejects.toThrow();
+    for (const sent of [body, { ...body, data: { page: '/other' } }]) {
+      const res = await send(second.baseUrl, sent, 'held-key');
+      expect(res.status).toBe(409);
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(Number(res.headers.get('retry-after'))).toBeLessThanOrEqual(60);
+      expect(((await res.json()) as { detail: { message: string } }).detail.message).toMatch(
+        /Idempotency-Key/,
+      );
+    }
   });
 
   it.each([
