@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { IdempotencyRecords, type Claim } from '../idempotency-records.js';
@@ -35,8 +35,9 @@ describe('FileIdempotencyStore', () => {
     now += 86_400_000;
     expect(await second.get('acct', 'key')).toBeUndefined();
     await second.close();
-    // Rewritten at start without the expired record.
+    // Rewritten when opened (at the first request with a key) without the expired record.
     const third = new FileIdempotencyStore(dir, () => now);
+    expect(await third.get('acct', 'key')).toBeUndefined();
     expect(readFileSync(join(dir, 'idempotency.log'), 'utf8')).toBe('');
     await third.close();
   });
@@ -55,6 +56,12 @@ describe('FileIdempotencyStore', () => {
     expect(await store.get('acct', 'k2999')).toBe('{"v":1}');
     expect(await store.get('acct', 'k0')).toBeUndefined();
     await store.close();
+  });
+
+  it('touches nothing on disk in a process that never gets a key', async () => {
+    const dir = join(freshDir(), 'idempotency');
+    await new FileIdempotencyStore(dir).close();
+    expect(existsSync(dir)).toBe(false);
   });
 
   it('ignores the torn last line of a crash', async () => {

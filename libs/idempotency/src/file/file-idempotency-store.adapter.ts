@@ -1,6 +1,6 @@
 import { closeSync, fdatasyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { DriverHealth } from '@cdp/contracts';
 import { IdempotencyStore } from '../idempotency-store.port.js';
 
@@ -22,7 +22,9 @@ const COMPACT_AT_LINES = 1024;
 /**
  * The embedded driver: every record in memory, every change appended to a log in the data directory
  * and synced (changes waiting together share one fdatasync). At start the log is read back, expired
- * entries dropped and the log rewritten; it is rewritten the same way whenever it has doubled since, so expired records do not pile up on disk. One process owns the directory.
+ * entries dropped and the log rewritten; it is rewritten the same way whenever it has doubled since, so
+ * expired records do not pile up on disk. One process owns the directory; it is opened at the first
+ * request with a key, so a process that serves none (a processor, an exporter) never touches it.
  *
  * A change is visible to the next call at once (the caller's promise resolves when it is on disk):
  * compare-and-set stays atomic within the process without waiting for the disk.
@@ -30,7 +32,7 @@ const COMPACT_AT_LINES = 1024;
 export class FileIdempotencyStore extends IdempotencyStore {
   private readonly entries = new Map<string, Entry>();
   private readonly file: string;
-  private handle: Promise<FileHandle>;
+  private handle: Promise<FileHandle> | undefined;
   private lines = 0;
   /** The log's lines when last rewritten: it is rewritten again once it has doubled (amortised cost). */
   private linesAfterRewrite = 0;
@@ -42,14 +44,21 @@ export class FileIdempotencyStore extends IdempotencyStore {
     private readonly clock: () => number = Date.now,
   ) {
     super();
-    mkdirSync(dir, { recursive: true });
     this.file = join(dir, 'idempotency.log');
-    this.load();
-    this.rewrite();
-    this.handle = open(this.file, 'a');
+  }
+
+  private opened(): Promise<FileHandle> {
+    if (!this.handle) {
+      mkdirSync(dirname(this.file), { recursive: true });
+      this.load();
+      this.rewrite();
+      this.handle = open(this.file, 'a');
+    }
+    return this.handle;
   }
 
   get(account: string, key: string): Promise<string | undefined> {
+    void this.opened();
     return Promise.resolve(this.live(entryKey(account, key))?.value);
   }
 
@@ -60,6 +69,7 @@ export class FileIdempotencyStore extends IdempotencyStore {
     next: string | undefined,
     expiresAtMs: number,
   ): Promise<boolean> {
+    void this.opened();
     const k = entryKey(account, key);
     if (this.live(k)?.value !== expected) return Promise.resolve(false);
     if (next === undefined) this.entries.delete(k);
@@ -90,7 +100,7 @@ export class FileIdempotencyStore extends IdempotencyStore {
       const batch = this.waiting;
       this.waiting = [];
       try {
-        const handle = await this.handle;
+        const handle = await this.opened();
         await handle.write(batch.map((w) => `${w.line}\n`).join(''));
         await handle.datasync();
         this.lines += batch.length;
@@ -103,7 +113,7 @@ export class FileIdempotencyStore extends IdempotencyStore {
   }
 
   private async compact(): Promise<void> {
-    const handle = await this.handle;
+    const handle = await this.opened();
     await handle.close();
     this.sweep();
     this.rewrite();
@@ -160,7 +170,8 @@ export class FileIdempotencyStore extends IdempotencyStore {
 
   async close(): Promise<void> {
     await this.flushing;
-    await (await this.handle).close();
+    await (await this.handle)?.close();
+    this.handle = undefined;
   }
 }
 
