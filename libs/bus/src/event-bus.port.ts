@@ -9,6 +9,14 @@ export interface Delivery {
   readonly deliveryCount: number;
 }
 
+/**
+ * Whether the delivery's rows may be in the store already: a redelivery, or a resend of a request whose
+ * earlier publish was never confirmed. The store then skips the message ids it holds.
+ */
+export function mayBeStored(delivery: Delivery): boolean {
+  return delivery.deliveryCount > 1 || delivery.message.resend === true;
+}
+
 /** What became of a delivery: stored (ack), try again later (retry), or give up with a reason (dead letter). */
 export type Settlement =
   | { delivery: Delivery; outcome: 'ack' }

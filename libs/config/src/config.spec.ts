@@ -25,6 +25,13 @@ describe('loadConfig', () => {
     expect(loadConfig({ CDP_BUS: 'nats', CDP_METADATA: 'file' }).metadata).toBe('file');
   });
 
+  it('remembers idempotent answers 24 hours unless told otherwise', () => {
+    expect(loadConfig({}).idempotency).toEqual({ ttlMs: 86_400_000, leaseMs: 30_000 });
+    expect(loadConfig({ CDP_IDEMPOTENCY_TTL_SECONDS: '5' }).idempotency.ttlMs).toBe(5000);
+    expect(() => loadConfig({ CDP_IDEMPOTENCY_TTL_SECONDS: '0' })).toThrow(/CDP_IDEMPOTENCY_TTL_SECONDS/);
+    expect(() => loadConfig({ CDP_IDEMPOTENCY_LEASE_SECONDS: '600' })).toThrow(/LEASE/);
+  });
+
   it('wants both bootstrap keys or neither, and a valid port', () => {
     expect(() => loadConfig({ CDP_BOOTSTRAP_PUBLIC_KEY: 'x' })).toThrow(/set together/);
     expect(() => loadConfig({ PORT: '70000' })).toThrow(/PORT/);

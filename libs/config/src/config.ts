@@ -46,6 +46,11 @@ export interface AppConfig {
   busMaxPendingBytes: number;
   /** Export jobs: rows per file (a page read from the store), worker lease and poll, DuckDB memory. */
   exports: { rowsPerFile: number; leaseMs: number; pollMs: number; memoryLimitMb: number; threads: number };
+  /**
+   * `Idempotency-Key`: how long a durable answer is remembered (`CDP_IDEMPOTENCY_TTL_SECONDS`, 24 h), and
+   * how long a request holds its key before another attempt may take over (`CDP_IDEMPOTENCY_LEASE_SECONDS`).
+   */
+  idempotency: { ttlMs: number; leaseMs: number };
   /** Test hooks only (`CDP_TEST_FAULTS`, @cdp/faults): where the write path fails or dies on purpose. */
   testFaults: string | undefined;
 }
@@ -118,6 +123,11 @@ export function loadConfig(env: Env = process.env): AppConfig {
       pollMs: integer(env, 'CDP_EXPORT_POLL_MS', 500, 10, 600_000),
       memoryLimitMb: integer(env, 'CDP_EXPORT_MEMORY_MB', 512, 64, 1 << 20),
       threads: integer(env, 'CDP_EXPORT_THREADS', 2, 1, 256),
+    },
+    idempotency: {
+      ttlMs: integer(env, 'CDP_IDEMPOTENCY_TTL_SECONDS', 86_400, 1, 30 * 86_400) * 1000,
+      // Well inside JetStream's two-minute duplicate window: a takeover's publish is still deduplicated.
+      leaseMs: integer(env, 'CDP_IDEMPOTENCY_LEASE_SECONDS', 30, 1, 90) * 1000,
     },
     testFaults: env.CDP_TEST_FAULTS || undefined,
   };

@@ -18,6 +18,12 @@ interface IngestMessageBase {
   account: string;
   /** Milliseconds since the epoch when the API accepted the request. */
   receivedAt: number;
+  /**
+   * Another attempt of a request (same `Idempotency-Key`, same body, same id) whose earlier publish may
+   * have reached the bus unconfirmed: the processor stores it as it stores a redelivery, skipping rows
+   * of this id already stored, also after the bus's duplicate window.
+   */
+  resend?: true;
 }
 
 export interface EventsMessage extends IngestMessageBase {

@@ -3,6 +3,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { EventBus } from '@cdp/bus';
 import { IdentityIndex, ProfileState, type RedisClient } from '@cdp/identity';
 import { LOGGER, type Logger } from '@cdp/logger';
+import { IdempotencyStore } from '@cdp/idempotency';
 import { MetadataStore } from '@cdp/metadata';
 import { AnalyticStore } from '@cdp/store';
 
@@ -22,6 +23,7 @@ export class DriversLifecycle implements OnApplicationShutdown {
     private readonly profiles: ProfileState,
     private readonly metadata: MetadataStore,
     @Inject(LOGGER) private readonly logger: Logger,
+    private readonly idempotency: IdempotencyStore,
     @Optional() private readonly store?: AnalyticStore,
     @Optional() @Inject(NATS_CONNECTION) private readonly nats?: NatsConnection,
     @Optional() @Inject(REDIS_CLIENT) private readonly redis?: RedisClient,
@@ -30,7 +32,12 @@ export class DriversLifecycle implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     this.logger.debug('closing the bus');
     await this.bus.close();
-    await Promise.all([this.identity.close(), this.profiles.close(), this.metadata.close()]);
+    await Promise.all([
+      this.identity.close(),
+      this.profiles.close(),
+      this.metadata.close(),
+      this.idempotency.close(),
+    ]);
     this.logger.debug('closing the store');
     await this.store?.close();
     await this.nats?.drain().catch(() => undefined);

@@ -16,6 +16,7 @@ import {
 } from '@cdp/identity';
 import { ConsentState, MemoryConsentState, RedisConsentState } from '@cdp/consent';
 import { LOGGER, type Logger } from '@cdp/logger';
+import { FileIdempotencyStore, IdempotencyStore, RedisIdempotencyStore } from '@cdp/idempotency';
 import { FileMetadataStore, MetadataStore, NatsKvMetadataStore } from '@cdp/metadata';
 import { MemoryRateLimiter, RateLimiter, RedisRateLimiter } from '@cdp/rate-limits';
 import { MemoryOrderState, OrderState, RedisOrderState } from '@cdp/orders';
@@ -112,6 +113,15 @@ export class DriversModule {
           config.identity === 'redis' ? new RedisRateLimiter(redis!) : new MemoryRateLimiter(),
       },
       {
+        // Redis when the API runs beside other replicas; a durable log in the data dir otherwise.
+        provide: IdempotencyStore,
+        inject: [REDIS_CLIENT],
+        useFactory: (redis?: RedisClient) =>
+          config.identity === 'redis'
+            ? new RedisIdempotencyStore(redis!)
+            : new FileIdempotencyStore(join(config.dataDir, 'idempotency')),
+      },
+      {
         provide: OrderState,
         inject: [REDIS_CLIENT],
         useFactory: (redis?: RedisClient) =>
@@ -141,6 +151,7 @@ export class DriversModule {
       RateLimiter,
       ConsentState,
       OrderState,
+      IdempotencyStore,
     ];
     return {
       module: DriversModule,

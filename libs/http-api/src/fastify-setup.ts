@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyServerOptions } from 'fastif
 import type { AppConfig } from '@cdp/config';
 import { ApiError } from '@cdp/contracts';
 import type { Logger } from '@cdp/logger';
+import { installRequestHashing } from './idempotency/request-hash.js';
 
 /** Fastify options: the request id doubles as the bus message id; the body limit counts decompressed bytes. */
 export function fastifyOptions(config: AppConfig, logger: Logger): FastifyServerOptions {
@@ -80,6 +81,9 @@ export function installHttpHooks(fastify: FastifyInstance): void {
     });
     done(null, decoded);
   });
+
+  // After the gzip decoder: an Idempotency-Key binds to the decoded body.
+  installRequestHashing(fastify);
 }
 
 /**

@@ -20,6 +20,9 @@ import { IngestPublisher } from './ingest/ingest.publisher.js';
 import { ProfileLookup } from './profiles/profile-lookup.service.js';
 import { ProfilesController } from './profiles/profiles.controller.js';
 import { SchemaModule } from '@cdp/schema';
+import { APP_CONFIG, type AppConfig } from '@cdp/config';
+import { IdempotencyRecords, IdempotencyStore } from '@cdp/idempotency';
+import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor.js';
 import { SchemaController } from './schema/schema.controller.js';
 import { ObjectsController } from './objects/objects.controller.js';
 import { ObjectsIngest } from './objects/objects.ingest.js';
@@ -55,6 +58,13 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
     ListsService,
     SubscriptionLookup,
     { provide: APP_INTERCEPTOR, useClass: RateLimitInterceptor },
+    {
+      provide: IdempotencyRecords,
+      inject: [IdempotencyStore, APP_CONFIG],
+      useFactory: (store: IdempotencyStore, config: AppConfig) =>
+        new IdempotencyRecords(store, config.idempotency),
+    },
+    IdempotencyInterceptor,
   ],
   exports: [ObjectsIngest],
 })

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { Delivery, Settlement } from '@cdp/bus';
+import { mayBeStored, type Delivery, type Settlement } from '@cdp/bus';
 import type { IngestMessage } from '@cdp/contracts';
 import {
   eventId,
@@ -152,7 +152,7 @@ export class IngestPipeline {
     this.identityStep.redactOptedOut(items, resolved, updates, lastMessageOf);
     await orders.finish(deliveries, batch, now);
     await this.productsStep.apply(account, deliveries, batch, now);
-    const redelivery = deliveries.some((d) => d.deliveryCount > 1);
+    const redelivery = deliveries.some(mayBeStored);
     return async () => {
       // Profiles are applied in the write stage, in batch order like the writes: the next batch's
       // resolution (which reads no profile) need not wait for them.

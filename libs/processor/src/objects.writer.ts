@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { Delivery } from '@cdp/bus';
+import { mayBeStored, type Delivery } from '@cdp/bus';
 import type { ObjectsMessage } from '@cdp/contracts';
 import { toStoreTime } from '@cdp/domain';
 import { LOGGER, type Logger } from '@cdp/logger';
@@ -73,11 +73,6 @@ export class ObjectsWriter {
         return row;
       }),
     );
-    await this.store.writeObjects(
-      account,
-      object.table,
-      rows,
-      deliveries.some((d) => d.deliveryCount > 1),
-    );
+    await this.store.writeObjects(account, object.table, rows, deliveries.some(mayBeStored));
   }
 }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { Delivery } from '@cdp/bus';
+import { mayBeStored, type Delivery } from '@cdp/bus';
 import { ConsentState } from '@cdp/consent';
 import type { SubscriptionsMessage } from '@cdp/contracts';
 import {
@@ -143,11 +143,7 @@ export class SubscriptionsStep {
     batch.customers.push(
       ...(await this.identityStep.applyProfiles(account, updates, (c) => lastMessageOf.get(c)!, now)),
     );
-    await this.store.write(
-      account,
-      batch,
-      deliveries.some((d) => d.deliveryCount > 1),
-    );
+    await this.store.write(account, batch, deliveries.some(mayBeStored));
     await this.identityStep.settle(
       account,
       deliveries.map((d) => d.message),

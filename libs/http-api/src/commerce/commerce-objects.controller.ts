@@ -7,6 +7,7 @@ import { OrderState } from '@cdp/orders';
 import { Auth } from '../auth/auth.decorator.js';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
+import { Idempotent } from '../idempotency/idempotent.decorator.js';
 import { orderUpdatesValidator, productsValidator } from './commerce.validators.js';
 import { requireExistingOrders } from './existing-orders.js';
 
@@ -26,6 +27,7 @@ export class CommerceObjectsController {
   /** The product feed: additive, no history (an updated value replaces the old one). */
   @Post('products')
   @HttpCode(202)
+  @Idempotent()
   @Auth('public')
   @ApiBody({ schema: batchOf(productSchema) })
   @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
@@ -48,6 +50,7 @@ export class CommerceObjectsController {
   /** Field updates of existing orders, as `POST /v2/entities` type order: no event is produced. */
   @Post('orders')
   @HttpCode(202)
+  @Idempotent()
   @Auth('public')
   @ApiBody({ schema: batchOf(orderUpdateSchema) })
   @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })

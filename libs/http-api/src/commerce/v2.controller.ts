@@ -17,6 +17,7 @@ import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { entitiesValidator, v2EventsValidator, type EntityRecord } from './commerce.validators.js';
 import { requireExistingOrders } from './existing-orders.js';
 import { EventsIngest } from '../events/events.ingest.js';
+import { Idempotent } from '../idempotency/idempotent.decorator.js';
 
 /** The v2 ingestion endpoints; the guard reads their key from `Svc-Tracker-Id` (spec "Authentication" rule 2). */
 @ApiTags('v2')
@@ -36,6 +37,7 @@ export class V2Controller {
    */
   @Post('entities')
   @HttpCode(202)
+  @Idempotent()
   @Auth('public')
   @ApiBody({ schema: batchOf(entitySchema) })
   @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
@@ -70,6 +72,7 @@ export class V2Controller {
   /** Events in the v2 shape (`{type: order, data: {action, email, order}}`), processed as v3 events. */
   @Post('events')
   @HttpCode(202)
+  @Idempotent()
   @Auth('public')
   @ApiBody({ schema: batchOf(v2EventSchema) })
   @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })

@@ -8,6 +8,7 @@ import { CurrentPrincipal } from '../auth/principal.js';
 import { EventsIngest } from './events.ingest.js';
 import { eventsValidator } from './events.validator.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
+import { Idempotent } from '../idempotency/idempotent.decorator.js';
 
 @ApiTags('events')
 @ApiHeader({ name: 'x-api-key', description: 'public key (tracker id) or private key', required: true })
@@ -18,6 +19,7 @@ export class EventsController {
 
   @Post()
   @HttpCode(202)
+  @Idempotent()
   @Auth('public')
   @ApiBody({ schema: batchOf(eventSchema) })
   @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })

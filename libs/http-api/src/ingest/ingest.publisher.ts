@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { BusUnavailableError, EventBus } from '@cdp/bus';
 import { ApiError, type IngestMessage } from '@cdp/contracts';
+import { isResend } from '../idempotency/resend-scope.js';
 
 /** Publishes one accepted request to the bus; returns only once the bus holds it durably. */
 @Injectable()
@@ -9,7 +10,8 @@ export class IngestPublisher {
 
   async publish(message: IngestMessage): Promise<void> {
     try {
-      await this.bus.publish(message);
+      // Another attempt of an Idempotency-Key request: the store skips what the first one stored.
+      await this.bus.publish(isResend() ? { ...message, resend: true } : message);
     } catch (err) {
       if (err instanceof BusUnavailableError) {
         // Never a 2xx for data that was not persisted: the client is told to come back.

@@ -8,6 +8,7 @@ import { Auth } from '../auth/auth.decorator.js';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
+import { Idempotent } from '../idempotency/idempotent.decorator.js';
 import { SubscriptionLookup, type SubscriptionStatus } from './subscription-lookup.service.js';
 import { parseSubscriptions, type SubscriptionEcho } from './subscriptions.validator.js';
 
@@ -69,6 +70,7 @@ export class ListsController {
 
   @Post('subscriptions')
   @HttpCode(200)
+  @Idempotent()
   @Auth('public')
   @ApiBody({
     description: '{opted_in, email}, {list_id, email, subscribed}, or an array mixing both (at most 1000)',

@@ -5,6 +5,7 @@ import type { Principal } from '@cdp/accounts';
 import { accepted, type AcceptedBody } from '@cdp/contracts';
 import { Auth } from '../auth/auth.decorator.js';
 import { CurrentPrincipal } from '../auth/principal.js';
+import { Idempotent } from '../idempotency/idempotent.decorator.js';
 import { ObjectsIngest } from './objects.ingest.js';
 
 @ApiTags('objects')
@@ -15,6 +16,7 @@ export class ObjectsController {
 
   @Post(':object')
   @HttpCode(202)
+  @Idempotent()
   @Auth('public')
   @ApiBody({ description: 'one record (field name → value) or an array of 1 to 1000; primary key required' })
   @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })

@@ -9,6 +9,7 @@ import { Auth } from '../auth/auth.decorator.js';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
+import { Idempotent } from '../idempotency/idempotent.decorator.js';
 import { parseOptOut } from './optout.validator.js';
 
 export interface OptOutAccepted extends AcceptedBody {
@@ -44,6 +45,7 @@ export class OptOutController {
 
   @Post()
   @HttpCode(202)
+  @Idempotent()
   @Auth('private')
   @ApiBody({
     schema: {

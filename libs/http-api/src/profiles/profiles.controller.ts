@@ -11,6 +11,7 @@ import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { ProfileLookup } from './profile-lookup.service.js';
 import { profilesValidator } from './profiles.validator.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
+import { Idempotent } from '../idempotency/idempotent.decorator.js';
 
 @ApiTags('profiles')
 @ApiHeader({ name: 'x-api-key', required: true })
@@ -25,6 +26,7 @@ export class ProfilesController {
 
   @Post()
   @HttpCode(202)
+  @Idempotent()
   @Auth('public')
   @ApiBody({ schema: batchOf(profileSchema) })
   @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
