@@ -3,6 +3,7 @@ import { BaseRpcContext } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
 import { INGEST_PATTERN } from '@cdp/contracts';
 import type { Delivery, EventBus, Settlement } from './event-bus.port.js';
+import { isDeterministicFailure } from './retry-policy.js';
 
 /**
  * A Nest microservice transport over the EventBus port, so the processor's handlers are ordinary
@@ -37,8 +38,10 @@ export class BusTransport extends Server implements CustomTransportStrategy {
     try {
       return await this.invoke(handler, batch);
     } catch (err) {
-      if (batch.length === 1) return [{ delivery: batch[0]!, outcome: 'retry', reason: describe(err) }];
-      // One bad message must not hold back the others: retry the batch message by message.
+      if (batch.length === 1) return [failed(batch[0]!, err)];
+      // One bad message must not hold back the others: retry the batch message by message, so the
+      // good ones cost one extra attempt and the bad one is settled alone (dead-lettered at once when
+      // its failure is deterministic).
       const settlements: Settlement[] = [];
       for (const delivery of batch) {
         // Part of the batch may have been stored before it failed: say so, as a redelivery would.
@@ -46,7 +49,7 @@ export class BusTransport extends Server implements CustomTransportStrategy {
         try {
           settlements.push(...(await this.invoke(handler, [again])));
         } catch (single) {
-          settlements.push({ delivery, outcome: 'retry', reason: describe(single) });
+          settlements.push(failed(delivery, single));
         }
       }
       return settlements;
@@ -73,6 +76,15 @@ export class BusTransport extends Server implements CustomTransportStrategy {
   }
 }
 
+/** A failure that will recur on every attempt is dead-lettered at once; any other is retried. */
+function failed(delivery: Delivery, err: unknown): Settlement {
+  return isDeterministicFailure(err)
+    ? { delivery, outcome: 'dead-letter', reason: describe(err) }
+    : { delivery, outcome: 'retry', reason: describe(err) };
+}
+
 function describe(err: unknown): string {
-  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  if (!(err instanceof Error)) return String(err);
+  const code = (err as { code?: unknown }).code;
+  return `${err.name}${typeof code === 'number' ? ` (code ${code})` : ''}: ${err.message}`;
 }
