@@ -11,6 +11,7 @@ import {
   type ProfileRecord,
 } from '@cdp/domain';
 import type { ProfileUpdate } from '@cdp/identity';
+import { faultPoint } from '@cdp/faults';
 import { AnalyticStore, type EventRow, type StoreBatch } from '@cdp/store';
 import { IdentityStep, withMerges } from './identity.step.js';
 import { CustomColumns } from './custom-columns.service.js';
@@ -118,6 +119,8 @@ export class IngestPipeline {
   }
 
   private async prepareAccount(account: string, deliveries: Delivery[]): Promise<() => Promise<void>> {
+    // A test makes one account's messages fail here (`processor.message[<account>]:reject`: poison).
+    faultPoint('processor.message', account);
     // Products and order updates name no customer: the commerce steps take them (below).
     const items: Item[] = deliveries.flatMap(({ message: m }) =>
       m.kind === 'events' || m.kind === 'profiles'
