@@ -14,6 +14,18 @@
  *    looks away: the consumer pauses with the same capped backoff instead of hammering it.
  */
 
+/**
+ * A batch handed over while the one before it was being written, and that one failed: it wrote nothing,
+ * and is tried again whole once the failed batch's messages have been retried, so that an account's
+ * later message never overtakes its earlier one that failed.
+ */
+export class PrecededByFailure extends Error {
+  override name = 'PrecededByFailure';
+  constructor() {
+    super('the batch before this one failed; this one is tried again after it');
+  }
+}
+
 export function isDeterministicFailure(err: unknown): boolean {
   for (let e = err, depth = 0; e && depth < 8; depth++) {
     if ((e as { deterministic?: unknown }).deterministic === true) return true;
