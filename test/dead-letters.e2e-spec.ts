@@ -153,4 +153,15 @@ describe.each(WIRINGS)('dead letters (%s)', (_wiring, start) => {
     expect(health.body.dead_letters).toEqual({ count: 0 });
     expect((await admin(`/admin/v1/dead-letters`)).body.dead_letters).toEqual([]);
   });
+
+  it('documents the dead-letter routes in the OpenAPI document', async () => {
+    const doc = await p.http().get('/openapi.json');
+    expect(Object.keys(doc.body.paths as object)).toEqual(
+      expect.arrayContaining([
+        '/admin/v1/dead-letters',
+        '/admin/v1/dead-letters/replay',
+        '/admin/v1/dead-letters/{id}/replay',
+      ]),
+    );
+  });
 });
