@@ -242,6 +242,26 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       await bus.close();
     });
 
+    it('keeps dead letters across a restart, and replays them after it', async () => {
+      const h = harness();
+      const first = await h.open();
+      first.consume(collector(() => 'dead-letter').consumer);
+      await first.publish(message('kept', 1, 'acctK'));
+      await untilValue(async () => ((await first.deadLetterCount()) === 1 ? true : undefined));
+      await first.close();
+
+      const second = await h.open();
+      expect(await second.deadLetterCount()).toBe(1);
+      const [kept] = (await second.deadLetters({ account: 'acctK', limit: 10 })).items;
+      expect(kept).toMatchObject({ messageId: 'kept', account: 'acctK', reason: 'test says so' });
+      const c = collector();
+      second.consume(c.consumer);
+      expect(await second.replayDeadLetter(kept!.id)).toBe(true);
+      await until(() => c.acked.some((d) => d.message.id === 'kept'));
+      expect(await second.deadLetterCount()).toBe(0);
+      await second.close();
+    });
+
     it('hands over whole messages in batches bounded by their record count', async () => {
       const bus = await harness().open({ maxBatchRecords: 25 });
       for (let i = 0; i < 6; i++) await bus.publish(message(`b${i}`, 10));
