@@ -3,6 +3,7 @@ import { BaseRpcContext } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
 import { INGEST_PATTERN } from '@cdp/contracts';
 import type { Delivery, EventBus, Settlement } from './event-bus.port.js';
+import { isDeterministicFailure, PrecededByFailure } from './retry-policy.js';
 
 /**
  * A Nest microservice transport over the EventBus port, so the processor's handlers are ordinary
@@ -33,24 +34,46 @@ export class BusTransport extends Server implements CustomTransportStrategy {
     return settlements;
   }
 
+  /** The retries of the last failed batch: a batch that failed only because of it waits for them. */
+  private retrying: Promise<unknown> = Promise.resolve();
+
   private async settle(handler: MessageHandler, batch: readonly Delivery[]): Promise<Settlement[]> {
     try {
       return await this.invoke(handler, batch);
     } catch (err) {
-      if (batch.length === 1) return [{ delivery: batch[0]!, outcome: 'retry', reason: describe(err) }];
-      // One bad message must not hold back the others: retry the batch message by message.
-      const settlements: Settlement[] = [];
-      for (const delivery of batch) {
-        // Part of the batch may have been stored before it failed: say so, as a redelivery would.
-        const again: Delivery = { ...delivery, deliveryCount: delivery.deliveryCount + 1 };
-        try {
-          settlements.push(...(await this.invoke(handler, [again])));
-        } catch (single) {
-          settlements.push({ delivery, outcome: 'retry', reason: describe(single) });
-        }
+      if (err instanceof PrecededByFailure) {
+        // The failed batch's retries are queued on seeing its failure, in this same turn: let them
+        // start, wait for them, then try this batch again whole.
+        await new Promise((resolve) => setImmediate(resolve));
+        await this.retrying;
+        return this.settle(handler, batch);
       }
-      return settlements;
+      const retried = this.retry(handler, batch, err);
+      this.retrying = retried.catch(() => undefined);
+      return retried;
     }
+  }
+
+  private async retry(
+    handler: MessageHandler,
+    batch: readonly Delivery[],
+    err: unknown,
+  ): Promise<Settlement[]> {
+    if (batch.length === 1) return [failed(batch[0]!, err)];
+    // One bad message must not hold back the others: retry the batch message by message, so the
+    // good ones cost one extra attempt and the bad one is settled alone (dead-lettered at once when
+    // its failure is deterministic).
+    const settlements: Settlement[] = [];
+    for (const delivery of batch) {
+      // Part of the batch may have been stored before it failed: say so, as a redelivery would.
+      const again: Delivery = { ...delivery, deliveryCount: delivery.deliveryCount + 1 };
+      try {
+        settlements.push(...(await this.invoke(handler, [again])));
+      } catch (single) {
+        settlements.push(failed(delivery, single));
+      }
+    }
+    return settlements;
   }
 
   private async invoke(handler: MessageHandler, batch: readonly Delivery[]): Promise<Settlement[]> {
@@ -73,6 +96,15 @@ export class BusTransport extends Server implements CustomTransportStrategy {
   }
 }
 
+/** A failure that will recur on every attempt is dead-lettered at once; any other is retried. */
+function failed(delivery: Delivery, err: unknown): Settlement {
+  return isDeterministicFailure(err)
+    ? { delivery, outcome: 'dead-letter', reason: describe(err) }
+    : { delivery, outcome: 'retry', reason: describe(err) };
+}
+
 function describe(err: unknown): string {
-  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  if (!(err instanceof Error)) return String(err);
+  const code = (err as { code?: unknown }).code;
+  return `${err.name}${typeof code === 'number' ? ` (code ${code})` : ''}: ${err.message}`;
 }

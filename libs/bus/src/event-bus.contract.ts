@@ -10,6 +10,8 @@ export interface BusHarness {
     maxPendingBytes?: number;
     maxBatchRecords?: number;
     maxDeliveries?: number;
+    retryBaseMs?: number;
+    retryCapMs?: number;
   }): Promise<EventBus>;
   /** Removes what the harness created (streams, files); called after each test. */
   cleanup?(): Promise<void>;
@@ -35,6 +37,7 @@ export function message(id: string, records = 1, account = 'acct1'): IngestMessa
 /** Collects deliveries until `count` messages arrived, settling each with `settle`. */
 export function collector(settle: (d: Delivery) => Settlement['outcome'] = () => 'ack') {
   const seen: Delivery[] = [];
+  const acked: Delivery[] = [];
   const batches: number[] = [];
   const consumer = (batch: readonly Delivery[]): Promise<Settlement[]> => {
     batches.push(batch.length);
@@ -42,16 +45,27 @@ export function collector(settle: (d: Delivery) => Settlement['outcome'] = () =>
     return Promise.resolve(
       batch.map((delivery): Settlement => {
         const outcome = settle(delivery);
+        if (outcome === 'ack') acked.push(delivery);
         return outcome === 'ack' ? { delivery, outcome } : { delivery, outcome, reason: 'test says so' };
       }),
     );
   };
-  return { seen, batches, consumer };
+  return { seen, acked, batches, consumer };
 }
 
 export async function until(check: () => boolean, ms = 5000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!check()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+export async function untilValue<T>(read: () => Promise<T | undefined>, ms = 5000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await read();
+    if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, 10));
   }
@@ -102,21 +116,150 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       await second.close();
     });
 
-    it('retries a failed delivery and dead-letters it after the last attempt', async () => {
-      const bus = await harness().open({ maxDeliveries: 3 });
+    it('dead-letters a deterministic failure at once, with its reason and account', async () => {
+      const bus = await harness().open();
+      const c = collector((d) => (d.message.id === 'poison' ? 'dead-letter' : 'ack'));
+      bus.consume(c.consumer);
+      await bus.publish(message('poison', 3, 'acctP'));
+      await bus.publish(message('fine'));
+      await until(() => c.acked.length === 1);
+      await until(() => c.seen.length === 2);
+      const page = await untilValue(async () => {
+        const p = await bus.deadLetters({ limit: 10 });
+        return p.items.length === 1 ? p : undefined;
+      });
+      expect(page.items[0]).toMatchObject({
+        account: 'acctP',
+        kind: 'events',
+        messageId: 'poison',
+        records: 3,
+        reason: 'test says so',
+        deliveries: 1,
+      });
+      expect(Date.parse(page.items[0]!.firstFailedAt)).not.toBeNaN();
+      expect(await bus.deadLetterCount()).toBe(1);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(c.seen.filter((d) => d.message.id === 'poison')).toHaveLength(1);
+      await bus.close();
+    });
+
+    it('dead-letters a message that keeps failing while others are stored', async () => {
+      const bus = await harness().open({ maxDeliveries: 3, retryBaseMs: 20, retryCapMs: 50 });
       const c = collector((d) => (d.message.id === 'poison' ? 'retry' : 'ack'));
       bus.consume(c.consumer);
-      await bus.publish(message('poison'));
-      await bus.publish(message('fine'));
-      await until(
-        () =>
-          c.seen.filter((d) => d.message.id === 'poison').length === 3 &&
-          c.seen.some((d) => d.message.id === 'fine'),
-      );
-      expect(c.seen.filter((d) => d.message.id === 'poison').map((d) => d.deliveryCount)).toEqual([1, 2, 3]);
-      await new Promise((r) => setTimeout(r, 300));
-      expect(c.seen.filter((d) => d.message.id === 'poison')).toHaveLength(3);
+      await bus.publish(message('poison', 1, 'acctP'));
+      // Other accounts' messages keep being stored: the failures are this message's own.
+      for (let i = 0; (await bus.deadLetterCount()) === 0; i++) {
+        if (i > 400) throw new Error('the failing message was never dead-lettered');
+        await bus.publish(message(`fine${i}`, 1, `acct${i % 3}`));
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      const poison = c.seen.filter((d) => d.message.id === 'poison');
+      expect(poison.length).toBeGreaterThanOrEqual(3);
+      const [dead] = (await bus.deadLetters({ limit: 10 })).items;
+      expect(dead).toMatchObject({ account: 'acctP', messageId: 'poison', reason: 'test says so' });
       await bus.close();
+    });
+
+    it('retries a transient failure without holding up other accounts, keeping its own account in order', async () => {
+      // The backoff is longer than a fetch can wait, so "before the retry" means "not held up".
+      const bus = await harness().open({ retryBaseMs: 2500, retryCapMs: 2500 });
+      let failuresLeft = 1;
+      const c = collector((d) => (d.message.id === 'flaky' && failuresLeft-- > 0 ? 'retry' : 'ack'));
+      bus.consume(c.consumer);
+      await bus.publish(message('flaky', 1, 'acctA'));
+      await until(() => c.seen.length === 1);
+      await bus.publish(message('later-A', 1, 'acctA'));
+      await bus.publish(message('b1', 1, 'acctB'));
+      await bus.publish(message('b2', 1, 'acctB'));
+      await until(() => c.acked.length === 4, 15_000);
+      const order = c.seen.map((d) => d.message.id);
+      const retryAt = order.lastIndexOf('flaky');
+      expect(retryAt).toBeGreaterThan(0);
+      // Account B went while A's message waited out its backoff ...
+      expect(order.indexOf('b1')).toBeLessThan(retryAt);
+      expect(order.indexOf('b2')).toBeLessThan(retryAt);
+      // ... and A's later message did not overtake it.
+      expect(c.acked.filter((d) => d.message.account === 'acctA').map((d) => d.message.id)).toEqual([
+        'flaky',
+        'later-A',
+      ]);
+      expect(await bus.deadLetterCount()).toBe(0);
+      await bus.close();
+    });
+
+    it('never dead-letters while everything fails (the store is away), and stores all once it is back', async () => {
+      const bus = await harness().open({ maxDeliveries: 2, retryBaseMs: 20, retryCapMs: 100 });
+      let away = true;
+      const c = collector(() => (away ? 'retry' : 'ack'));
+      bus.consume(c.consumer);
+      const ids: string[] = [];
+      for (let i = 0; i < 12; i++) {
+        ids.push(`m${i}`);
+        await bus.publish(message(`m${i}`, 1, `acct${i % 3}`));
+      }
+      await until(() => c.seen.length >= 36, 30_000);
+      expect(await bus.deadLetterCount()).toBe(0);
+      away = false;
+      await until(() => new Set(c.acked.map((d) => d.message.id)).size === 12, 30_000);
+      expect(await bus.deadLetterCount()).toBe(0);
+      expect(c.acked.map((d) => d.message.id).sort()).toEqual([...ids].sort());
+      // Each account's messages were stored in the order they were published.
+      for (const account of ['acct0', 'acct1', 'acct2']) {
+        const stored = c.acked.filter((d) => d.message.account === account).map((d) => d.message.id);
+        expect(stored).toEqual(ids.filter((_, i) => `acct${i % 3}` === account));
+      }
+      await bus.close();
+    });
+
+    it('lists dead letters by account with paging, and replays one or all of an account', async () => {
+      const bus = await harness().open();
+      let rejecting = true;
+      const c = collector((d) => (rejecting && d.message.id.startsWith('bad') ? 'dead-letter' : 'ack'));
+      bus.consume(c.consumer);
+      await bus.publish(message('bad-a1', 2, 'acctA'));
+      await bus.publish(message('bad-b1', 1, 'acctB'));
+      await bus.publish(message('bad-a2', 1, 'acctA'));
+      await until(() => c.seen.length === 3);
+      await untilValue(async () => ((await bus.deadLetterCount()) === 3 ? true : undefined));
+      const first = await bus.deadLetters({ account: 'acctA', limit: 1 });
+      expect(first.items.map((d) => d.messageId)).toEqual(['bad-a1']);
+      expect(first.next).toBeDefined();
+      const second = await bus.deadLetters({ account: 'acctA', after: first.next, limit: 1 });
+      expect(second.items.map((d) => d.messageId)).toEqual(['bad-a2']);
+      expect(second.next).toBeUndefined();
+
+      rejecting = false;
+      expect(await bus.replayDeadLetter(first.items[0]!.id)).toBe(true);
+      expect(await bus.replayDeadLetter(first.items[0]!.id)).toBe(false);
+      await until(() => c.acked.some((d) => d.message.id === 'bad-a1'));
+      expect(c.acked.find((d) => d.message.id === 'bad-a1')!.message.records).toHaveLength(2);
+      expect(await bus.deadLetterCount()).toBe(2);
+      expect(await bus.replayDeadLetters('acctB')).toBe(1);
+      await until(() => c.acked.some((d) => d.message.id === 'bad-b1'));
+      const left = await bus.deadLetters({ limit: 10 });
+      expect(left.items.map((d) => d.messageId)).toEqual(['bad-a2']);
+      await bus.close();
+    });
+
+    it('keeps dead letters across a restart, and replays them after it', async () => {
+      const h = harness();
+      const first = await h.open();
+      first.consume(collector(() => 'dead-letter').consumer);
+      await first.publish(message('kept', 1, 'acctK'));
+      await untilValue(async () => ((await first.deadLetterCount()) === 1 ? true : undefined));
+      await first.close();
+
+      const second = await h.open();
+      expect(await second.deadLetterCount()).toBe(1);
+      const [kept] = (await second.deadLetters({ account: 'acctK', limit: 10 })).items;
+      expect(kept).toMatchObject({ messageId: 'kept', account: 'acctK', reason: 'test says so' });
+      const c = collector();
+      second.consume(c.consumer);
+      expect(await second.replayDeadLetter(kept!.id)).toBe(true);
+      await until(() => c.acked.some((d) => d.message.id === 'kept'));
+      expect(await second.deadLetterCount()).toBe(0);
+      await second.close();
     });
 
     it('hands over whole messages in batches bounded by their record count', async () => {

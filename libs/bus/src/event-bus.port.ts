@@ -17,7 +17,11 @@ export function mayBeStored(delivery: Delivery): boolean {
   return delivery.deliveryCount > 1 || delivery.message.resend === true;
 }
 
-/** What became of a delivery: stored (ack), try again later (retry), or give up with a reason (dead letter). */
+/**
+ * What became of a delivery: stored (ack), try again later (retry: a transient failure), or give up at
+ * once with a reason (dead letter: a deterministic failure). How retries wait and when a retried message
+ * is given up is the drivers' shared rule, in retry-policy.ts.
+ */
 export type Settlement =
   | { delivery: Delivery; outcome: 'ack' }
   | { delivery: Delivery; outcome: 'retry'; reason: string }
@@ -36,6 +40,34 @@ export class BusUnavailableError extends Error {
   }
 }
 
+/** A message the processor gave up on, as operators see it (`GET /admin/v1/dead-letters`). */
+export interface DeadLetter {
+  /** The bus's id of the dead letter (replay and listing use it). */
+  id: string;
+  account: string;
+  /** The message's kind (events, profiles, …) and its request id. */
+  kind: string;
+  messageId: string;
+  records: number;
+  reason: string;
+  firstFailedAt: string;
+  deadLetteredAt: string;
+  deliveries: number;
+}
+
+export interface DeadLetterQuery {
+  account?: string;
+  /** The `next` of the previous page. */
+  after?: string;
+  limit: number;
+}
+
+export interface DeadLetterPage {
+  items: DeadLetter[];
+  /** Pass as `after` for the next page; absent on the last one. */
+  next?: string;
+}
+
 /**
  * The durable write log between the API and the processor. `publish` resolves only once the message
  * is durable, so the API's 202 promises nothing the bus could lose. Delivery is at least once; the
@@ -49,4 +81,15 @@ export abstract class EventBus {
   abstract stopConsuming(): Promise<void>;
   abstract health(): Promise<DriverHealth>;
   abstract close(): Promise<void>;
+
+  /** Dead letters, oldest first. */
+  abstract deadLetters(query: DeadLetterQuery): Promise<DeadLetterPage>;
+  abstract deadLetterCount(): Promise<number>;
+  /**
+   * Publishes the dead letter's message to the ingest stream again, then removes the dead letter.
+   * false: no such dead letter. The processor is idempotent per message, so a replay never doubles.
+   */
+  abstract replayDeadLetter(id: string): Promise<boolean>;
+  /** Replays every dead letter of the account; returns how many. */
+  abstract replayDeadLetters(account: string): Promise<number>;
 }

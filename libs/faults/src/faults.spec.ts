@@ -1,5 +1,12 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { configureFaults, faultPoint, faultPointHits, InjectedFault, parseFaults } from './faults.js';
+import {
+  configureFaults,
+  faultPoint,
+  faultPointHits,
+  InjectedFault,
+  parseFaults,
+  RejectedFault,
+} from './faults.js';
 
 describe('fault points', () => {
   afterEach(() => configureFaults([]));
@@ -10,7 +17,7 @@ describe('fault points', () => {
       { point: 'bus.ack', action: 'throw', at: 1, forMs: 60000 },
     ]);
     expect(parseFaults(undefined)).toEqual([]);
-    expect(() => parseFaults('store:explode')).toThrow('point:kill|throw');
+    expect(() => parseFaults('store:explode')).toThrow('point[scope]:kill|throw|reject');
   });
 
   it('does nothing while no rule is armed', () => {
@@ -39,5 +46,35 @@ describe('fault points', () => {
     expect(() => faultPoint('store.insert.links')).toThrow(InjectedFault);
     now += 1;
     expect(() => faultPoint('store.insert.events')).not.toThrow();
+  });
+
+  it('parses a scope and the reject action', () => {
+    expect(parseFaults('processor.message[acct_1]:reject~600000')).toEqual([
+      { point: 'processor.message', scope: 'acct_1', action: 'reject', at: 1, forMs: 600000 },
+    ]);
+    expect(() => parseFaults('processor.message[]:reject')).toThrow();
+  });
+
+  it('a scoped rule fires only for its scope, and reject raises a deterministic failure', () => {
+    configureFaults(parseFaults('processor.message[poisoned]:reject~60000'));
+    expect(() => faultPoint('processor.message', 'healthy')).not.toThrow();
+    expect(() => faultPoint('processor.message')).not.toThrow();
+    const err = (() => {
+      try {
+        faultPoint('processor.message', 'poisoned');
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(RejectedFault);
+    expect((err as RejectedFault).deterministic).toBe(true);
+    expect(() => faultPoint('processor.message', 'poisoned')).toThrow(RejectedFault);
+    expect(() => faultPoint('processor.message', 'healthy')).not.toThrow();
+  });
+
+  it('an unscoped throw is transient: InjectedFault is not marked deterministic', () => {
+    configureFaults(parseFaults('store.transport.insert:throw'));
+    expect(() => faultPoint('store.transport.insert')).toThrow(InjectedFault);
+    expect((new InjectedFault('x') as { deterministic?: boolean }).deterministic).toBeUndefined();
   });
 });

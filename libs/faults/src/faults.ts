@@ -4,17 +4,24 @@
  * `faultPoint(name)` at each boundary; nothing is configured unless `CDP_TEST_FAULTS` (read by
  * @cdp/config) or a test says so, and then a call costs one Map lookup.
  *
- * A rule is `point:action[@N][~MS]`, rules separated by commas:
- * - `action` is `kill` (SIGKILL this process: a crash) or `throw` (an InjectedFault: a refused write);
+ * A rule is `point[scope]:action[@N][~MS]`, rules separated by commas:
+ * - `action` is `kill` (SIGKILL this process: a crash), `throw` (an InjectedFault: a refused write,
+ *   transient — trying again may work) or `reject` (a RejectedFault: input that will fail the same way
+ *   on every attempt, as a value the store cannot parse; it is `deterministic`);
+ * - `[scope]` (optional) matches only calls that pass this scope, e.g. an account:
+ *   `processor.message[acct_1]:reject~600000` rejects that account's messages for ten minutes;
+ *   a rule without a scope matches every call of the point;
  * - `@N` fires on the Nth time the point is reached (default the first);
  * - `~MS` keeps firing for MS milliseconds from the first firing (a store that refuses writes a while).
  * A point name may end in `*` to match every point with that prefix (`store.insert.*`).
  */
 
-export type FaultAction = 'kill' | 'throw';
+export type FaultAction = 'kill' | 'throw' | 'reject';
 
 export interface FaultRule {
   point: string;
+  /** Only calls passing this scope (an account) match; undefined: every call. */
+  scope?: string;
   action: FaultAction;
   /** Fires on this hit (1-based). */
   at: number;
@@ -30,7 +37,22 @@ export class InjectedFault extends Error {
   }
 }
 
-const RULE = /^([A-Za-z0-9_.*-]+):(kill|throw)(?:@(\d+))?(?:~(\d+))?$/;
+/**
+ * The failure a `reject` rule raises: deterministic, like a record the store can never take, so the
+ * processor dead-letters it at once instead of retrying.
+ */
+export class RejectedFault extends Error {
+  override name = 'RejectedFault';
+  readonly deterministic = true;
+  constructor(
+    readonly point: string,
+    readonly scope?: string,
+  ) {
+    super(`injected rejection at ${point}${scope === undefined ? '' : `[${scope}]`}`);
+  }
+}
+
+const RULE = /^([A-Za-z0-9_.*-]+)(?:\[([A-Za-z0-9_.:-]+)\])?:(kill|throw|reject)(?:@(\d+))?(?:~(\d+))?$/;
 
 export function parseFaults(spec: string | undefined): FaultRule[] {
   if (!spec) return [];
@@ -40,8 +62,15 @@ export function parseFaults(spec: string | undefined): FaultRule[] {
     .filter(Boolean)
     .map((text) => {
       const m = RULE.exec(text);
-      if (!m) throw new Error(`fault rule "${text}" is not point:kill|throw[@N][~MS]`);
-      return { point: m[1]!, action: m[2] as FaultAction, at: Number(m[3] ?? 1), forMs: Number(m[4] ?? 0) };
+      if (!m) throw new Error(`fault rule "${text}" is not point[scope]:kill|throw|reject[@N][~MS]`);
+      const rule: FaultRule = {
+        point: m[1]!,
+        action: m[3] as FaultAction,
+        at: Number(m[4] ?? 1),
+        forMs: Number(m[5] ?? 0),
+      };
+      if (m[2] !== undefined) rule.scope = m[2];
+      return rule;
     });
 }
 
@@ -68,16 +97,17 @@ export function faultPointHits(): ReadonlyMap<string, number> {
   return seen;
 }
 
-function matches(rule: FaultRule, point: string): boolean {
+function matches(rule: FaultRule, point: string, scope: string | undefined): boolean {
+  if (rule.scope !== undefined && rule.scope !== scope) return false;
   return rule.point.endsWith('*') ? point.startsWith(rule.point.slice(0, -1)) : rule.point === point;
 }
 
-/** A boundary of the write path: dies or throws here when a rule says so. */
-export function faultPoint(point: string): void {
+/** A boundary of the write path: dies or throws here when a rule says so. `scope` narrows rules to one account. */
+export function faultPoint(point: string, scope?: string): void {
   if (armed.length === 0) return;
   seen.set(point, (seen.get(point) ?? 0) + 1);
   for (const a of armed) {
-    if (!matches(a.rule, point)) continue;
+    if (!matches(a.rule, point, scope)) continue;
     a.hits++;
     const now = clock();
     const firing =
@@ -87,6 +117,7 @@ export function faultPoint(point: string): void {
     if (!firing) continue;
     a.firstFiredAt ??= now;
     if (a.rule.action === 'kill') process.kill(process.pid, 'SIGKILL');
+    if (a.rule.action === 'reject') throw new RejectedFault(point, scope);
     throw new InjectedFault(point);
   }
 }

@@ -6,6 +6,7 @@ import { RateLimitPolicy } from '@cdp/rate-limits';
 import { ExportsApiModule } from '@cdp/exports';
 import { AdminController } from './admin/admin.controller.js';
 import { AdminRateLimitsController } from './admin/admin-rate-limits.controller.js';
+import { AdminDeadLettersController } from './admin/admin-dead-letters.controller.js';
 import { CommerceObjectsController } from './commerce/commerce-objects.controller.js';
 import { V2Controller } from './commerce/v2.controller.js';
 import { ApiKeyGuard } from './auth/api-key.guard.js';
@@ -41,6 +42,7 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
     SchemaController,
     ObjectsController,
     AdminRateLimitsController,
+    AdminDeadLettersController,
     ListsController,
     V2Controller,
     CommerceObjectsController,

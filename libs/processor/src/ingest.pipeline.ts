@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { mayBeStored, type Delivery, type Settlement } from '@cdp/bus';
+import { mayBeStored, PrecededByFailure, type Delivery, type Settlement } from '@cdp/bus';
 import type { IngestMessage } from '@cdp/contracts';
 import {
   eventId,
@@ -11,6 +11,7 @@ import {
   type ProfileRecord,
 } from '@cdp/domain';
 import type { ProfileUpdate } from '@cdp/identity';
+import { faultPoint } from '@cdp/faults';
 import { AnalyticStore, type EventRow, type StoreBatch } from '@cdp/store';
 import { IdentityStep, withMerges } from './identity.step.js';
 import { CustomColumns } from './custom-columns.service.js';
@@ -51,8 +52,15 @@ export class IngestPipeline {
 
   /** The last batch's preparation: the next one starts after it (identity resolves in arrival order). */
   private prepared: Promise<unknown> = Promise.resolve();
-  /** The last batch's store write: writes happen one after the other, in the order batches arrived. */
-  private committed: Promise<unknown> = Promise.resolve();
+  /**
+   * The last batch's store write: writes happen one after the other, in the order batches arrived.
+   * `ok` says whether it stored (a batch failed only because of its predecessor counts as stored: it
+   * wrote nothing); `settled` whether it had finished when the next batch came.
+   */
+  private committed: { ok: Promise<boolean>; settled: boolean } = {
+    ok: Promise.resolve(true),
+    settled: true,
+  };
 
   /**
    * Processes a batch. A batch of events and profiles only is done in two stages, so that a caller
@@ -64,23 +72,45 @@ export class IngestPipeline {
    * Overlapping is safe because a batch's identity effects are remembered until its store write
    * settles them (a failed write is redelivered and gets the same resolutions), and every store
    * table is idempotent per message.
+   *
+   * A batch that came while the one before it was being written, and that one failed, writes nothing
+   * and fails with PrecededByFailure: the failed batch's messages are retried first (BusTransport),
+   * so no later message of an account overtakes an earlier one that failed.
    */
   process(batch: readonly Delivery[]): Promise<Settlement[]> {
     const simple = batch.every((d) => d.message.kind === 'events' || d.message.kind === 'profiles');
+    const previous = this.committed;
+    const inFlightBefore = !previous.settled;
+    const mine = { ok: Promise.resolve(true), settled: false };
+    this.committed = mine;
+    const afterPrevious = async () => {
+      if (!(await previous.ok) && inFlightBefore) throw new PrecededByFailure();
+    };
+    let result: Promise<Settlement[]>;
     if (!simple) {
-      const whole = Promise.all([this.prepared, this.committed]).then(() => this.processWhole(batch));
-      this.prepared = whole.catch(() => undefined);
-      this.committed = this.prepared;
-      return whole;
+      result = Promise.all([this.prepared, afterPrevious()]).then(() => this.processWhole(batch));
+      this.prepared = result.catch(() => undefined);
+    } else {
+      const prepare = this.prepared.then(() => this.prepareIngest(batch));
+      this.prepared = prepare.catch(() => undefined);
+      result = Promise.all([prepare, afterPrevious()]).then(async ([writes]) => {
+        for (const write of writes) await write();
+        return batch.map((delivery): Settlement => ({ delivery, outcome: 'ack' }));
+      });
     }
-    const prepare = this.prepared.then(() => this.prepareIngest(batch));
-    this.prepared = prepare.catch(() => undefined);
-    const commit = Promise.all([prepare, this.committed]).then(async ([writes]) => {
-      for (const write of writes) await write();
-      return batch.map((delivery): Settlement => ({ delivery, outcome: 'ack' }));
-    });
-    this.committed = commit.catch(() => undefined);
-    return commit;
+    const settle = (ok: boolean) => {
+      mine.settled = true;
+      return ok;
+    };
+    mine.ok = result.then(
+      () => settle(true),
+      (err: unknown) => settle(err instanceof PrecededByFailure),
+    );
+    // Settled before anyone sees the outcome: a retry queued on seeing it does not inherit it.
+    return result.then(
+      (settlements) => mine.ok.then(() => settlements),
+      (err: unknown) => mine.ok.then(() => Promise.reject(err as Error)),
+    );
   }
 
   private async processWhole(batch: readonly Delivery[]): Promise<Settlement[]> {
@@ -118,6 +148,8 @@ export class IngestPipeline {
   }
 
   private async prepareAccount(account: string, deliveries: Delivery[]): Promise<() => Promise<void>> {
+    // A test makes one account's messages fail here (`processor.message[<account>]:reject`: poison).
+    faultPoint('processor.message', account);
     // Products and order updates name no customer: the commerce steps take them (below).
     const items: Item[] = deliveries.flatMap(({ message: m }) =>
       m.kind === 'events' || m.kind === 'profiles'

@@ -71,6 +71,18 @@ export function clickHouseTransportContract(
     });
 
     if (features.modern) {
+      it('marks rows the engine cannot parse as a deterministic failure, and an outage as transient', async () => {
+        // A lone surrogate (what a client once got past the API) and a number that is not one.
+        for (const rows of ['{"id":"s","n":1,"note":"\\ud800"}\n', '{"id":"s","n":"abc","note":null}\n']) {
+          const err = await t.insert(`${db}.rows`, rows).catch((e: unknown) => e);
+          expect(err).toBeInstanceOf(StoreError);
+          expect((err as StoreError).deterministic).toBe(true);
+        }
+        const missing = await t.query(`SELECT * FROM ${db}.missing_table`).catch((e: unknown) => e);
+        expect((missing as StoreError).deterministic).toBe(false);
+        expect(new StoreError('connect ECONNREFUSED', undefined).deterministic).toBe(false);
+      });
+
       it('binds parameters in the engine, never in the SQL text', async () => {
         const evil = "x' OR 1=1 --";
         const rows = await t.query<{ c: string | number }>(

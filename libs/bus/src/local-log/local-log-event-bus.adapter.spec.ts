@@ -8,8 +8,15 @@ function harness() {
   const dir = mkdtempSync(join(tmpdir(), 'cdp-bus-'));
   return {
     dir,
-    open: (o: { maxPendingBytes?: number; maxBatchRecords?: number; maxDeliveries?: number } = {}) =>
-      LocalLogEventBus.open(dir, { maxPendingBytes: 1 << 30, ...o }),
+    open: (
+      o: {
+        maxPendingBytes?: number;
+        maxBatchRecords?: number;
+        maxDeliveries?: number;
+        retryBaseMs?: number;
+        retryCapMs?: number;
+      } = {},
+    ) => LocalLogEventBus.open(dir, { maxPendingBytes: 1 << 30, ...o }),
   };
 }
 

@@ -15,9 +15,13 @@ import {
   BusUnavailableError,
   EventBus,
   type BatchConsumer,
+  type DeadLetter,
+  type DeadLetterPage,
+  type DeadLetterQuery,
   type Delivery,
   type Settlement,
 } from '../event-bus.port.js';
+import { AccountHolds, DEFAULT_RETRY, RetryPolicy, type RetryOptions } from '../retry-policy.js';
 
 export interface LocalLogOptions {
   /** Bytes of accepted but unprocessed messages beyond which publish refuses (the API answers 503). */
@@ -26,8 +30,24 @@ export interface LocalLogOptions {
   segmentBytes?: number;
   /** At most this many records go to the consumer in one batch (whole messages only). */
   maxBatchRecords?: number;
-  /** Deliveries of one message before it goes to the dead-letter file. */
+  /**
+   * Failures of one message while others are being stored before it goes to the dead-letter file
+   * (retry-policy.ts: failures while the store is away do not count).
+   */
   maxDeliveries?: number;
+  /** Backoff of retried messages (defaults: DEFAULT_RETRY). */
+  retryBaseMs?: number;
+  retryCapMs?: number;
+}
+
+/** A line of dead-letter.log. */
+interface DeadLetterLine {
+  seq: number;
+  reason: string;
+  deliveries: number;
+  at: string;
+  firstFailedAt?: string;
+  message: IngestMessage;
 }
 
 interface Entry {
@@ -45,6 +65,7 @@ interface Segment {
 }
 
 const SEGMENT_PREFIX = 'segment-';
+const DEAD_LETTER_FILE = 'dead-letter.log';
 
 /**
  * The embedded bus: an append-only log in the data directory, written with group commit (many
@@ -54,7 +75,13 @@ const SEGMENT_PREFIX = 'segment-';
 export class LocalLogEventBus extends EventBus {
   private readonly segmentBytes: number;
   private readonly maxBatchRecords: number;
-  private readonly maxDeliveries: number;
+  private readonly retry: RetryPolicy;
+  private readonly holds = new AccountHolds();
+  /** The consumer waits until then: batches of several accounts failed with nothing stored. */
+  private pausedUntil = 0;
+  /** Dead letters by id (the message stays in the file until replayed). */
+  private readonly dead = new Map<string, DeadLetter>();
+  private deadFileOps: Promise<unknown> = Promise.resolve();
   private readonly segments: Segment[] = [];
   private active: { segment: Segment; handle: FileHandle; size: number } | undefined;
   private nextSeq = 1;
@@ -76,7 +103,11 @@ export class LocalLogEventBus extends EventBus {
     super();
     this.segmentBytes = options.segmentBytes ?? 64 * 1024 * 1024;
     this.maxBatchRecords = options.maxBatchRecords ?? 10_000;
-    this.maxDeliveries = options.maxDeliveries ?? 5;
+    this.retry = new RetryPolicy({
+      maxStrikes: options.maxDeliveries ?? DEFAULT_RETRY.maxStrikes,
+      baseMs: options.retryBaseMs ?? DEFAULT_RETRY.baseMs,
+      capMs: options.retryCapMs ?? DEFAULT_RETRY.capMs,
+    } satisfies RetryOptions);
   }
 
   static async open(dir: string, options: LocalLogOptions): Promise<LocalLogEventBus> {
@@ -129,6 +160,21 @@ export class LocalLogEventBus extends EventBus {
     const kept = [...acked].filter((s) => s >= firstLive);
     await writeFile(`${this.acksFile}.tmp`, kept.length ? `${kept.join(',')}\n` : '');
     await rename(`${this.acksFile}.tmp`, this.acksFile);
+    for (const line of await this.readDeadLetters()) this.dead.set(String(line.seq), view(line));
+  }
+
+  private async readDeadLetters(): Promise<DeadLetterLine[]> {
+    const text = await readFile(join(this.dir, DEAD_LETTER_FILE), 'utf8').catch(() => '');
+    const lines: DeadLetterLine[] = [];
+    for (const line of text.split('\n')) {
+      if (!line) continue;
+      try {
+        lines.push(JSON.parse(line) as DeadLetterLine);
+      } catch {
+        // a line torn by a crash: its message was not acknowledged yet and is delivered again
+      }
+    }
+    return lines;
   }
 
   private enqueue(entry: Entry): void {
@@ -208,12 +254,14 @@ export class LocalLogEventBus extends EventBus {
 
   private async run(): Promise<void> {
     while (!this.stopping) {
-      if (this.pending.length === 0) {
-        await new Promise<void>((resolve) => (this.wake = resolve));
-        this.wake = undefined;
+      const batch = Date.now() < this.pausedUntil ? [] : this.takeBatch();
+      if (batch.length === 0) {
+        // Nothing deliverable: wait for a publish, the end of a pause or of an account's backoff.
+        const next = Math.max(this.pausedUntil, this.holds.nextRelease() ?? 0);
+        await this.idle(this.pending.length && next ? Math.max(next - Date.now(), 5) : undefined);
         continue;
       }
-      const batch = this.takeBatch();
+      const token = this.retry.attempt();
       const deliveries: Delivery[] = batch.map((e) => ({
         handle: String(e.seq),
         message: e.message,
@@ -225,11 +273,22 @@ export class LocalLogEventBus extends EventBus {
       } catch (err) {
         settlements = deliveries.map((delivery) => ({ delivery, outcome: 'retry', reason: String(err) }));
       }
-      await this.settle(settlements);
+      await this.settle(settlements, token);
     }
   }
 
+  private async idle(ms: number | undefined): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((resolve) => {
+      this.wake = resolve;
+      if (ms !== undefined) timer = setTimeout(resolve, ms);
+    });
+    clearTimeout(timer);
+    this.wake = undefined;
+  }
+
   private takeBatch(): Entry[] {
+    if (this.holds.size) return this.takeAroundHolds();
     const batch: Entry[] = [];
     let records = 0;
     while (this.pending.length) {
@@ -245,24 +304,77 @@ export class LocalLogEventBus extends EventBus {
     return batch;
   }
 
-  private async settle(settlements: Settlement[]): Promise<void> {
+  /** The slow path while accounts wait: skips every message of a waiting account, keeps the rest in order. */
+  private takeAroundHolds(): Entry[] {
+    const now = Date.now();
+    const batch: Entry[] = [];
+    const rest: Entry[] = [];
+    let records = 0;
+    let full = false;
+    for (const next of this.pending) {
+      const size = next.message.records.length;
+      if (full || this.holds.waitMs(next.message.account, next.seq, now) > 0) {
+        rest.push(next);
+        continue;
+      }
+      if (batch.length && records + size > this.maxBatchRecords) {
+        full = true;
+        rest.push(next);
+        continue;
+      }
+      this.pendingBytes -= next.bytes;
+      this.inFlight.set(next.seq, next);
+      batch.push(next);
+      records += size;
+    }
+    this.pending = rest;
+    return batch;
+  }
+
+  /**
+   * Acks and dead letters are final; a retried message goes back into the queue in its place and its
+   * account waits out the backoff (retry-policy.ts has the rule).
+   */
+  private async settle(settlements: Settlement[], token: number): Promise<void> {
     const done: number[] = [];
+    const retried: { s: Settlement & { outcome: 'retry' }; entry: Entry }[] = [];
+    const acked: string[] = [];
+    for (const s of settlements) {
+      const entry = this.inFlight.get(Number(s.delivery.handle));
+      if (!entry) continue;
+      if (s.outcome === 'retry') retried.push({ s, entry });
+      else if (s.outcome === 'ack') acked.push(String(entry.seq));
+    }
+    const { decisions, pauseMs } = this.retry.settled(
+      token,
+      acked,
+      retried.map(({ entry }) => ({ key: String(entry.seq), account: entry.message.account })),
+    );
+    const now = Date.now();
     const retries: Entry[] = [];
     for (const s of settlements) {
       const seq = Number(s.delivery.handle);
       const entry = this.inFlight.get(seq);
       if (!entry) continue;
       this.inFlight.delete(seq);
-      if (s.outcome === 'retry' && entry.deliveryCount < this.maxDeliveries) {
+      const decision = decisions.get(String(seq));
+      if (s.outcome === 'retry' && decision && !decision.deadLetter) {
+        this.holds.hold(entry.message.account, seq, now + decision.delayMs);
         retries.push({ ...entry, deliveryCount: entry.deliveryCount + 1 });
         continue;
       }
+      this.holds.release(entry.message.account, seq);
       if (s.outcome !== 'ack') {
-        const reason = s.reason;
-        await appendFile(
-          join(this.dir, 'dead-letter.log'),
-          `${JSON.stringify({ seq, reason, deliveries: entry.deliveryCount, at: new Date().toISOString(), message: entry.message })}\n`,
-        );
+        const firstFailedAt = decision?.firstFailedAt ?? this.retry.firstFailedAt(String(seq));
+        this.retry.forget(String(seq));
+        await this.writeDeadLetter({
+          seq,
+          reason: s.reason,
+          deliveries: entry.deliveryCount,
+          at: new Date().toISOString(),
+          firstFailedAt: new Date(firstFailedAt).toISOString(),
+          message: entry.message,
+        });
       }
       done.push(seq);
     }
@@ -271,13 +383,71 @@ export class LocalLogEventBus extends EventBus {
       for (const seq of done) await this.release(seq);
     }
     if (retries.length) {
-      // Back off before a redelivery so a failing store is not hammered; the rest of the queue waits
-      // behind the retried messages to keep delivery in order.
-      const attempt = Math.max(...retries.map((e) => e.deliveryCount));
-      await sleep(Math.min(100 * 2 ** attempt, 5000));
-      this.pending.unshift(...retries);
+      for (const entry of retries) insertBySeq(this.pending, entry);
       this.pendingBytes += retries.reduce((n, e) => n + e.bytes, 0);
     }
+    if (pauseMs) this.pausedUntil = Date.now() + pauseMs;
+  }
+
+  private writeDeadLetter(line: DeadLetterLine): Promise<void> {
+    return this.deadFileOp(async () => {
+      await appendFile(join(this.dir, DEAD_LETTER_FILE), `${JSON.stringify(line)}\n`);
+      this.dead.set(String(line.seq), view(line));
+    });
+  }
+
+  /** Dead-letter file operations one at a time: a replay rewrites the file. */
+  private deadFileOp<T>(op: () => Promise<T>): Promise<T> {
+    const run = this.deadFileOps.then(op);
+    this.deadFileOps = run.catch(() => undefined);
+    return run;
+  }
+
+  deadLetters(query: DeadLetterQuery): Promise<DeadLetterPage> {
+    const after = query.after === undefined ? -1 : Number(query.after);
+    const items = [...this.dead.values()]
+      .filter((d) => Number(d.id) > after && (!query.account || d.account === query.account))
+      .sort((a, b) => Number(a.id) - Number(b.id));
+    const page = items.slice(0, query.limit);
+    return Promise.resolve(
+      items.length > page.length ? { items: page, next: page[page.length - 1]!.id } : { items: page },
+    );
+  }
+
+  deadLetterCount(): Promise<number> {
+    return Promise.resolve(this.dead.size);
+  }
+
+  async replayDeadLetter(id: string): Promise<boolean> {
+    return (await this.replay((line) => String(line.seq) === id)) > 0;
+  }
+
+  replayDeadLetters(account: string): Promise<number> {
+    return this.replay((line) => line.message.account === account);
+  }
+
+  /** Publishes the chosen dead letters again (durably), then rewrites the file without them. */
+  private replay(chosen: (line: DeadLetterLine) => boolean): Promise<number> {
+    return this.deadFileOp(async () => {
+      const lines = await this.readDeadLetters();
+      const replayed = new Set<number>();
+      try {
+        for (const line of lines) {
+          if (!chosen(line) || replayed.has(line.seq)) continue;
+          await this.publish(line.message);
+          replayed.add(line.seq);
+        }
+      } finally {
+        if (replayed.size) {
+          const kept = lines.filter((l) => !replayed.has(l.seq));
+          const file = join(this.dir, DEAD_LETTER_FILE);
+          await writeFile(`${file}.tmp`, kept.map((l) => `${JSON.stringify(l)}\n`).join(''));
+          await rename(`${file}.tmp`, file);
+          for (const seq of replayed) this.dead.delete(String(seq));
+        }
+      }
+      return replayed.size;
+    });
   }
 
   private async release(seq: number): Promise<void> {
@@ -305,7 +475,7 @@ export class LocalLogEventBus extends EventBus {
     return Promise.resolve({
       driver: 'memory (local log)',
       ready: !this.closed,
-      detail: `${this.pending.length} message(s) pending`,
+      detail: `${this.pending.length} message(s) pending, ${this.holds.size} account(s) waiting to retry`,
     });
   }
 
@@ -322,6 +492,32 @@ export class LocalLogEventBus extends EventBus {
     await this.active?.handle.close();
     this.active = undefined;
   }
+}
+
+function view(line: DeadLetterLine): DeadLetter {
+  return {
+    id: String(line.seq),
+    account: line.message.account,
+    kind: line.message.kind,
+    messageId: line.message.id,
+    records: line.message.records.length,
+    reason: line.reason,
+    firstFailedAt: line.firstFailedAt ?? line.at,
+    deadLetteredAt: line.at,
+    deliveries: line.deliveries,
+  };
+}
+
+/** Puts a retried message back in its place: the queue stays in publishing order. */
+function insertBySeq(queue: Entry[], entry: Entry): void {
+  let lo = 0;
+  let hi = queue.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (queue[mid]!.seq < entry.seq) lo = mid + 1;
+    else hi = mid;
+  }
+  queue.splice(lo, 0, entry);
 }
 
 function sleep(ms: number): Promise<void> {

@@ -19,7 +19,15 @@ function harness() {
   const buses: EventBus[] = [];
   return {
     prefix,
-    async open(o: { maxPendingBytes?: number; maxBatchRecords?: number; maxDeliveries?: number } = {}) {
+    async open(
+      o: {
+        maxPendingBytes?: number;
+        maxBatchRecords?: number;
+        maxDeliveries?: number;
+        retryBaseMs?: number;
+        retryCapMs?: number;
+      } = {},
+    ) {
       const nc = await connect({ servers: url });
       connections.push(nc);
       const bus = await NatsEventBus.open(nc, {
@@ -27,6 +35,8 @@ function harness() {
         maxBytes: o.maxPendingBytes ?? 64 * 1024 * 1024,
         maxDeliveries: o.maxDeliveries,
         maxBatchRecords: o.maxBatchRecords,
+        retryBaseMs: o.retryBaseMs,
+        retryCapMs: o.retryCapMs,
         streamPrefix: prefix,
       });
       buses.push(bus);

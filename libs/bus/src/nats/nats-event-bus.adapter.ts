@@ -9,15 +9,21 @@ import {
   type Consumer,
   type JetStreamClient,
   type JsMsg,
+  type MsgRequest,
+  type StoredMsg,
 } from '@nats-io/jetstream';
 import type { DriverHealth, IngestMessage } from '@cdp/contracts';
 import {
   BusUnavailableError,
   EventBus,
   type BatchConsumer,
+  type DeadLetter,
+  type DeadLetterPage,
+  type DeadLetterQuery,
   type Delivery,
   type Settlement,
 } from '../event-bus.port.js';
+import { AccountHolds, DEFAULT_RETRY, RetryPolicy } from '../retry-policy.js';
 import { decodeIngest, encodeIngest } from './ingest-codec.js';
 
 export interface NatsBusOptions {
@@ -25,8 +31,14 @@ export interface NatsBusOptions {
   replicas: number;
   /** The ingest stream refuses new messages beyond this size (publishes then answer 503). */
   maxBytes: number;
-  /** Deliveries of one message before it goes to the dead-letter stream. */
+  /**
+   * Failures of one message while others are being stored before it goes to the dead-letter stream
+   * (retry-policy.ts: failures while the store is away do not count).
+   */
   maxDeliveries?: number;
+  /** Backoff of retried messages (defaults: DEFAULT_RETRY). */
+  retryBaseMs?: number;
+  retryCapMs?: number;
   /** Messages fetched at once. */
   batchMessages?: number;
   /** At most this many records go to the consumer in one batch (whole messages only). */
@@ -56,7 +68,13 @@ export class NatsEventBus extends EventBus {
   private readonly js: JetStreamClient;
   private readonly stream: string;
   private readonly dlqStream: string;
-  private readonly maxDeliveries: number;
+  private readonly retry: RetryPolicy;
+  /**
+   * Accounts waiting for a failed message. Per process: with several processors, an account's messages
+   * may already be processed out of order by two of them, so the hold protects what one process sees.
+   */
+  private readonly holds = new AccountHolds();
+  private pausedUntil = 0;
   private consumerLoop: Promise<void> | undefined;
   private stopping = false;
 
@@ -69,7 +87,11 @@ export class NatsEventBus extends EventBus {
     const prefix = options.streamPrefix ?? 'CDP';
     this.stream = `${prefix}_INGEST`;
     this.dlqStream = `${prefix}_DEAD_LETTER`;
-    this.maxDeliveries = options.maxDeliveries ?? 5;
+    this.retry = new RetryPolicy({
+      maxStrikes: options.maxDeliveries ?? DEFAULT_RETRY.maxStrikes,
+      baseMs: options.retryBaseMs ?? DEFAULT_RETRY.baseMs,
+      capMs: options.retryCapMs ?? DEFAULT_RETRY.capMs,
+    });
   }
 
   private get subjectRoot(): string {
@@ -164,8 +186,12 @@ export class NatsEventBus extends EventBus {
     // network between two fetches.
     let next = this.fetch(source);
     while (!this.stopping) {
-      const batch = await next;
+      const fetched = await next;
+      // The store looks away: wait before fetching more (what was fetched is handed over below).
+      const pause = this.pausedUntil - Date.now();
+      if (pause > 0 && !this.stopping) await sleep(pause);
       next = this.stopping ? Promise.resolve([]) : this.fetch(source);
+      const batch = this.withoutHeld(fetched);
       if (batch.length === 0) continue;
       // Every fetched message stays claimed until it is settled, however long it waits for its turn.
       const unsettled = new Set(batch);
@@ -202,6 +228,17 @@ export class NatsEventBus extends EventBus {
     for (const m of await next) m.nak();
   }
 
+  /** Sends back, with a delay, the messages of accounts waiting for an earlier failed message. */
+  private withoutHeld(fetched: JsMsg[]): JsMsg[] {
+    if (this.holds.size === 0) return fetched;
+    const now = Date.now();
+    return fetched.filter((m) => {
+      const wait = this.holds.waitMs(accountOf(m.subject), m.seq, now);
+      if (wait > 0) m.nak(wait);
+      return wait === 0;
+    });
+  }
+
   /** One fetch; an empty batch when it expired or JetStream is away (the loop keeps trying). */
   private async fetch(source: Consumer): Promise<JsMsg[]> {
     const batch: JsMsg[] = [];
@@ -229,42 +266,131 @@ export class NatsEventBus extends EventBus {
     chunk: Delivery[],
     byHandle: Map<string, JsMsg>,
   ): Promise<void> {
+    const token = this.retry.attempt();
     let settlements: Settlement[];
     try {
       settlements = await consumer(chunk);
     } catch (err) {
       settlements = chunk.map((delivery) => ({ delivery, outcome: 'retry', reason: describe(err) }));
     }
-    await this.settle(settlements, byHandle);
+    await this.settle(settlements, byHandle, token);
   }
 
-  private async settle(settlements: Settlement[], byHandle: Map<string, JsMsg>): Promise<void> {
+  /**
+   * Acks and dead letters are final; a retried message goes back to the stream with its backoff as the
+   * redelivery delay, and its account waits (retry-policy.ts has the rule).
+   */
+  private async settle(
+    settlements: Settlement[],
+    byHandle: Map<string, JsMsg>,
+    token: number,
+  ): Promise<void> {
+    const key = (s: Settlement) => s.delivery.handle;
+    const { decisions, pauseMs } = this.retry.settled(
+      token,
+      settlements.filter((s) => s.outcome === 'ack').map(key),
+      settlements
+        .filter((s) => s.outcome === 'retry')
+        .map((s) => ({ key: key(s), account: s.delivery.message.account })),
+    );
+    if (pauseMs) this.pausedUntil = Date.now() + pauseMs;
     // Acknowledgements go out together and are confirmed together: one round trip, not one per message.
     // Waiting for the server's confirmation: an ack lost here means one more (harmless) redelivery.
     const acks: Promise<unknown>[] = [];
+    const now = Date.now();
     for (const s of settlements) {
       const m = byHandle.get(s.delivery.handle);
       if (!m) continue;
+      const account = s.delivery.message.account;
+      const decision = decisions.get(key(s));
+      if (s.outcome === 'retry' && decision && !decision.deadLetter) {
+        this.holds.hold(account, m.seq, now + decision.delayMs);
+        m.nak(decision.delayMs);
+        continue;
+      }
+      this.holds.release(account, m.seq);
       if (s.outcome === 'ack') {
         acks.push(m.ackAck().catch(() => false));
-      } else if (s.outcome === 'retry' && s.delivery.deliveryCount < this.maxDeliveries) {
-        m.nak(Math.min(100 * 2 ** s.delivery.deliveryCount, 10_000));
       } else {
-        await this.deadLetter(m, s.reason);
+        const firstFailedAt = decision?.firstFailedAt ?? this.retry.firstFailedAt(key(s));
+        this.retry.forget(key(s));
+        await this.deadLetter(m, s.reason, firstFailedAt);
       }
     }
     await Promise.all(acks);
   }
 
-  private async deadLetter(m: JsMsg, reason: string): Promise<void> {
+  private async deadLetter(m: JsMsg, reason: string, firstFailedAt = Date.now()): Promise<void> {
     const h = natsHeaders();
     h.set('Cdp-Reason', reason.slice(0, 1000).replace(/[\r\n]+/g, ' '));
     h.set('Cdp-Deliveries', String(m.info.deliveryCount));
     h.set('Cdp-Subject', m.subject);
+    h.set('Cdp-First-Failed-At', new Date(firstFailedAt).toISOString());
     if (m.headers?.get('Content-Encoding')) h.set('Content-Encoding', m.headers.get('Content-Encoding'));
     const subject = m.subject.replace('.ingest.', '.dead-letter.');
     await this.js.publish(subject, m.data, { headers: h, msgID: `dlq-${m.seq}` });
     await m.ackAck().catch(() => false);
+  }
+
+  private get deadSubjectRoot(): string {
+    return this.subjectRoot.replace('.ingest', '.dead-letter');
+  }
+
+  async deadLetters(query: DeadLetterQuery): Promise<DeadLetterPage> {
+    const jsm = await jetstreamManager(this.nc);
+    const filter = `${this.deadSubjectRoot}.${query.account ? `${query.account}.>` : '>'}`;
+    const items: DeadLetter[] = [];
+    let seq = query.after === undefined ? 1 : Number(query.after) + 1;
+    // One message per request ("next by subject"): dead letters are few, and this needs no consumer.
+    for (;;) {
+      const request = { seq, next_by_subj: filter } as unknown as MsgRequest;
+      const stored = await jsm.streams.getMessage(this.dlqStream, request);
+      if (!stored) return { items };
+      if (items.length === query.limit) return { items, next: items[items.length - 1]!.id };
+      items.push(deadLetterView(stored));
+      seq = stored.seq + 1;
+    }
+  }
+
+  async deadLetterCount(): Promise<number> {
+    const jsm = await jetstreamManager(this.nc);
+    return (await jsm.streams.info(this.dlqStream)).state.messages;
+  }
+
+  async replayDeadLetter(id: string): Promise<boolean> {
+    const jsm = await jetstreamManager(this.nc);
+    const stored = await jsm.streams.getMessage(this.dlqStream, { seq: Number(id) }).catch(() => null);
+    if (!stored) return false;
+    await this.replayStored(stored);
+    await jsm.streams.deleteMessage(this.dlqStream, stored.seq);
+    return true;
+  }
+
+  async replayDeadLetters(account: string): Promise<number> {
+    let replayed = 0;
+    let page = await this.deadLetters({ account, limit: 100 });
+    for (;;) {
+      for (const d of page.items) if (await this.replayDeadLetter(d.id)) replayed++;
+      if (!page.next) return replayed;
+      page = await this.deadLetters({ account, after: page.next, limit: 100 });
+    }
+  }
+
+  /** Publishes the dead letter's bytes to its original subject; a fresh message id, so it is not deduplicated. */
+  private async replayStored(stored: StoredMsg): Promise<void> {
+    const h = natsHeaders();
+    const encoding = stored.header?.get('Content-Encoding');
+    if (encoding) h.set('Content-Encoding', encoding);
+    const subject = stored.header?.get('Cdp-Subject') || stored.subject.replace('.dead-letter.', '.ingest.');
+    try {
+      await this.js.publish(subject, stored.data, {
+        msgID: `replay-${stored.seq}-${stored.time.getTime()}`,
+        headers: h,
+        timeout: this.options.publishTimeoutMs ?? 5000,
+      });
+    } catch (err) {
+      throw new BusUnavailableError(`JetStream did not acknowledge the replay: ${describe(err)}`, 1);
+    }
   }
 
   async stopConsuming(): Promise<void> {
@@ -286,6 +412,37 @@ export class NatsEventBus extends EventBus {
   async close(): Promise<void> {
     await this.stopConsuming();
   }
+}
+
+/** `<root>.ingest.<account>.<kind>` (and the same under `.dead-letter.`): the account part. */
+function accountOf(subject: string): string {
+  const parts = subject.split('.');
+  return parts[parts.length - 2] ?? '';
+}
+
+function deadLetterView(stored: StoredMsg): DeadLetter {
+  const parts = stored.subject.split('.');
+  let records = 0;
+  let messageId = '';
+  try {
+    const message = decodeIngest(stored.data, stored.header?.get('Content-Encoding') === 'gzip');
+    records = message.records.length;
+    messageId = message.id;
+  } catch {
+    // an undecodable message is a dead letter too; it shows with no records
+  }
+  const at = stored.time.toISOString();
+  return {
+    id: String(stored.seq),
+    account: parts[parts.length - 2] ?? '',
+    kind: parts[parts.length - 1] ?? '',
+    messageId,
+    records,
+    reason: stored.header?.get('Cdp-Reason') ?? '',
+    firstFailedAt: stored.header?.get('Cdp-First-Failed-At') || at,
+    deadLetteredAt: at,
+    deliveries: Number(stored.header?.get('Cdp-Deliveries') || 1),
+  };
 }
 
 /** Splits deliveries into runs of whole messages holding at most `max` records each. */

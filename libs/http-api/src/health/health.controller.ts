@@ -12,7 +12,11 @@ import { OrderState } from '@cdp/orders';
 import { AnalyticStore } from '@cdp/store';
 import { Auth } from '../auth/auth.decorator.js';
 
-/** Liveness (the process answers) and readiness (every port's driver answers). 503 when not ready. */
+/**
+ * Liveness (the process answers) and readiness (every port's driver answers). 503 when not ready.
+ * `dead_letters.count`: messages the processor gave up on (null when the bus cannot say); they do not
+ * make the process unready — an operator lists and replays them through `/admin/v1/dead-letters`.
+ */
 @ApiTags('health')
 @Controller('health')
 export class HealthController {
@@ -31,9 +35,12 @@ export class HealthController {
 
   @Get()
   @Auth('none')
-  async health(
-    @Res({ passthrough: true }) reply: FastifyReply,
-  ): Promise<{ live: true; ready: boolean; drivers: Record<string, DriverHealth> }> {
+  async health(@Res({ passthrough: true }) reply: FastifyReply): Promise<{
+    live: true;
+    ready: boolean;
+    drivers: Record<string, DriverHealth>;
+    dead_letters: { count: number | null };
+  }> {
     const entries = await Promise.all(
       Object.entries({
         bus: this.bus,
@@ -49,7 +56,8 @@ export class HealthController {
     );
     const drivers = Object.fromEntries(entries);
     const ready = entries.every(([, h]) => h.ready);
+    const count = await this.bus.deadLetterCount().catch(() => null);
     void reply.status(ready ? 200 : 503);
-    return { live: true, ready, drivers };
+    return { live: true, ready, drivers, dead_letters: { count } };
   }
 }

@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { Session, drainPending } from 'chdb';
+import { faultPoint } from '@cdp/faults';
 import {
   PARQUET_SETTINGS,
   StoreError,
@@ -49,6 +50,8 @@ export class ChdbTransport implements ClickHouseTransport {
     settings: Record<string, string | number> = {},
     columns?: readonly string[],
   ): Promise<void> {
+    // A test makes the store refuse every write a while here (`store.transport.insert:throw~MS`).
+    faultPoint('store.transport.insert');
     const format = columns ? 'JSONCompactEachRow' : 'JSONEachRow';
     await storeCall(() =>
       this.db.insert({ table, values: Buffer.from(rows), format, settings, ...(columns ? { columns } : {}) }),

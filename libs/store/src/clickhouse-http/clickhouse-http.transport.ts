@@ -2,6 +2,7 @@ import { createWriteStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { faultPoint } from '@cdp/faults';
 import {
   PARQUET_ROW_GROUP,
   storeCall,
@@ -40,6 +41,8 @@ export class ClickHouseHttpTransport implements ClickHouseTransport {
     settings: Record<string, string | number> = {},
     columns?: readonly string[],
   ): Promise<void> {
+    // A test makes the store refuse every write a while here (`store.transport.insert:throw~MS`).
+    faultPoint('store.transport.insert');
     const base = await (this.insertSettings ??= this.decideInsertSettings());
     // exec sends the text as it is; insert() would serialise each chunk as a JSON row once more.
     const result = await storeCall(() =>
