@@ -73,7 +73,9 @@ export class IngestPipeline {
       this.committed = this.prepared;
       return whole;
     }
-    const prepare = this.prepared.then(() => this.prepareIngest(batch));
+    // The writes of the batches before this one: a rebuild this batch may need waits for them.
+    const writesBefore = this.committed;
+    const prepare = this.prepared.then(() => this.prepareIngest(batch, writesBefore));
     this.prepared = prepare.catch(() => undefined);
     const commit = Promise.all([prepare, this.committed]).then(async ([writes]) => {
       for (const write of writes) await write();
@@ -102,8 +104,14 @@ export class IngestPipeline {
     return batch.map((delivery) => ({ delivery, outcome: 'ack' }));
   }
 
-  /** Resolves and applies a batch, account by account; returns the store writes still to do. */
-  private async prepareIngest(batch: readonly Delivery[]): Promise<(() => Promise<void>)[]> {
+  /**
+   * Resolves and applies a batch, account by account; returns the store writes still to do.
+   * `writesBefore` settles once the earlier batches' writes are done (or failed).
+   */
+  private async prepareIngest(
+    batch: readonly Delivery[],
+    writesBefore: Promise<unknown> = Promise.resolve(),
+  ): Promise<(() => Promise<void>)[]> {
     const byAccount = new Map<string, Delivery[]>();
     for (const delivery of batch) {
       if (delivery.message.kind === 'objects') continue;
@@ -113,18 +121,22 @@ export class IngestPipeline {
     }
     const writes: (() => Promise<void>)[] = [];
     for (const [account, deliveries] of byAccount)
-      writes.push(await this.prepareAccount(account, deliveries));
+      writes.push(await this.prepareAccount(account, deliveries, writesBefore));
     return writes;
   }
 
-  private async prepareAccount(account: string, deliveries: Delivery[]): Promise<() => Promise<void>> {
+  private async prepareAccount(
+    account: string,
+    deliveries: Delivery[],
+    writesBefore: Promise<unknown>,
+  ): Promise<() => Promise<void>> {
     // Products and order updates name no customer: the commerce steps take them (below).
     const items: Item[] = deliveries.flatMap(({ message: m }) =>
       m.kind === 'events' || m.kind === 'profiles'
         ? m.records.map((record, index) => ({ message: m, index, record }))
         : [],
     );
-    const resolved = await this.identityStep.resolve(account, items);
+    const resolved = await this.identityStep.resolve(account, items, writesBefore);
     const { resolutions } = resolved;
     const now = toStoreTime(Date.now());
     const batch: StoreBatch = { identityLinks: [], merges: [], conflicts: [], customers: [], events: [] };

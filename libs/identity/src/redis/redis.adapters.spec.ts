@@ -96,4 +96,25 @@ describe('RedisIdentityIndex specifics', () => {
       return survivor;
     }
   });
+
+  it('a rebuild that lost its lock to a flush leaves the account closed, and the next rebuild opens it', async () => {
+    const index = new RedisIdentityIndex(redis);
+    const acc = `${account}f`;
+    expect(await index.beginRebuild(acc)).toBe(true);
+    // A FLUSHALL in the middle of the rebuild takes the lock (and whatever was loaded) with it.
+    await redis.del(keys.rebuilding(acc));
+    await expect(index.load(acc, graphRows([]))).rejects.toBeInstanceOf(IdentityNotWarmError);
+    await expect(index.resolve(acc, [record([id('f@x.com')], 'f')])).rejects.toBeInstanceOf(
+      IdentityNotWarmError,
+    );
+    expect(await index.beginRebuild(acc)).toBe(true);
+    expect(
+      await index.load(acc, graphRows([{ kind: 'email', value: 'f@x.com', svc_id: 'cf', born: '1' }])),
+    ).toBe(1);
+    const [again] = await index.resolve(acc, [record([id('f@x.com')], 'g')]);
+    expect(again!.customerId).toBe('cf');
+    expect(await redis.exists(keys.rebuilding(acc))).toBe(0);
+    await index.load(acc, graphRows([]));
+    await redis.del(keys.ready(acc));
+  });
 });
