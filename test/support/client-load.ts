@@ -96,7 +96,7 @@ export class ClientLoad {
           identifiers: { email },
           data: { page: pages[k] },
         }));
-        await this.send(i, api, '/v3/events', body);
+        if (!(await this.send(i, api, '/v3/events', body))) continue;
         emails.forEach((email, k) => {
           this.acknowledged.events.set(pages[k]!, email);
           if (!this.acknowledged.customers.has(email)) {
@@ -116,12 +116,8 @@ export class ClientLoad {
           email,
           first_name: `F${n}-${email.split('@')[0]}`,
         }));
-        await this.send(
-          i,
-          api,
-          '/v3/profiles',
-          records.map((attributes) => ({ attributes })),
-        );
+        const profiles = records.map((attributes) => ({ attributes }));
+        if (!(await this.send(i, api, '/v3/profiles', profiles))) continue;
         for (const r of records) this.acknowledged.customers.set(r.email, r.first_name);
         this.latest.set(i, records[0]!.email);
       }
@@ -129,47 +125,47 @@ export class ClientLoad {
   }
 
   /** Sends until the platform acknowledges (202); waits Retry-After between tries, as a client would. */
-  private async send(client: number, api: string, path: string, body: unknown): Promise<void> {
+  /** True once acknowledged; false when given up (an answer that is no refusal for now: an anomaly). */
+  private async send(client: number, api: string, path: string, body: unknown): Promise<boolean> {
     for (;;) {
-      const started = Date.now();
-      let answer: Answer;
-      try {
-        const res = await fetch(`${api}${path}`, {
-          method: 'POST',
-          headers: { 'x-api-key': this.target.publicKey, 'content-type': 'application/json' },
-          body: JSON.stringify(body),
-          signal: AbortSignal.timeout(REQUEST_DEADLINE_MS),
-        });
-        const text = await res.text();
-        answer = {
-          at: started,
-          client,
-          path,
-          status: res.status,
-          retryAfter: res.headers.get('retry-after'),
-          ms: Date.now() - started,
-          body: text ? (JSON.parse(text) as unknown) : undefined,
-        };
-      } catch (err) {
-        const hung = err instanceof Error && err.name === 'TimeoutError';
-        answer = {
-          at: started,
-          client,
-          path,
-          status: hung ? -1 : 0,
-          retryAfter: null,
-          ms: Date.now() - started,
-        };
-      }
+      const answer = await ask(`${api}${path}`, client, {
+        method: 'POST',
+        headers: { 'x-api-key': this.target.publicKey, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       if (answer.status === 202) {
         this.accepted++;
-        return;
+        return true;
       }
       this.refusals.push(answer);
       if (!isProperRefusal(answer)) this.anomalies.push(answer);
+      // A client sends again what was refused for now (or got no answer); anything else it gives up.
+      if (![503, 429, 0, -1].includes(answer.status)) return false;
       const wait = Number(answer.retryAfter ?? 1);
       await new Promise((r) => setTimeout(r, (Number.isFinite(wait) ? wait : 1) * 1000));
     }
+  }
+}
+
+/** One request, with what came back and how long it took; no answer within the deadline is status -1. */
+export async function ask(url: string, client: number, init: RequestInit = {}): Promise<Answer> {
+  const started = Date.now();
+  const path = new URL(url).pathname;
+  try {
+    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(REQUEST_DEADLINE_MS) });
+    const text = await res.text();
+    return {
+      at: started,
+      client,
+      path,
+      status: res.status,
+      retryAfter: res.headers.get('retry-after'),
+      ms: Date.now() - started,
+      body: text ? (JSON.parse(text) as unknown) : undefined,
+    };
+  } catch (err) {
+    const hung = err instanceof Error && err.name === 'TimeoutError';
+    return { at: started, client, path, status: hung ? -1 : 0, retryAfter: null, ms: Date.now() - started };
   }
 }
 
