@@ -229,7 +229,13 @@ describe('engine faults under load (scaled-out wiring)', () => {
     await p.redis.down();
     const down = Date.now();
     await new Promise((r) => setTimeout(r, 1_000));
-    const reads = await Promise.all([getProfile(known), getProfile(known, replica.baseUrl)]);
+    const reads = await Promise.all([
+      getProfile(known),
+      getProfile(known, replica.baseUrl),
+      call(p.api.baseUrl, `/v3/lists/subscriptions?email=${encodeURIComponent(known)}`, {
+        'x-api-key': acc.privateKey,
+      }),
+    ]);
     const acceptedWhileDown = l.accepted;
     // Longer than the Redis client's command timeout (5 s): the processor's calls fail and its batches
     // are tried again, not only delayed.
