@@ -44,7 +44,8 @@ identityProperties(
   },
   1000,
 );
-profileStateContract('redis', () => Promise.resolve(new RedisProfileState(redis)));
+// The contract's accounts have no identity index, so no ready marker: profiles alone.
+profileStateContract('redis', () => Promise.resolve(new RedisProfileState(redis, { requireLoaded: false })));
 
 describe('RedisIdentityIndex specifics', () => {
   const account = `rb${Math.random().toString(36).slice(2, 8)}`;
@@ -95,6 +96,22 @@ describe('RedisIdentityIndex specifics', () => {
       for (const m of merges) if (m.loser === survivor) survivor = m.survivor;
       return survivor;
     }
+  });
+
+  it('applies no profile update to an account whose index is not loaded (flushed after the batch resolved)', async () => {
+    const acc = `${account}p`;
+    const index = new RedisIdentityIndex(redis);
+    const profiles = new RedisProfileState(redis);
+    await index.beginRebuild(acc);
+    await index.load(acc, graphRows([]));
+    await profiles.apply(acc, [{ customerId: 'c1', update: { email: 'c1@x.com', city: 'Oslo' } }]);
+    // What a FLUSHALL leaves: nothing of the account, no ready marker.
+    for await (const found of redis.scanIterator({ MATCH: `cdp:{${acc}}:*`, COUNT: 1000 }))
+      if (found.length) await redis.unlink(found);
+    await expect(
+      profiles.apply(acc, [{ customerId: 'c1', update: { city: 'Rome' } }]),
+    ).rejects.toBeInstanceOf(IdentityNotWarmError);
+    expect(await profiles.get(acc, 'c1')).toBeUndefined(); // no partial profile {city: Rome}
   });
 
   it('a rebuild that lost its lock to a flush leaves the account closed, and the next rebuild opens it', async () => {
