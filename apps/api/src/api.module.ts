@@ -13,7 +13,10 @@ export class ApiAppModule {
     return {
       module: ApiAppModule,
       imports: [
-        DriversModule.forRoot(config, logger, { openStore: config.store === 'clickhouse' }),
+        DriversModule.forRoot(config, logger, {
+          openStore: config.store === 'clickhouse',
+          answersClients: true,
+        }),
         AccountsModule,
         HttpApiModule,
       ],

@@ -76,6 +76,21 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * An engine a request needs (NATS, Redis, the store) cannot be reached right now. The API answers 503
+ * with Retry-After: the client comes back, nothing was promised.
+ */
+export class EngineUnavailableError extends Error {
+  override name = 'EngineUnavailableError';
+  constructor(
+    readonly engine: string,
+    message: string,
+    readonly retryAfterSeconds = 1,
+  ) {
+    super(`${engine} is unavailable: ${message}`);
+  }
+}
+
 export function envelope(status: number, detail: ErrorDetail, now = new Date()): ErrorEnvelope {
   return { title: statusTitle(status), status, timestamp: now.toISOString(), detail };
 }

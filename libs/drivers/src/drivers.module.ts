@@ -22,6 +22,7 @@ import { MemoryRateLimiter, RateLimiter, RedisRateLimiter } from '@cdp/rate-limi
 import { MemoryOrderState, OrderState, RedisOrderState } from '@cdp/orders';
 import { AnalyticStore, ChdbTransport, ClickHouseHttpTransport, ClickHouseStore } from '@cdp/store';
 import { DriversLifecycle, NATS_CONNECTION, REDIS_CLIENT } from './drivers.lifecycle.js';
+import { watchNatsConnection } from './nats-connection-state.js';
 
 export interface DriverOptions {
   /**
@@ -30,6 +31,11 @@ export interface DriverOptions {
    * opened by every role.
    */
   openStore: boolean;
+  /**
+   * Whether this process answers clients (the API): a call to an engine that is away then fails at
+   * once (the request is refused with 503) instead of waiting for the engine to come back.
+   */
+  answersClients?: boolean;
 }
 
 /**
@@ -58,7 +64,7 @@ export class DriversModule {
       {
         provide: REDIS_CLIENT,
         useFactory: (): Promise<RedisClient> | undefined =>
-          config.identity === 'redis' ? connectRedis(config.redisUrl) : undefined,
+          config.identity === 'redis' ? connectRedis(config.redisUrl, !options.answersClients) : undefined,
       },
       {
         provide: MetadataStore,
@@ -68,6 +74,7 @@ export class DriversModule {
             ? new NatsKvMetadataStore(nc!, {
                 replicas: config.natsReplicas,
                 prefix: config.natsPrefix.toLowerCase(),
+                connected: watchNatsConnection(nc!),
               })
             : new FileMetadataStore(join(config.dataDir, 'metadata')),
       },
@@ -81,6 +88,7 @@ export class DriversModule {
                 replicas: config.natsReplicas,
                 maxBytes: config.natsStreamMaxBytes,
                 streamPrefix: config.natsPrefix,
+                connected: watchNatsConnection(nc!),
                 onConsumerError: (err) => logger.warn({ err }, 'JetStream fetch failed; retrying'),
               })
             : LocalLogEventBus.open(join(config.dataDir, 'bus'), {

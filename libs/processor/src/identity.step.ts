@@ -44,7 +44,11 @@ export class IdentityStep {
    * Resolves a batch, and looks up its identifiers in the opt-out pool at the same time (the two are
    * independent; a rebuild, which reloads the pool too, repeats both).
    */
-  async resolve(account: string, items: readonly IdentifiedItem[]): Promise<ResolvedBatch> {
+  async resolve(
+    account: string,
+    items: readonly IdentifiedItem[],
+    writesBefore: Promise<unknown> = Promise.resolve(),
+  ): Promise<ResolvedBatch> {
     if (items.length === 0) return { resolutions: [], identifiers: [], pooled: new Set() };
     const identifiers = items.map(({ record }) => identifierList(record.identifiers));
     const records = items.map(({ message, index }, i) => ({
@@ -65,6 +69,10 @@ export class IdentityStep {
       return await lookUp();
     } catch (err) {
       if (!(err instanceof IdentityNotWarmError)) throw err;
+      // Redis lost the account (flushed, restarted) while batches resolved before it were still being
+      // written: the rebuild reads the store, so their rows must be in it first, or their customers
+      // would be missing from the rebuilt index (and created again by their next records).
+      await writesBefore.catch(() => undefined);
       if (!(await this.rebuild.rebuild(account))) throw err; // another processor is rebuilding: retry later
       return lookUp();
     }

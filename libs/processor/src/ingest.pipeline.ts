@@ -91,7 +91,8 @@ export class IngestPipeline {
       result = Promise.all([this.prepared, afterPrevious()]).then(() => this.processWhole(batch));
       this.prepared = result.catch(() => undefined);
     } else {
-      const prepare = this.prepared.then(() => this.prepareIngest(batch));
+      // The writes of the batches before this one: a rebuild this batch may need waits for them.
+      const prepare = this.prepared.then(() => this.prepareIngest(batch, previous.ok));
       this.prepared = prepare.catch(() => undefined);
       result = Promise.all([prepare, afterPrevious()]).then(async ([writes]) => {
         for (const write of writes) await write();
@@ -132,8 +133,14 @@ export class IngestPipeline {
     return batch.map((delivery) => ({ delivery, outcome: 'ack' }));
   }
 
-  /** Resolves and applies a batch, account by account; returns the store writes still to do. */
-  private async prepareIngest(batch: readonly Delivery[]): Promise<(() => Promise<void>)[]> {
+  /**
+   * Resolves and applies a batch, account by account; returns the store writes still to do.
+   * `writesBefore` settles once the earlier batches' writes are done (or failed).
+   */
+  private async prepareIngest(
+    batch: readonly Delivery[],
+    writesBefore: Promise<unknown> = Promise.resolve(),
+  ): Promise<(() => Promise<void>)[]> {
     const byAccount = new Map<string, Delivery[]>();
     for (const delivery of batch) {
       if (delivery.message.kind === 'objects') continue;
@@ -143,11 +150,15 @@ export class IngestPipeline {
     }
     const writes: (() => Promise<void>)[] = [];
     for (const [account, deliveries] of byAccount)
-      writes.push(await this.prepareAccount(account, deliveries));
+      writes.push(await this.prepareAccount(account, deliveries, writesBefore));
     return writes;
   }
 
-  private async prepareAccount(account: string, deliveries: Delivery[]): Promise<() => Promise<void>> {
+  private async prepareAccount(
+    account: string,
+    deliveries: Delivery[],
+    writesBefore: Promise<unknown>,
+  ): Promise<() => Promise<void>> {
     // A test makes one account's messages fail here (`processor.message[<account>]:reject`: poison).
     faultPoint('processor.message', account);
     // Products and order updates name no customer: the commerce steps take them (below).
@@ -156,7 +167,7 @@ export class IngestPipeline {
         ? m.records.map((record, index) => ({ message: m, index, record }))
         : [],
     );
-    const resolved = await this.identityStep.resolve(account, items);
+    const resolved = await this.identityStep.resolve(account, items, writesBefore);
     const { resolutions } = resolved;
     const now = toStoreTime(Date.now());
     const batch: StoreBatch = { identityLinks: [], merges: [], conflicts: [], customers: [], events: [] };

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { collector, eventBusContract, message, until } from '../event-bus.contract.js';
-import type { EventBus } from '../event-bus.port.js';
+import { BusUnavailableError, type EventBus } from '../event-bus.port.js';
 import { NatsEventBus } from './nats-event-bus.adapter.js';
 import { loadConfig } from '@cdp/config';
 
@@ -84,6 +84,30 @@ describe('NatsEventBus specifics', () => {
     await until(() => c.seen.length >= 1);
     await new Promise((r) => setTimeout(r, 300));
     expect(c.seen).toHaveLength(1);
+    await h.cleanup();
+  });
+
+  it('refuses at once while the connection is down: nothing waits in the reconnect buffer to land after a 503', async () => {
+    const h = harness();
+    await h.open(); // creates the streams
+    const nc = await connect({ servers: url });
+    connections.push(nc);
+    let up = false;
+    const bus = await NatsEventBus.open(nc, {
+      replicas: 1,
+      maxBytes: 64 * 1024 * 1024,
+      streamPrefix: h.prefix,
+      connected: () => up,
+    });
+    await expect(bus.publish(message('while-down'))).rejects.toBeInstanceOf(BusUnavailableError);
+    up = true;
+    await bus.publish(message('when-up'));
+    const c = collector();
+    bus.consume(c.consumer);
+    await until(() => c.seen.length >= 1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(c.seen.map((d) => d.message.id)).toEqual(['when-up']);
+    await bus.close();
     await h.cleanup();
   });
 });

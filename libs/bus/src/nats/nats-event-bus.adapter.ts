@@ -45,6 +45,12 @@ export interface NatsBusOptions {
   maxBatchRecords?: number;
   publishTimeoutMs?: number;
   streamPrefix?: string;
+  /**
+   * Whether the connection is up now. While it is not, `publish` refuses at once rather than leave the
+   * message in the client's reconnect buffer, from where it could still reach JetStream after the
+   * API answered 503 (and the client sent it again).
+   */
+  connected?: () => boolean;
   /** Told about failures the consumer loop survives (JetStream away, a failed fetch). */
   onConsumerError?: (err: unknown) => void;
 }
@@ -154,6 +160,8 @@ export class NatsEventBus extends EventBus {
 
   async publish(message: IngestMessage): Promise<void> {
     const subject = `${this.subjectRoot}.${message.account}.${message.kind}`;
+    if (this.options.connected && !this.options.connected())
+      throw new BusUnavailableError('the connection to NATS is down', 1);
     const parts = encodeIngest(message, this.nc.info?.max_payload ?? 1024 * 1024);
     try {
       for (const part of parts) {

@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { throwError } from 'rxjs';
 import { ApiError, envelope, type ErrorEnvelope } from '@cdp/contracts';
 import { LOGGER, type Logger } from '@cdp/logger';
+import { engineUnavailable } from './engine-unavailable.js';
 
 /**
  * Turns every failure into the spec's error envelope (spec/NOTES.md "Errors"), whether it came from
@@ -38,6 +39,14 @@ export function toEnvelope(error: unknown): { body: ErrorEnvelope; headers: Reco
   if (typeof fastify.statusCode === 'number' && fastify.statusCode >= 400 && fastify.statusCode < 500) {
     return { body: envelope(fastify.statusCode, { message: clientMessage(fastify) }), headers: {} };
   }
+  // NATS or Redis away: nothing is wrong with the request; the client comes back after Retry-After.
+  const away = engineUnavailable(error);
+  if (away) {
+    return {
+      body: envelope(503, { message: away.message }),
+      headers: { 'retry-after': String(away.retryAfterSeconds) },
+    };
+  }
   return {
     body: envelope(500, { message: 'internal error; the request id identifies it in the logs' }),
     headers: {},
@@ -64,6 +73,7 @@ export function sendError(
   logger: Logger,
 ): void {
   const { body, headers } = toEnvelope(error);
-  if (body.status >= 500) logger.error({ reqId: request.id, err: error }, 'request failed');
+  if (body.status === 503) logger.warn({ reqId: request.id, err: error }, 'request refused: 503');
+  else if (body.status >= 500) logger.error({ reqId: request.id, err: error }, 'request failed');
   void reply.status(body.status).headers(headers).type('application/json').send(body);
 }

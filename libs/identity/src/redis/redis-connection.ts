@@ -1,18 +1,24 @@
 import { createClient } from 'redis';
 import { LIBRARY, LIBRARY_NAME, LIBRARY_VERSION } from './redis-functions.js';
 
-function makeClient(url: string) {
+function makeClient(url: string, queueWhileOffline = true) {
   return createClient({
     url,
     socket: { reconnectStrategy: (retries: number) => Math.min(retries * 100, 2000) },
+    disableOfflineQueue: !queueWhileOffline,
   });
 }
 
 export type RedisClient = ReturnType<typeof makeClient>;
 
-/** Connects and makes sure the server has this version of the functions library. */
-export async function connectRedis(url: string): Promise<RedisClient> {
-  const client = makeClient(url);
+/**
+ * Connects and makes sure the server has this version of the functions library. While the connection
+ * is down, commands wait for it (up to the client's command timeout) with `queueWhileOffline`, the
+ * processor's choice: its work waits in the bus anyway. A process answering clients fails them at
+ * once instead, so a request is refused (503) without waiting on a Redis that is away.
+ */
+export async function connectRedis(url: string, queueWhileOffline = true): Promise<RedisClient> {
+  const client = makeClient(url, queueWhileOffline);
   client.on('error', () => undefined); // reconnects on its own; commands fail meanwhile and are retried
   await client.connect();
   await loadFunctions(client);

@@ -7,7 +7,7 @@
  * identifier set, a message's remembered effects). They all carry the account's hash tag, so they
  * live in the declared keys' cluster slot.
  */
-export const LIBRARY_VERSION = '13';
+export const LIBRARY_VERSION = '14';
 /**
  * The version is part of the library's and the functions' names, so processors of two releases can
  * share one Redis during a rolling upgrade: each calls the functions it was written against.
@@ -232,7 +232,13 @@ end
 -- <p>profiles is the set of customers with a profile hash (a rebuild finds their keys from it).
 -- Phone index: <p>ph:<phone JSON text> is the set of customers whose profile holds exactly that phone,
 -- kept here, in the same atomic call, whenever a phone is set, changed, unset or merged away.
+-- ARGV[4] (optional) the account's ready marker: while it is missing (Redis flushed or restarted, a
+-- rebuild under way), nothing is applied, as cdp_resolve resolves nothing: a profile written into an
+-- emptied account would hold only this update's fields, and reach the store as the whole profile.
 local function cdp_apply(keys, args)
+  if args[4] and args[4] ~= '' and redis.call('EXISTS', args[4]) == 0 then
+    return redis.error_reply('CDP_NOT_WARM profiles not loaded')
+  end
   local updates = cjson.decode(args[1])
   local p = args[2]
   local customers = cjson.decode(args[3])

@@ -21,6 +21,19 @@ type RawResolution = [
   [string, string][] | object,
 ];
 
+/**
+ * Opens an account after a rebuild only if this rebuild still holds the lock it began with: a Redis
+ * flushed (or restarted) in the middle of a rebuild lost the lock with everything loaded so far, and
+ * marking such a half-loaded account ready would lose customers. KEYS: lock, merge counter, ready
+ * marker; ARGV: owner, merge counter, ready value. Returns 1 when opened.
+ */
+const OPEN_IF_STILL_LOCKED = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[2], ARGV[2])
+redis.call('SET', KEYS[3], ARGV[3])
+redis.call('DEL', KEYS[1])
+return 1`;
+
 /** cjson encodes an empty array as {}. */
 const list = <T>(v: T[] | object): T[] => (Array.isArray(v) ? (v as T[]) : []);
 
@@ -32,6 +45,8 @@ const list = <T>(v: T[] | object): T[] => (Array.isArray(v) ? (v as T[]) : []);
 export class RedisIdentityIndex extends IdentityIndex {
   readonly persistent = true;
   private readonly owner = randomUUID();
+  /** Accounts whose rebuild this instance began (beginRebuild) and has not loaded yet. */
+  private readonly rebuilding = new Set<string>();
 
   constructor(private readonly redis: RedisClient) {
     super();
@@ -115,6 +130,7 @@ export class RedisIdentityIndex extends IdentityIndex {
     });
     if (locked !== 'OK') return false;
     await this.redis.del(keys.ready(account));
+    this.rebuilding.add(account);
     return true;
   }
 
@@ -166,9 +182,26 @@ export class RedisIdentityIndex extends IdentityIndex {
       await flush();
     }
     await flush(true);
+    const ready = new Date().toISOString();
+    if (this.rebuilding.delete(account)) {
+      const opened = await this.redis.sendCommand([
+        'EVAL',
+        OPEN_IF_STILL_LOCKED,
+        '3',
+        keys.rebuilding(account),
+        keys.mergeSeq(account),
+        keys.ready(account),
+        this.owner,
+        String(graph.mergeSeq),
+        ready,
+      ]);
+      // Lost its lock (Redis flushed meanwhile): the account stays closed, the next batch rebuilds again.
+      if (Number(opened) !== 1) throw new IdentityNotWarmError(account);
+      return graph.owners.size;
+    }
     const open = this.redis.multi();
     open.set(keys.mergeSeq(account), String(graph.mergeSeq));
-    open.set(keys.ready(account), new Date().toISOString());
+    open.set(keys.ready(account), ready);
     open.del(keys.rebuilding(account));
     await open.exec();
     return graph.owners.size;

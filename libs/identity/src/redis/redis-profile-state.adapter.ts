@@ -6,6 +6,7 @@ import {
   type ProfileUpdate,
   type StoredProfile,
 } from '../profile-state.port.js';
+import { IdentityNotWarmError } from '../identity-index.port.js';
 import { fcall, redisHealth, type RedisClient } from './redis-connection.js';
 import { FN } from './redis-functions.js';
 import { keys } from './redis-keys.js';
@@ -20,7 +21,15 @@ const poolMember = (id: Identifier) => `${id.kind}:${id.value}`;
  * and a version counter. A batch of updates is applied by one function call, atomically.
  */
 export class RedisProfileState extends ProfileState {
-  constructor(private readonly redis: RedisClient) {
+  constructor(
+    private readonly redis: RedisClient,
+    /**
+     * Refuse updates (IdentityNotWarmError) to an account the identity index does not hold as loaded:
+     * after a flush, a batch resolved before it must not write partial profiles. Off only where
+     * profiles are used without an identity index (the contract suite).
+     */
+    private readonly options: { requireLoaded: boolean } = { requireLoaded: true },
+  ) {
     super();
   }
 
@@ -42,12 +51,23 @@ export class RedisProfileState extends ProfileState {
         fields[field] = value === null ? null : JSON.stringify(value);
       return [slot(customerId), fields, absorb.map(slot), redact ? 1 : 0];
     });
-    const raw = await fcall(
-      this.redis,
-      FN.apply,
-      customers.map((c) => keys.profile(account, c)),
-      [JSON.stringify(encoded), keys.prefix(account), JSON.stringify(customers)],
-    );
+    let raw: string;
+    try {
+      raw = await fcall(
+        this.redis,
+        FN.apply,
+        customers.map((c) => keys.profile(account, c)),
+        [
+          JSON.stringify(encoded),
+          keys.prefix(account),
+          JSON.stringify(customers),
+          this.options.requireLoaded ? keys.ready(account) : '',
+        ],
+      );
+    } catch (err) {
+      if (/CDP_NOT_WARM/.test(String(err))) throw new IdentityNotWarmError(account);
+      throw err;
+    }
     return (JSON.parse(raw) as [number, string[] | object, number][]).map(([i, flat, survivor]) => {
       const snap = snapshot(customers[i]!, Array.isArray(flat) ? (flat as string[]) : []);
       if (survivor < 0) return snap;

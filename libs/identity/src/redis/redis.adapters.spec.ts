@@ -44,7 +44,8 @@ identityProperties(
   },
   1000,
 );
-profileStateContract('redis', () => Promise.resolve(new RedisProfileState(redis)));
+// The contract's accounts have no identity index, so no ready marker: profiles alone.
+profileStateContract('redis', () => Promise.resolve(new RedisProfileState(redis, { requireLoaded: false })));
 
 describe('RedisIdentityIndex specifics', () => {
   const account = `rb${Math.random().toString(36).slice(2, 8)}`;
@@ -95,5 +96,42 @@ describe('RedisIdentityIndex specifics', () => {
       for (const m of merges) if (m.loser === survivor) survivor = m.survivor;
       return survivor;
     }
+  });
+
+  it('applies no profile update to an account whose index is not loaded (flushed after the batch resolved)', async () => {
+    const acc = `${account}p`;
+    const index = new RedisIdentityIndex(redis);
+    const profiles = new RedisProfileState(redis);
+    await index.beginRebuild(acc);
+    await index.load(acc, graphRows([]));
+    await profiles.apply(acc, [{ customerId: 'c1', update: { email: 'c1@x.com', city: 'Oslo' } }]);
+    // What a FLUSHALL leaves: nothing of the account, no ready marker.
+    for await (const found of redis.scanIterator({ MATCH: `cdp:{${acc}}:*`, COUNT: 1000 }))
+      if (found.length) await redis.unlink(found);
+    await expect(
+      profiles.apply(acc, [{ customerId: 'c1', update: { city: 'Rome' } }]),
+    ).rejects.toBeInstanceOf(IdentityNotWarmError);
+    expect(await profiles.get(acc, 'c1')).toBeUndefined(); // no partial profile {city: Rome}
+  });
+
+  it('a rebuild that lost its lock to a flush leaves the account closed, and the next rebuild opens it', async () => {
+    const index = new RedisIdentityIndex(redis);
+    const acc = `${account}f`;
+    expect(await index.beginRebuild(acc)).toBe(true);
+    // A FLUSHALL in the middle of the rebuild takes the lock (and whatever was loaded) with it.
+    await redis.del(keys.rebuilding(acc));
+    await expect(index.load(acc, graphRows([]))).rejects.toBeInstanceOf(IdentityNotWarmError);
+    await expect(index.resolve(acc, [record([id('f@x.com')], 'f')])).rejects.toBeInstanceOf(
+      IdentityNotWarmError,
+    );
+    expect(await index.beginRebuild(acc)).toBe(true);
+    expect(
+      await index.load(acc, graphRows([{ kind: 'email', value: 'f@x.com', svc_id: 'cf', born: '1' }])),
+    ).toBe(1);
+    const [again] = await index.resolve(acc, [record([id('f@x.com')], 'g')]);
+    expect(again!.customerId).toBe('cf');
+    expect(await redis.exists(keys.rebuilding(acc))).toBe(0);
+    await index.load(acc, graphRows([]));
+    await redis.del(keys.ready(acc));
   });
 });

@@ -4,6 +4,7 @@ import { Kvm } from '@nats-io/kv';
 import { metadataStoreContract } from '../metadata-store.contract.js';
 import { NatsKvMetadataStore } from './nats-kv-metadata-store.adapter.js';
 import { loadConfig } from '@cdp/config';
+import { EngineUnavailableError } from '@cdp/contracts';
 
 /** Runs against the NATS server of the machine (NATS_URL or 127.0.0.1:4222); it must be up under CI. */
 const url = loadConfig().natsUrl;
@@ -38,4 +39,18 @@ it('keeps keys with characters KV does not allow', async () => {
   await store.create('names', 'Spring Sale: 50%! v2.0. a=b', { ok: true });
   expect((await store.get('names', 'Spring Sale: 50%! v2.0. a=b'))?.value).toEqual({ ok: true });
   expect((await store.list('names')).map((v) => v.key)).toEqual(['Spring Sale: 50%! v2.0. a=b']);
+});
+
+it('refuses at once while the connection is down, instead of waiting for a request timeout', async () => {
+  const prefix = `t${randomBytes(4).toString('hex')}`;
+  prefixes.push(prefix);
+  let up = true;
+  const store = new NatsKvMetadataStore(nc, { replicas: 1, prefix, connected: () => up });
+  await store.create('names', 'a', { ok: true });
+  up = false;
+  await expect(store.get('names', 'a')).rejects.toBeInstanceOf(EngineUnavailableError);
+  await expect(store.list('names')).rejects.toBeInstanceOf(EngineUnavailableError);
+  await expect(store.create('names', 'b', {})).rejects.toBeInstanceOf(EngineUnavailableError);
+  up = true;
+  expect((await store.get('names', 'a'))?.value).toEqual({ ok: true });
 });

@@ -1,7 +1,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Kvm, type KV } from '@nats-io/kv';
 import { StorageType } from '@nats-io/jetstream';
-import type { DriverHealth } from '@cdp/contracts';
+import { EngineUnavailableError, type DriverHealth } from '@cdp/contracts';
 import { MetadataConflictError, MetadataStore, type Versioned } from '../metadata-store.port.js';
 
 /**
@@ -15,7 +15,12 @@ export class NatsKvMetadataStore extends MetadataStore {
 
   constructor(
     private readonly nc: NatsConnection,
-    private readonly options: { replicas: number; prefix?: string },
+    private readonly options: {
+      replicas: number;
+      prefix?: string;
+      /** Whether the connection is up now: while it is not, every call fails at once (no timeout wait). */
+      connected?: () => boolean;
+    },
   ) {
     super();
     this.kvm = new Kvm(nc);
@@ -23,6 +28,8 @@ export class NatsKvMetadataStore extends MetadataStore {
 
   private bucket(name: string): Promise<KV> {
     if (!/^[a-z0-9_-]+$/.test(name)) throw new Error(`not a bucket name: ${name}`);
+    if (this.options.connected && !this.options.connected())
+      return Promise.reject(new EngineUnavailableError('NATS', 'the connection is down'));
     let kv = this.buckets.get(name);
     if (!kv) {
       kv = this.kvm.create(`${this.options.prefix ?? 'cdp'}_${name}`, {
