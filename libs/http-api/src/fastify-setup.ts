@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyServerOptions } from 'fastif
 import type { AppConfig } from '@cdp/config';
 import { ApiError } from '@cdp/contracts';
 import type { Logger } from '@cdp/logger';
+import { sendError } from './errors/error-envelope.filter.js';
 
 /** Fastify options: the request id doubles as the bus message id; the body limit counts decompressed bytes. */
 export function fastifyOptions(config: AppConfig, logger: Logger): FastifyServerOptions {
@@ -18,6 +19,12 @@ export function fastifyOptions(config: AppConfig, logger: Logger): FastifyServer
     bodyLimit: config.bodyLimitBytes,
     // SIGTERM: stop accepting, let requests in flight finish (their 202 means durable), then close.
     forceCloseConnections: 'idle',
+    // A URL the router cannot read (bad percent-encoding: 400; a path segment over 100 characters: 414)
+    // is answered before any hook or route runs: give it the envelope and the request id all the same.
+    frameworkErrors: (error, request, reply) => {
+      void reply.header('z-request-id', request.id);
+      sendError(reply, request, error, logger);
+    },
   };
 }
 
