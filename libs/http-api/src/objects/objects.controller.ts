@@ -5,6 +5,7 @@ import type { Principal } from '@cdp/accounts';
 import { accepted, type AcceptedBody } from '@cdp/contracts';
 import { Auth } from '../auth/auth.decorator.js';
 import { CurrentPrincipal } from '../auth/principal.js';
+import { customRecordsSchema } from '../openapi/control-plane.schemas.js';
 import { ObjectsIngest } from './objects.ingest.js';
 
 @ApiTags('objects')
@@ -16,7 +17,10 @@ export class ObjectsController {
   @Post(':object')
   @HttpCode(202)
   @Auth('public')
-  @ApiBody({ description: 'one record (field name → value) or an array of 1 to 1000; primary key required' })
+  @ApiBody({
+    description: 'one record (field name → value) or an array of 1 to 1000; primary key required',
+    schema: customRecordsSchema,
+  })
   @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
   @ApiResponse({ status: 404, description: 'unknown object' })
   async upsert(
