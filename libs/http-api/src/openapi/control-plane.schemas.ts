@@ -84,46 +84,60 @@ const comparison: Schema = {
   },
 };
 
+const exportFormat = {
+  format: { type: 'string', enum: [...EXPORT_FORMATS] },
+  delimiter: { type: 'string', enum: [...EXPORT_DELIMITERS] },
+};
+
+/** Whole objects (all of them when `objects` is absent), or one `select`: never both. */
 export const exportRequestSchema: Schema = {
-  type: 'object',
-  properties: {
-    format: { type: 'string', enum: [...EXPORT_FORMATS] },
-    delimiter: { type: 'string', enum: [...EXPORT_DELIMITERS] },
-    objects: { type: 'array', minItems: 1, items: snakeName, description: 'either objects or select' },
-    select: {
+  oneOf: [
+    {
       type: 'object',
-      required: ['object', 'fields'],
-      properties: {
-        object: snakeName,
-        fields: { type: 'array', minItems: 1, items: { type: 'string' } },
-        filter: {
-          description: 'a comparison, or {and: [...]} / {or: [...]} nesting filters',
-          oneOf: [
-            comparison,
-            {
-              type: 'object',
-              required: ['and'],
-              properties: { and: { type: 'array', minItems: 1, items: comparison } },
-            },
-            {
-              type: 'object',
-              required: ['or'],
-              properties: { or: { type: 'array', minItems: 1, items: comparison } },
-            },
-          ],
-        },
-        sorts: {
-          type: 'array',
-          items: {
+      properties: { ...exportFormat, objects: { type: 'array', minItems: 1, items: snakeName } },
+    },
+    {
+      type: 'object',
+      required: ['select'],
+      properties: { ...exportFormat, select: exportSelectSchema() },
+    },
+  ],
+};
+
+function exportSelectSchema(): Schema {
+  return {
+    type: 'object',
+    required: ['object', 'fields'],
+    properties: {
+      object: snakeName,
+      fields: { type: 'array', minItems: 1, items: { type: 'string' } },
+      filter: {
+        description: 'a comparison, or {and: [...]} / {or: [...]} nesting filters',
+        oneOf: [
+          comparison,
+          {
             type: 'object',
-            required: ['field'],
-            properties: { field: { type: 'string' }, order: { type: 'string', enum: ['asc', 'desc'] } },
+            required: ['and'],
+            properties: { and: { type: 'array', minItems: 1, items: comparison } },
           },
+          {
+            type: 'object',
+            required: ['or'],
+            properties: { or: { type: 'array', minItems: 1, items: comparison } },
+          },
+        ],
+      },
+      sorts: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['field'],
+          properties: { field: { type: 'string' }, order: { type: 'string', enum: ['asc', 'desc'] } },
         },
       },
     },
-  },
-};
+  };
+}
 
 const email: Schema = { type: 'string', maxLength: MAX_STRING, format: 'email' };
 const subscriptionUpdate: Schema = {
