@@ -1,3 +1,5 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { EmbeddedPlatform, ADMIN_TOKEN, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { envelopeProblem, messageOf, sendAll, type FuzzResponse } from './support/fuzz-runner.js';
@@ -184,6 +186,11 @@ describe('hostile input generated from the OpenAPI document (embedded)', () => {
       );
       for (const token of await tokensInStore(account.id)) stored.add(token);
     }
+    // And nothing accepted was given up: a message the processor cannot store goes, after its retries,
+    // to the bus's dead-letter file (a 202 broken).
+    const deadLetters = join(p.config.dataDir, 'bus', 'dead-letter.log');
+    const lost = existsSync(deadLetters) ? readFileSync(deadLetters, 'utf8').trim().split('\n') : [];
+    expect(lost.map((line) => line.slice(0, 600))).toEqual([]);
     const leaked = [...stored].filter((t) => refusedTokens.has(t));
     console.log(
       `fuzz: store holds tokens of ${stored.size} requests (${[...stored].filter((t) => acceptedTokens.has(t)).length} accepted); ${refusedTokens.size} requests refused`,

@@ -458,7 +458,8 @@ function mutateValue(root: { v: unknown }, m: ValueMutation, raws: string[]): vo
  */
 function isUnstorableEpoch(v: unknown): boolean {
   if (typeof v === 'string' && v.startsWith('@@RAW')) return true;
-  return typeof v === 'number' && v >= 0 && v < 1e9;
+  const seconds = typeof v === 'string' && /^\s*-?\d+(\.\d+)?\s*$/.test(v) ? Number(v) : v; // "-0" too
+  return typeof seconds === 'number' && seconds >= 0 && seconds < 1e9;
 }
 
 function smallValue(n: number): unknown {
