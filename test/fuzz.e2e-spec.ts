@@ -1,6 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { EmbeddedPlatform, ADMIN_TOKEN, type TestAccount } from './support/embedded.js';
+import { ScaledPlatform } from './support/scaled.js';
 import { eventually } from './support/eventually.js';
 import { envelopeProblem, messageOf, sendAll, type FuzzResponse } from './support/fuzz-runner.js';
 import {
@@ -15,28 +18,56 @@ import {
 
 /**
  * Hostile input generated from the OpenAPI document (issue "A 202 is a promise"): at least 20,000
- * requests over every route of the embedded platform, valid-ish ones and broken variants. No answer
- * may be a 5xx, every 4xx is the spec's envelope, the process's memory stays bounded, and nothing of
- * a refused request reaches the store.
+ * requests over every route of the embedded platform (and a sample against the scaled-out API),
+ * valid-ish ones and broken variants. No answer may be a 5xx, every 4xx is the spec's envelope, the
+ * memory of the process serving the API stays bounded, nothing of a refused request reaches the store,
+ * and nothing accepted is dead-lettered.
  *
- * Reproduce a run with CDP_FUZZ_SEED=<printed seed>; CDP_FUZZ_REQUESTS changes the total.
+ * Reproduce a run with CDP_FUZZ_SEED=<printed seed>; CDP_FUZZ_REQUESTS changes the embedded total.
  */
 const SEED = Number(process.env.CDP_FUZZ_SEED ?? 20261123);
 const TOTAL = Number(process.env.CDP_FUZZ_REQUESTS ?? 20_000);
+const SCALED_TOTAL = Math.ceil(TOTAL / 5);
 const CONCURRENCY = 8;
 const MB = 1024 * 1024;
 const RSS_HEADROOM_MB = 400;
 
-describe('hostile input generated from the OpenAPI document (embedded)', () => {
-  let p: EmbeddedPlatform;
+type Platform = EmbeddedPlatform | ScaledPlatform;
+
+/** Resident memory of the process serving the API: this one (embedded), or the API child (scaled). */
+function apiRss(p: Platform): number {
+  if (p instanceof EmbeddedPlatform) return process.memoryUsage().rss;
+  const status = readFileSync(`/proc/${p.api.proc.pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
+}
+
+function apiPort(p: Platform): number {
+  if (p instanceof EmbeddedPlatform) return (p.app.getHttpServer().address() as { port: number }).port;
+  return Number(new URL(p.api.baseUrl).port);
+}
+
+const WIRINGS = [
+  [
+    'embedded',
+    TOTAL,
+    async (): Promise<Platform> => {
+      const p = await EmbeddedPlatform.start();
+      await p.app.listen({ port: 0, host: '127.0.0.1' });
+      return p;
+    },
+  ],
+  ['scaled out', SCALED_TOTAL, (): Promise<Platform> => ScaledPlatform.start()],
+] as const;
+
+describe.each(WIRINGS)('hostile input generated from the OpenAPI document (%s)', (_wiring, total, start) => {
+  let p: Platform;
   let main: TestAccount;
   let limited: TestAccount;
   let port: number;
 
   beforeAll(async () => {
-    p = await EmbeddedPlatform.start();
-    await p.app.listen({ port: 0, host: '127.0.0.1' });
-    port = (p.app.getHttpServer().address() as { port: number }).port;
+    p = await start();
+    port = apiPort(p);
     main = await p.createAccount('fuzz-main');
     limited = await p.createAccount('fuzz-default-rates', {});
   }, 60_000);
@@ -88,7 +119,7 @@ describe('hostile input generated from the OpenAPI document (embedded)', () => {
     };
   }
 
-  it(`answers ${TOTAL} generated requests without a 5xx, in the envelope, in bounded memory, storing nothing refused`, async () => {
+  it(`answers ${total} generated requests without a 5xx, in the envelope, in bounded memory, storing nothing refused`, async () => {
     const doc = (await p.http().get('/openapi.json')).body as OpenApiDoc;
     const operations = operationsOf(doc);
     const gaps = documentGaps(doc);
@@ -96,7 +127,7 @@ describe('hostile input generated from the OpenAPI document (embedded)', () => {
     expect(gaps).toEqual([]);
 
     const fx = await fixtures();
-    const perRoute = Math.ceil(TOTAL / operations.length);
+    const perRoute = Math.ceil(total / operations.length);
     const requests = generate(doc, fx, SEED, perRoute);
     console.log(
       `fuzz: seed ${SEED} (CDP_FUZZ_SEED), ${requests.length} requests, ${perRoute} per route over ${operations.length} routes` +
@@ -126,15 +157,15 @@ describe('hostile input generated from the OpenAPI document (embedded)', () => {
       } else acceptedTokens.add(req.token);
     };
 
-    const rss = { start: process.memoryUsage().rss, peak: 0 };
-    const sampler = setInterval(() => (rss.peak = Math.max(rss.peak, process.memoryUsage().rss)), 100);
+    const rss = { start: apiRss(p), peak: 0 };
+    const sampler = setInterval(() => (rss.peak = Math.max(rss.peak, apiRss(p))), 100);
     const started = Date.now();
     try {
       await sendAll(port, requests, CONCURRENCY, onResponse);
     } finally {
       clearInterval(sampler);
     }
-    rss.peak = Math.max(rss.peak, process.memoryUsage().rss);
+    rss.peak = Math.max(rss.peak, apiRss(p));
     const seconds = (Date.now() - started) / 1000;
 
     const seen = new Map<number, number>();
@@ -162,35 +193,19 @@ describe('hostile input generated from the OpenAPI document (embedded)', () => {
 
     // Nothing refused is stored: once the processor has drained (a marker sent last has landed),
     // no row of the accounts holds the token of a refused request.
-    const stored = new Set<string>();
+    const marker = `drain-${SEED}`;
     for (const account of [main, limited]) {
-      const marker = `drain-${SEED}`;
-      expect(
-        (
-          await p
-            .http()
-            .post('/v3/events')
-            .set('x-api-key', account.publicKey)
-            .send({ type: 'drain', identifiers: { vuid: marker } })
-        ).status,
-      ).toBe(202);
-      await eventually(
-        async () =>
-          (await p.scalar(
-            account.id,
-            `SELECT count() AS n FROM {db}.events WHERE identifiers['vuid'] = {m:String}`,
-            { m: marker },
-          )) === 1,
-        60_000,
-        100,
-      );
-      for (const token of await tokensInStore(account.id)) stored.add(token);
+      const sent = await p
+        .http()
+        .post('/v3/events')
+        .set('x-api-key', account.publicKey)
+        .send({ type: 'drain', identifiers: { vuid: marker } });
+      expect(sent.status).toBe(202);
     }
+    const stored = await drainedTokens([main.id, limited.id], marker);
     // And nothing accepted was given up: a message the processor cannot store goes, after its retries,
-    // to the bus's dead-letter file (a 202 broken).
-    const deadLetters = join(p.config.dataDir, 'bus', 'dead-letter.log');
-    const lost = existsSync(deadLetters) ? readFileSync(deadLetters, 'utf8').trim().split('\n') : [];
-    expect(lost.map((line) => line.slice(0, 600))).toEqual([]);
+    // to the bus's dead-letter file (embedded) or stream (scaled out): a 202 broken.
+    expect((await deadLetters()).map((line) => line.slice(0, 600))).toEqual([]);
     const leaked = [...stored].filter((t) => refusedTokens.has(t));
     console.log(
       `fuzz: store holds tokens of ${stored.size} requests (${[...stored].filter((t) => acceptedTokens.has(t)).length} accepted); ${refusedTokens.size} requests refused`,
@@ -234,17 +249,60 @@ describe('hostile input generated from the OpenAPI document (embedded)', () => {
     ]);
   });
 
-  /** Every request token in any table of the account's database. */
-  async function tokensInStore(account: string): Promise<Set<string>> {
-    const tables = await p.query<{ name: string }>(
-      account,
-      "SELECT name FROM system.tables WHERE database = '{db}' AND engine NOT LIKE '%View%'",
-    );
+  /**
+   * Every request token in any table of the accounts' databases, once the marker has landed in each.
+   * Scaled out, chDB belongs to the processor: wait for the stream to empty, then read with it stopped.
+   */
+  async function drainedTokens(accounts: string[], marker: string): Promise<Set<string>> {
     const tokens = new Set<string>();
-    for (const { name } of tables) {
-      const rows = await p.query<Record<string, unknown>>(account, `SELECT * FROM {db}.\`${name}\``);
-      for (const row of rows) for (const m of JSON.stringify(row).matchAll(/fz\d+k/g)) tokens.add(m[0]);
+    const scan = async (
+      query: <T>(account: string, sql: string, params?: Record<string, unknown>) => Promise<T[]>,
+    ) => {
+      for (const account of accounts) {
+        const [landed] = await query<{ n: string | number }>(
+          account,
+          `SELECT count() AS n FROM {db}.events WHERE identifiers['vuid'] = {m:String}`,
+          { m: marker },
+        );
+        if (Number(landed?.n) !== 1) return false;
+      }
+      for (const account of accounts) {
+        const tables = await query<{ name: string }>(
+          account,
+          "SELECT name FROM system.tables WHERE database = '{db}' AND engine NOT LIKE '%View%'",
+        );
+        for (const { name } of tables) {
+          const rows = await query<Record<string, unknown>>(account, `SELECT * FROM {db}.\`${name}\``);
+          for (const row of rows) for (const m of JSON.stringify(row).matchAll(/fz\d+k/g)) tokens.add(m[0]);
+        }
+      }
+      return true;
+    };
+    if (p instanceof EmbeddedPlatform) {
+      const embedded = p;
+      await eventually(() => scan((a, sql, params) => embedded.query(a, sql, params)), 60_000, 200);
+    } else {
+      const scaled = p;
+      await eventually(async () => (await scaled.pending()) === 0, 120_000, 200);
+      expect(await scaled.withStore((store) => scan((a, sql, params) => store.query(a, sql, params)))).toBe(
+        true,
+      );
     }
     return tokens;
+  }
+
+  /** What the bus gave up on: the local log's dead-letter file; JetStream's dead-letter stream. */
+  async function deadLetters(): Promise<string[]> {
+    if (p instanceof EmbeddedPlatform) {
+      const file = join(p.config.dataDir, 'bus', 'dead-letter.log');
+      return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n') : [];
+    }
+    const nc = await connect({ servers: p.nats.url });
+    try {
+      const info = await (await jetstreamManager(nc)).streams.info('CDP_DEAD_LETTER');
+      return info.state.messages ? [`${info.state.messages} message(s) in CDP_DEAD_LETTER`] : [];
+    } finally {
+      await nc.close();
+    }
   }
 });
