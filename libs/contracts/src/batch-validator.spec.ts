@@ -192,6 +192,21 @@ describe('BatchValidator', () => {
       );
     });
 
+    it('refuses an integer beyond the exact range, which the store could not read', () => {
+      for (const days of [1.2345678901234568e29, -(2 ** 53)]) {
+        expect(
+          invalidsOf(() => events.parse(event({ data: { days_since_last_visit: days } }), 'ctx')),
+        ).toEqual([
+          {
+            event: 0,
+            field: 'data.days_since_last_visit',
+            reason: expect.stringMatching(/^must be [<>]= -?9007199254740991$/),
+          },
+        ]);
+      }
+      expect(events.parse(event({ data: { days_since_last_visit: 2 ** 53 - 1 } }), 'ctx')).toHaveLength(1);
+    });
+
     it('reports wrongly typed profile attributes', () => {
       const invalids = invalidsOf(() =>
         profiles.parse({ attributes: { opted_in: 'yes', city: 3, email: ['a@b.co'] } }, undefined),

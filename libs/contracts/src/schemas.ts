@@ -23,7 +23,8 @@ export function schemaOf(type: FieldType | 'boolean'): Schema {
     case 'string':
       return str;
     case 'integer':
-      return { type: 'integer' };
+      // The store's Int64 cannot read 1.2e+29, which JSON parses as an integer: the exact range only.
+      return { type: 'integer', minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER };
     case 'number':
       return { type: 'number' };
     case 'boolean':

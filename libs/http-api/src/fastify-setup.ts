@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { Transform, type TransformCallback } from 'node:stream';
+import { Transform, type Duplex, type TransformCallback } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyServerOptions } from 'fastify';
 import type { AppConfig } from '@cdp/config';
-import { ApiError } from '@cdp/contracts';
+import { ApiError, envelope, statusTitle } from '@cdp/contracts';
 import type { Logger } from '@cdp/logger';
 import { installRequestHashing } from './idempotency/request-hash.js';
+import { sendError } from './errors/error-envelope.filter.js';
 
 /** Fastify options: the request id doubles as the bus message id; the body limit counts decompressed bytes. */
 export function fastifyOptions(config: AppConfig, logger: Logger): FastifyServerOptions {
@@ -19,7 +20,39 @@ export function fastifyOptions(config: AppConfig, logger: Logger): FastifyServer
     bodyLimit: config.bodyLimitBytes,
     // SIGTERM: stop accepting, let requests in flight finish (their 202 means durable), then close.
     forceCloseConnections: 'idle',
+    // A URL the router cannot read (bad percent-encoding: 400; a path segment over 100 characters: 414)
+    // is answered before any hook or route runs: give it the envelope and the request id all the same.
+    frameworkErrors: (error, request, reply) => {
+      void reply.header('z-request-id', request.id);
+      sendError(reply, request, error, logger);
+    },
+    clientErrorHandler: answerClientError,
   };
+}
+
+/**
+ * A request Node's HTTP parser refuses (headers over 16 KiB: 431; malformed: 400; too slow: 408) never
+ * reaches Fastify: answer it in the envelope, and say `Connection: close`, since the socket is destroyed
+ * next; without it a keep-alive client sends its next request into the closed socket and loses it.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const status =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+  const message =
+    status === 408
+      ? 'the request was not received in time'
+      : status === 431
+        ? 'request headers are larger than 16 KiB'
+        : 'the request is not valid HTTP';
+  const body = JSON.stringify(envelope(status, { message }));
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${statusTitle(status)}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nz-request-id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }
 
 /**

@@ -61,6 +61,10 @@ function clientMessage(error: { code?: string; message?: string }): string {
       return 'request body must be sent with Content-Type: application/json';
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return 'request body is empty';
+    case 'FST_ERR_BAD_URL':
+      return 'the URL is not validly percent-encoded';
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return 'a path parameter is longer than 100 characters';
     default:
       return error.message ?? 'bad request';
   }

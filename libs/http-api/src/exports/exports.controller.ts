@@ -4,6 +4,7 @@ import type { Principal } from '@cdp/accounts';
 import { ExportsService, type ExportRecord } from '@cdp/exports';
 import { Auth } from '../auth/auth.decorator.js';
 import { CurrentPrincipal } from '../auth/principal.js';
+import { exportRequestSchema } from '../openapi/control-plane.schemas.js';
 
 /** spec "Exports (beta)": the API records the job; an exporter runs it. */
 @ApiTags('exports')
@@ -15,7 +16,7 @@ export class ExportsController {
   @Post()
   @HttpCode(202)
   @Auth('private')
-  @ApiBody({ schema: { type: 'object' } })
+  @ApiBody({ schema: exportRequestSchema })
   @ApiResponse({ status: 202, description: 'the export record (state pending)' })
   @ApiResponse({ status: 422, description: 'a requested object is already being exported' })
   request(@Body() body: unknown, @CurrentPrincipal() principal: Principal): Promise<ExportRecord> {

@@ -9,6 +9,7 @@ import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';
+import { subscriptionsSchema } from '../openapi/control-plane.schemas.js';
 import { SubscriptionLookup, type SubscriptionStatus } from './subscription-lookup.service.js';
 import { parseSubscriptions, type SubscriptionEcho } from './subscriptions.validator.js';
 
@@ -74,7 +75,7 @@ export class ListsController {
   @Auth('public')
   @ApiBody({
     description: '{opted_in, email}, {list_id, email, subscribed}, or an array mixing both (at most 1000)',
-    schema: { oneOf: [{ type: 'object' }, { type: 'array', items: { type: 'object' } }] },
+    schema: subscriptionsSchema,
   })
   @ApiResponse({ status: 200, description: '{updates: [...]}: each update as applied, once stored durably' })
   @ApiResponse({ status: 404, description: 'list not found' })

@@ -6,6 +6,7 @@ import { accepted, type AcceptedBody } from '@cdp/contracts';
 import { Auth } from '../auth/auth.decorator.js';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';
+import { customRecordsSchema } from '../openapi/control-plane.schemas.js';
 import { ObjectsIngest } from './objects.ingest.js';
 
 @ApiTags('objects')
@@ -18,7 +19,10 @@ export class ObjectsController {
   @HttpCode(202)
   @Idempotent()
   @Auth('public')
-  @ApiBody({ description: 'one record (field name → value) or an array of 1 to 1000; primary key required' })
+  @ApiBody({
+    description: 'one record (field name → value) or an array of 1 to 1000; primary key required',
+    schema: customRecordsSchema,
+  })
   @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
   @ApiResponse({ status: 404, description: 'unknown object' })
   async upsert(

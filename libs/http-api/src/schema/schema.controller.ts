@@ -14,6 +14,7 @@ import {
 } from '@cdp/schema';
 import { Auth } from '../auth/auth.decorator.js';
 import { CurrentPrincipal } from '../auth/principal.js';
+import { newFieldsSchema, objectDefSchema, relationDefSchema } from '../openapi/control-plane.schemas.js';
 
 /**
  * The schema API (spec "Schema API (beta)"): objects, their fields and relations. Creation answers 201
@@ -29,9 +30,7 @@ export class SchemaController {
 
   @Post()
   @HttpCode(201)
-  @ApiBody({
-    description: '{name, display_name, alias?, fields: [{name, type, display_name, primary?}], relations?}',
-  })
+  @ApiBody({ schema: objectDefSchema })
   @ApiResponse({ status: 201, description: 'the created object' })
   async createObject(@Body() body: unknown, @CurrentPrincipal() principal: Principal): Promise<ObjectView> {
     const created = await this.registry.createObject(principal.account, body);
@@ -54,7 +53,7 @@ export class SchemaController {
 
   @Post(':object/fields')
   @HttpCode(201)
-  @ApiBody({ description: 'one field {name, type, display_name, description?} or {fields: [...]}' })
+  @ApiBody({ description: 'one field, or {fields: [...]}', schema: newFieldsSchema })
   @ApiResponse({ status: 201, description: 'the created field, or {fields: [...]} when several were sent' })
   async createFields(
     @Param('object') name: string,
@@ -87,7 +86,7 @@ export class SchemaController {
 
   @Post(':object/relations')
   @HttpCode(201)
-  @ApiBody({ description: '{name, display_name, child_object, join_fields: [{parent, child}]}' })
+  @ApiBody({ schema: relationDefSchema })
   @ApiResponse({ status: 201, description: 'the created relation' })
   async createRelation(
     @Param('object') name: string,
