@@ -4,7 +4,7 @@ import { createGunzip } from 'node:zlib';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyServerOptions } from 'fastify';
 import type { AppConfig } from '@cdp/config';
-import { ApiError } from '@cdp/contracts';
+import { ApiError, parseJsonBody } from '@cdp/contracts';
 import type { Logger } from '@cdp/logger';
 
 /** Fastify options: the request id doubles as the bus message id; the body limit counts decompressed bytes. */
@@ -49,6 +49,17 @@ export function installHttpHooks(fastify: FastifyInstance): void {
     else if (reply.statusCode === 413)
       drainOversizedBody(request.raw, reply, fastify.initialConfig.bodyLimit);
     done(null, payload);
+  });
+
+  // Every body is read by one parser: UTF-8 only, no lone surrogate, no `__proto__`, each refused on
+  // its field (Fastify's own parser replaces bad bytes with U+FFFD and refuses `__proto__` as bad JSON).
+  fastify.removeContentTypeParser('application/json');
+  fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+    try {
+      done(null, parseJsonBody(body as Buffer));
+    } catch (err) {
+      done(err as Error, undefined);
+    }
   });
 
   fastify.addHook('preParsing', (request, _reply, payload, done) => {
