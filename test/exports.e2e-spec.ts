@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { tableFromIPC } from 'apache-arrow';
 import { parse } from 'csv-parse/sync';
 import { readParquet } from 'parquet-wasm';
@@ -103,6 +103,9 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
       .set('x-api-key', key)
       .send(body as object);
   const get = (id: string) => p.http().get(`/v3/exports/${id}`).set('x-api-key', acc.privateKey);
+  /** Where a record's `path` (`<bucket>/<tracker_id>/data-exports/<id>`) is on disk: the bucket's directory. */
+  const onDisk = (path: string): string =>
+    join(p instanceof EmbeddedPlatform ? dirname(p.config.buckets.export) : join(p.dataDir, 'buckets'), path);
 
   /** Waits for the export to finish and returns its manifest, checking each file's size and hash. */
   async function finished(id: string): Promise<{ manifest: Manifest; dir: string }> {
@@ -110,7 +113,8 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
       const res = await get(id);
       return res.body.state === 'completed' || res.body.state === 'completed_with_errors' ? res.body : false;
     }, 30_000);
-    const dir = record.path as string;
+    expect(record.path).toMatch(new RegExp(`^export/[^/]+/data-exports/${id}$`));
+    const dir = onDisk(record.path as string);
     const manifest = JSON.parse(readFileSync(join(dir, 'complete.json'), 'utf8')) as Manifest;
     expect(manifest.export_id).toBe(id);
     expect(manifest.state).toBe(record.state);
@@ -453,8 +457,9 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
         if (r.body.state !== 'completed') throw new Error(`export ${r.body.state}`);
         return r.body as { path: string };
       }, 30_000);
-      const manifest = JSON.parse(readFileSync(join(record.path, 'complete.json'), 'utf8')) as Manifest;
-      return manifest.files.flatMap((f) => csvRows(record.path, f));
+      const dir = onDisk(record.path);
+      const manifest = JSON.parse(readFileSync(join(dir, 'complete.json'), 'utf8')) as Manifest;
+      return manifest.files.flatMap((f) => csvRows(dir, f));
     };
     const rows = await eventually(async () => {
       const got = await exportOf({
@@ -568,6 +573,6 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
     // The other account's export of the same object is not blocked by this one's.
     expect((await post({ objects: ['events'] }, other.privateKey)).status).toBe(202);
     await finished(mine.body.id);
-    expect(existsSync(join(mine.body.path, 'complete.json'))).toBe(true);
+    expect(existsSync(join(onDisk(mine.body.path), 'complete.json'))).toBe(true);
   });
 });

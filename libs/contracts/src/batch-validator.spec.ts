@@ -329,3 +329,44 @@ describe('BatchValidator', () => {
     });
   });
 });
+
+describe('numbers the store keeps exactly', () => {
+  const fieldsOf = (body: unknown): string[] => {
+    try {
+      events.parse(body, 't');
+    } catch (err) {
+      if (err instanceof ApiError && 'invalids' in err.detail)
+        return err.detail.invalids.map((i) => `${String(i.field)}: ${i.reason}`);
+      throw err;
+    }
+    return [];
+  };
+  const order = (fields: Record<string, unknown>) =>
+    event({ type: 'order', action: 'purchase', data: { order: { order_id: 'o1', ...fields } } });
+
+  it('refuses infinite and NaN amounts (JSON 1e400 parses to Infinity)', () => {
+    expect(fieldsOf(order({ total: Infinity }))).toEqual(['data.order.total: must be number']);
+    expect(fieldsOf(order({ items: [{ price: -Infinity, quantity: NaN }] }))).toEqual([
+      'data.order.items.0.price: must be number',
+      'data.order.items.0.quantity: must be number',
+    ]);
+  });
+
+  it('takes amounts of at most 4 decimals within ±99,999,999,999.9999', () => {
+    expect(
+      fieldsOf(order({ total: 99_999_999_999.9999, subtotal: -99_999_999_999.9999, tax: 0.0001 })),
+    ).toEqual([]);
+    expect(fieldsOf(order({ total: 100_000_000_000, discount: 0.12345 }))).toEqual([
+      'data.order.total: must be <= 99999999999.9999',
+      'data.order.discount: must have at most 4 digits after the decimal point',
+    ]);
+  });
+
+  it('takes integers a double holds exactly', () => {
+    expect(fieldsOf(event({ data: { days_since_last_visit: Number.MAX_SAFE_INTEGER } }))).toEqual([]);
+    expect(fieldsOf(event({ data: { days_since_last_visit: 2 ** 53 } }))).toEqual([
+      'data.days_since_last_visit: must be <= 9007199254740991',
+    ]);
+    expect(fieldsOf(event({ data: { days_since_last_visit: 1e300 } }))).toHaveLength(1);
+  });
+});

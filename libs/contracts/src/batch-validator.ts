@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject } from 'ajv';
+import { isExactAmount } from '@cdp/domain';
 import { ApiError, type Invalid } from './errors.js';
-import { MAX_BATCH } from './schemas.js';
+import { AMOUNT_KEYWORD, MAX_BATCH } from './schemas.js';
 
 /**
  * Validates a batch body (one record or an array of at most 1000) with a schema compiled once, then a
@@ -17,7 +18,15 @@ export class BatchValidator<In, Out, Ctx = void> {
     /** Turns a schema-valid record into its normalized form, or returns its invalids. */
     private readonly rule: (record: In, index: number, context: Ctx) => Out | Invalid[],
   ) {
-    const ajv = new Ajv({ allErrors: true, strict: false });
+    // strictNumbers: JSON's 1e400 parses to Infinity, which `type: number` would otherwise let through.
+    const ajv = new Ajv({ allErrors: true, strict: false, strictNumbers: true });
+    ajv.addKeyword({
+      keyword: AMOUNT_KEYWORD,
+      type: 'number',
+      schemaType: 'boolean',
+      error: { message: 'must have at most 4 digits after the decimal point' },
+      validate: (on: boolean, value: number) => !on || isExactAmount(value),
+    });
     this.validate = ajv.compile(schema);
     this.check = this.validate;
   }

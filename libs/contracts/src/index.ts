@@ -3,3 +3,4 @@ export * from './messages.js';
 export * from './schemas.js';
 export * from './batch-validator.js';
 export * from './commerce-schemas.js';
+export * from './json-body.js';

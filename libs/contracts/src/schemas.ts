@@ -1,5 +1,6 @@
 import {
   CUSTOMER_FIELDS,
+  MAX_AMOUNT,
   EVENT_DATA_FIELDS,
   ORDER_FIELDS,
   ORDER_ITEM_FIELDS,
@@ -15,6 +16,9 @@ export const MAX_BATCH = 1000; // spec "Limits": 1000 events / profiles per requ
 
 type Schema = Record<string, unknown>;
 
+/** Marks a number that must be an exact amount (at most 4 decimals); the batch validator defines it. */
+export const AMOUNT_KEYWORD = 'x-amount';
+
 export const str: Schema = { type: 'string', maxLength: MAX_STRING };
 export const nullable = (s: Schema): Schema => ({ anyOf: [s, { type: 'null' }] });
 
@@ -23,10 +27,11 @@ export function schemaOf(type: FieldType | 'boolean'): Schema {
     case 'string':
       return str;
     case 'integer':
-      // The store's Int64 cannot read 1.2e+29, which JSON parses as an integer: the exact range only.
-      return { type: 'integer', minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER };
+      // Integers a double holds exactly, so the value stored (Int64) is the value sent.
+      return { type: 'integer', minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER };
     case 'number':
-      return { type: 'number' };
+      // Every number of the built-in objects is an amount kept in 1/10000 units (orders.ts).
+      return { type: 'number', minimum: -MAX_AMOUNT, maximum: MAX_AMOUNT, [AMOUNT_KEYWORD]: true };
     case 'boolean':
       return { type: 'boolean' };
     case 'object':

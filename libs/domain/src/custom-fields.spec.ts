@@ -122,3 +122,16 @@ describe('normalizers keep custom fields read beforehand and still drop the rest
     expect(record.dropped).toEqual(['nope']);
   });
 });
+
+describe('custom values the store reads back as sent', () => {
+  it('keeps a timestamp to the millisecond, as DateTime64(3) stores it', () => {
+    expect(readCustomValue('timestamp', '1700000000.12345')).toEqual({ value: 1700000000.123 });
+    expect(readCustomValue('timestamp', 0.5)).toEqual({ value: 0.5 });
+    expect(readCustomValue('timestamp', -2208988800)).toEqual({ value: -2208988800 });
+    expect(readCustomValue('timestamp', -2208988801)).toEqual({ reason: expect.any(String) });
+  });
+
+  it('refuses an infinite number', () => {
+    expect(readCustomValue('number', Infinity)).toEqual({ reason: 'must be a finite number' });
+  });
+});

@@ -51,9 +51,10 @@ export function readCustomValue(
     case 'timestamp': {
       // Spec "Data types": a custom timestamp field is a unix timestamp (seconds).
       const text = typeof value === 'number' ? String(value) : typeof value === 'string' ? value.trim() : '';
-      if (!DECIMAL_TEXT.test(text) || parseTimestamp(text) === undefined)
-        return { reason: 'must be a unix timestamp in seconds' };
-      return { value: Number(text) };
+      const ms = DECIMAL_TEXT.test(text) ? parseTimestamp(text) : undefined;
+      if (ms === undefined) return { reason: 'must be a unix timestamp in seconds' };
+      // The store keeps milliseconds: the value travels as the one it will read back.
+      return { value: ms / 1000 };
     }
   }
 }

@@ -129,6 +129,20 @@ export const AMOUNT_SCALE = 10_000;
 export const toUnits = (amount: number): number => Math.round(amount * AMOUNT_SCALE);
 export const fromUnits = (units: number): number => units / AMOUNT_SCALE;
 
+/**
+ * The largest amount: 15 digits of units, so that a running tally of many stays an exact integer in a
+ * double (up to 2^53) and in the store's Int64 units.
+ */
+export const MAX_AMOUNT = 99_999_999_999.9999;
+
+/**
+ * Whether a number is an amount the platform keeps exactly: finite, at most 4 digits after the point
+ * (units of 1/10000), within ±MAX_AMOUNT. Every number field of the built-in objects is one.
+ */
+export function isExactAmount(value: number): boolean {
+  return Number.isFinite(value) && Math.abs(value) <= MAX_AMOUNT && fromUnits(toUnits(value)) === value;
+}
+
 /** One input to an order's state: an order event, or a `POST /v2/entities` order update. */
 export interface OrderChange {
   /** Event id or entity-update id: a change is applied at most once, however often it is delivered. */

@@ -103,10 +103,24 @@ describe('parseTimestamp', () => {
 });
 
 describe('toStoreTime', () => {
-  it('writes epoch seconds with milliseconds, and a UTC date-time before 1970', () => {
+  it('writes epoch seconds with milliseconds where ClickHouse reads them, a UTC date-time elsewhere', () => {
     expect(toStoreTime(Date.UTC(2024, 0, 2, 3, 4, 5, 6))).toBe('1704164645.006');
-    expect(toStoreTime(0)).toBe('0.000');
     expect(toStoreTime(Date.UTC(1950, 0, 2, 3, 4, 5, 6))).toBe('1950-01-02 03:04:05.006');
+    // Fewer than 9 digits of seconds are read as a date or refused by ClickHouse; 11 are refused.
+    expect(toStoreTime(0)).toBe('1970-01-01 00:00:00.000');
+    expect(toStoreTime(500)).toBe('1970-01-01 00:00:00.500');
+    expect(toStoreTime(12_000)).toBe('1970-01-01 00:00:12.000');
+    expect(toStoreTime(-1)).toBe('1969-12-31 23:59:59.999');
+    expect(toStoreTime(99_999_999_999)).toBe('1973-03-03 09:46:39.999');
+    expect(toStoreTime(100_000_000_000)).toBe('100000000.000');
+    expect(toStoreTime(9_999_999_999_999)).toBe('9999999999.999');
+    expect(toStoreTime(Date.UTC(2299, 11, 31, 23, 59, 59, 999))).toBe('2299-12-31 23:59:59.999');
+    expect(toStoreTime(Date.UTC(1900, 0, 1))).toBe('1900-01-01 00:00:00.000');
+  });
+
+  it('rounds to the millisecond (a custom timestamp in seconds may carry more digits)', () => {
+    expect(toStoreTime(1_700_000_000_123.6)).toBe('1700000000.124');
+    expect(toStoreTime(-0.4)).toBe('1970-01-01 00:00:00.000');
   });
 
   it('round-trips with parseTimestamp', () => {

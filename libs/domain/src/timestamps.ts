@@ -34,11 +34,20 @@ function inRange(ms: number): number | undefined {
 }
 
 /**
- * The text form ClickHouse reads into DateTime64(3, 'UTC'): epoch seconds with three decimals
- * (`1700000000.123`), which costs a fraction of formatting a date on the hot path; before 1970,
- * `YYYY-MM-DD hh:mm:ss.sss` in UTC.
+ * ClickHouse reads epoch-seconds text into DateTime64 only with 9 or 10 digits before the point: fewer
+ * are taken for a date (`12` is the 12th of this month, `20240101` a day) or refused (`0.500`), and 11
+ * (from 2286-11-20) are refused. Those are 1973-03-03 to 2286-11-20.
+ */
+const EPOCH_TEXT_MIN_MS = 100_000_000_000;
+const EPOCH_TEXT_MAX_MS = 10_000_000_000_000;
+
+/**
+ * The text form ClickHouse reads into DateTime64(3, 'UTC'), to the millisecond: epoch seconds with three
+ * decimals (`1700000000.123`), which costs a fraction of formatting a date on the hot path; outside the
+ * range where ClickHouse reads that form (before 1973, after 2286), `YYYY-MM-DD hh:mm:ss.sss` in UTC.
  */
 export function toStoreTime(ms: number): string {
-  if (ms >= 0) return (ms / 1000).toFixed(3);
-  return new Date(ms).toISOString().slice(0, 23).replace('T', ' ');
+  const whole = Math.round(ms);
+  if (whole >= EPOCH_TEXT_MIN_MS && whole < EPOCH_TEXT_MAX_MS) return (whole / 1000).toFixed(3);
+  return new Date(whole).toISOString().slice(0, 23).replace('T', ' ');
 }

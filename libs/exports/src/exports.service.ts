@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
+import { basename } from 'node:path';
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '@cdp/config';
 import { ApiError } from '@cdp/contracts';
@@ -48,7 +48,9 @@ export class ExportsService {
     await this.lock(account, detail.objects, id, now.getTime());
     const record: ExportRecord = {
       id,
-      path: join(this.config.buckets.export, exportPrefix(trackerId, id)),
+      // spec "Export record": `<bucket>/<tracker_id>/data-exports/<export_id>`; a directory bucket is named
+      // by its directory, and where that directory is on the server is none of the caller's business.
+      path: `${basename(this.config.buckets.export)}/${exportPrefix(trackerId, id)}`,
       state: 'pending',
       requested_at: now.toISOString(),
       definition_id: definitionId(detail),

@@ -4,7 +4,7 @@ import { createGunzip } from 'node:zlib';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyServerOptions } from 'fastify';
 import type { AppConfig } from '@cdp/config';
-import { ApiError, envelope, statusTitle } from '@cdp/contracts';
+import { ApiError, envelope, parseJsonBody, statusTitle } from '@cdp/contracts';
 import type { Logger } from '@cdp/logger';
 import { installRequestHashing } from './idempotency/request-hash.js';
 import { sendError } from './errors/error-envelope.filter.js';
@@ -81,8 +81,21 @@ export function installHttpHooks(fastify: FastifyInstance): void {
   fastify.addHook('onSend', (request, reply, payload, done) => {
     if (closing) void reply.header('connection', 'close');
     else if (reply.statusCode === 413)
-      drainOversizedBody(request.raw, reply, fastify.initialConfig.bodyLimit);
+      return drainOversizedBody(request.raw, reply, fastify.initialConfig.bodyLimit ?? 0, () =>
+        done(null, payload),
+      );
     done(null, payload);
+  });
+
+  // Every body is read by one parser: UTF-8 only, no lone surrogate, no `__proto__`, each refused on
+  // its field (Fastify's own parser replaces bad bytes with U+FFFD and refuses `__proto__` as bad JSON).
+  fastify.removeContentTypeParser('application/json');
+  fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+    try {
+      done(null, parseJsonBody(body as Buffer));
+    } catch (err) {
+      done(err as Error, undefined);
+    }
   });
 
   fastify.addHook('preParsing', (request, _reply, payload, done) => {
@@ -120,15 +133,42 @@ export function installHttpHooks(fastify: FastifyInstance): void {
 }
 
 /**
- * Fastify answers 413 before reading an oversized body and closes the connection, so a client still
- * uploading gets a broken pipe instead of the answer. A body up to twice the limit is read and discarded
- * instead, and the connection lives on: the client sees its 413. Beyond that, hanging up is cheaper.
+ * Fastify answers 413 before reading an oversized body. A server that closes a connection with unread
+ * bytes in it makes the kernel reset it, and a client still uploading then gets a broken pipe, or loses
+ * the answer it had not read yet — whenever the answer wins the race with the upload, which is often, and
+ * always for a client that sent `Connection: close` (the server hangs up after the answer). So a body up
+ * to twice the limit is read to its end and discarded first, and only then answered: nothing is left
+ * unread whatever happens to the connection next. Beyond that (declared, or counted when chunked),
+ * hanging up is cheaper.
  */
-function drainOversizedBody(raw: IncomingMessage, reply: FastifyReply, limit = 0): void {
+function drainOversizedBody(
+  raw: IncomingMessage,
+  reply: FastifyReply,
+  limit: number,
+  answer: () => void,
+): void {
   const declared = Number(raw.headers['content-length'] ?? Number.NaN);
-  if (raw.complete || !(declared <= 2 * limit)) return;
+  if (raw.complete || raw.destroyed || declared > 2 * limit) return answer();
   reply.removeHeader('connection');
   raw.unpipe(); // a gzip decoder it fed is done with
+  let read = 0;
+  let answered = false;
+  const finish = () => {
+    if (answered) return;
+    answered = true;
+    raw.off('data', count);
+    answer();
+  };
+  const count = (chunk: Buffer) => {
+    read += chunk.length;
+    if (read <= 2 * limit) return;
+    void reply.header('connection', 'close');
+    finish();
+  };
+  raw.on('data', count);
+  raw.once('end', finish);
+  raw.once('close', finish);
+  raw.once('error', finish);
   raw.resume();
 }
 

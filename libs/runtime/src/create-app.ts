@@ -29,6 +29,8 @@ export async function createApp(
     {
       logger: new NestPinoLogger(logger),
       abortOnError: false,
+      // Bodies are JSON only, read by the one parser installHttpHooks registers.
+      bodyParser: false,
     },
   );
   const fastify = app.getHttpAdapter().getInstance();
