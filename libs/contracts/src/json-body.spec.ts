@@ -86,4 +86,17 @@ describe('parseJsonBody', () => {
     expect(messageOf('{broken')).toBe('request body is not valid JSON');
     expect(messageOf('')).toBe('request body is empty');
   });
+
+  it('walks a body nested far deeper than the call stack allows, naming the field', () => {
+    const depth = 20_000;
+    const body = Buffer.concat([
+      Buffer.from(`{"data":${'['.repeat(depth)}"a`),
+      Buffer.from([0xff]),
+      Buffer.from(`"${']'.repeat(depth)}}`),
+    ]);
+    const invalids = invalidsOf(body);
+    expect(invalids).toHaveLength(1);
+    expect(invalids[0]!.field).toBe(`data.${Array(depth).fill('0').join('.')}`);
+    expect(invalids[0]!.reason).toBe('must be valid UTF-8');
+  });
 });

@@ -41,31 +41,53 @@ function mayHide(body: Buffer): boolean {
  */
 export function bodyProblems(value: unknown, surrogateReason = WELL_FORMED): Invalid[] {
   const out: Invalid[] = [];
-  if (Array.isArray(value)) value.forEach((item, event) => walk(item, [], out, surrogateReason, event));
-  else walk(value, [], out, surrogateReason);
+  if (Array.isArray(value)) value.forEach((item, event) => walk(item, out, surrogateReason, event));
+  else walk(value, out, surrogateReason);
   return out;
 }
 
 /** No more than this many problems are listed: a body full of them needs only a few to be fixed. */
 const MAX_LISTED = 100;
 
-function walk(value: unknown, path: string[], out: Invalid[], reason: string, event?: number): void {
-  if (out.length >= MAX_LISTED) return;
+/**
+ * Walks the value with a stack of its own, not by recursion: a hostile body nested thousands deep
+ * would otherwise overflow the call stack (a 500 instead of the 400). Paths are linked to their
+ * parent and spelled out only for a field that is reported.
+ */
+function walk(root: unknown, out: Invalid[], reason: string, event?: number): void {
+  interface Step {
+    value: unknown;
+    key: string | undefined;
+    parent: Step | undefined;
+  }
+  const pathOf = (step: Step | undefined): string[] => {
+    const names: string[] = [];
+    for (let s = step; s?.key !== undefined; s = s.parent) names.push(s.key);
+    return names.reverse();
+  };
   const report = (field: string[], why: string) => {
     const invalid: Invalid = { field: field.length ? field.map(printable).join('.') : 'body', reason: why };
     out.push(event === undefined ? invalid : { event, ...invalid });
   };
-  if (typeof value === 'string') {
-    if (hasLoneSurrogate(value)) report(path, reason);
-  } else if (Array.isArray(value)) {
-    value.forEach((item, i) => walk(item, [...path, String(i)], out, reason, event));
-  } else if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) {
-      const at = [...path, key];
-      if (hasLoneSurrogate(key)) report(at, `field name ${reason}`);
-      else if (key === '__proto__' || (key === 'prototype' && path.at(-1) === 'constructor'))
-        report(at, RESERVED);
-      else walk(item, at, out, reason, event);
+  const stack: Step[] = [{ value: root, key: undefined, parent: undefined }];
+  while (stack.length && out.length < MAX_LISTED) {
+    const step = stack.pop()!;
+    const { value } = step;
+    if (typeof value === 'string') {
+      if (hasLoneSurrogate(value)) report(pathOf(step), reason);
+    } else if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--)
+        stack.push({ value: value[i], key: String(i), parent: step });
+    } else if (value !== null && typeof value === 'object') {
+      const entries = Object.entries(value);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, item] = entries[i]!;
+        const at = { value: item, key, parent: step };
+        if (hasLoneSurrogate(key)) report(pathOf(at), `field name ${reason}`);
+        else if (key === '__proto__' || (key === 'prototype' && step.key === 'constructor'))
+          report(pathOf(at), RESERVED);
+        else stack.push(at);
+      }
     }
   }
 }
