@@ -1,4 +1,5 @@
 import { EventBus } from '@cdp/bus';
+import { configureFaults, parseFaults } from '@cdp/faults';
 import { parseExposition, sampleValue, type Sample } from '@cdp/metrics';
 import { ADMIN_TOKEN, EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
@@ -129,6 +130,47 @@ describe.each(WIRINGS)('metrics and health probes (%s)', (_wiring, start) => {
     if (base) {
       expect((await fetch(`${base}/health/live`)).status).toBe(200);
       expect((await fetch(`${base}/health/ready`)).status).toBe(200);
+    }
+  });
+
+  it('counts dead letters by kind, and the bus reports how many it holds', async () => {
+    const poisoned = await p.createAccount('metrics-poisoned');
+    // The processor rejects this account's messages the way it rejects a value the store cannot parse.
+    const rule = `processor.message[${poisoned.id}]:reject~3600000`;
+    if (p instanceof EmbeddedPlatform) configureFaults(parseFaults(rule));
+    else {
+      await p.stopProcessor();
+      await p.startProcessor({ CDP_TEST_FAULTS: rule });
+    }
+    try {
+      const before = await scrape(processorUrl());
+      for (let r = 0; r < 2; r++) {
+        const res = await p
+          .http()
+          .post('/v3/events')
+          .set('x-api-key', poisoned.publicKey)
+          .send([1, 2, 3].map((i) => ({ type: 'poison', identifiers: { vuid: `p-${r}-${i}` } })));
+        expect(res.status).toBe(202);
+      }
+      const after = await eventually(async () => {
+        const now = await scrape(processorUrl());
+        expect(
+          sampleValue(now, 'cdp_records_dead_lettered_total', { kind: 'events' }) -
+            sampleValue(before, 'cdp_records_dead_lettered_total', { kind: 'events' }),
+        ).toBe(6);
+        expect(sampleValue(now, 'cdp_bus_dead_letters')).toBe(2);
+        return now;
+      });
+      expect(
+        sampleValue(after, 'cdp_bus_dead_lettered_messages_total', { kind: 'events' }) -
+          sampleValue(before, 'cdp_bus_dead_lettered_messages_total', { kind: 'events' }),
+      ).toBe(2);
+    } finally {
+      if (p instanceof EmbeddedPlatform) configureFaults([]);
+      else {
+        await p.stopProcessor();
+        await p.startProcessor();
+      }
     }
   });
 
