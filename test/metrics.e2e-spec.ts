@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { EventBus } from '@cdp/bus';
 import { configureFaults, parseFaults } from '@cdp/faults';
 import { parseExposition, sampleValue, type Sample } from '@cdp/metrics';
@@ -87,6 +89,36 @@ describe.each(WIRINGS)('metrics and health probes (%s)', (_wiring, start) => {
     for (const s of [...api, ...proc]) {
       for (const value of Object.values(s.labels)) expect(value).not.toMatch(/m-\d|@|acc_/);
     }
+  });
+
+  it('counts export jobs by final state and the rows they wrote', async () => {
+    const before = await scrape(processorUrl());
+    const res = await p
+      .http()
+      .post('/v3/exports')
+      .set('x-api-key', acc.privateKey)
+      .send({ objects: ['events'] });
+    expect(res.status).toBe(202);
+    const record = await eventually(async () => {
+      const r = await p.http().get(`/v3/exports/${res.body.id}`).set('x-api-key', acc.privateKey);
+      expect(r.body.state).toBe('completed');
+      return r.body as { path: string };
+    }, 30_000);
+    const manifest = JSON.parse(readFileSync(join(record.path, 'complete.json'), 'utf8')) as {
+      files: { rows: number; bytes: number }[];
+    };
+    const rows = manifest.files.reduce((n, f) => n + f.rows, 0);
+    expect(rows).toBe(20); // the events of the first test
+    const after = await eventually(async () => {
+      const now = await scrape(processorUrl());
+      const delta = (name: string, labels: Record<string, string> = {}) =>
+        sampleValue(now, name, labels) - sampleValue(before, name, labels);
+      expect(delta('cdp_export_jobs_total', { state: 'completed' })).toBe(1);
+      return { now, delta };
+    });
+    expect(after.delta('cdp_export_rows_total')).toBe(rows);
+    expect(after.delta('cdp_export_bytes_total')).toBe(manifest.files.reduce((n, f) => n + f.bytes, 0));
+    expect(sampleValue(after.now, 'cdp_export_jobs_running')).toBe(0);
   });
 
   it('counts refusals of the rate limits, and never limits /metrics or the probes', async () => {
