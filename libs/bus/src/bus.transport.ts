@@ -2,6 +2,7 @@ import { Server, type CustomTransportStrategy, type MessageHandler } from '@nest
 import { BaseRpcContext } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
 import { INGEST_PATTERN } from '@cdp/contracts';
+import type { Metrics } from '@cdp/metrics';
 import type { Delivery, EventBus, Settlement } from './event-bus.port.js';
 import { isDeterministicFailure, PrecededByFailure } from './retry-policy.js';
 
@@ -11,7 +12,10 @@ import { isDeterministicFailure, PrecededByFailure } from './retry-policy.js';
  * deliveries and returns one settlement per delivery; this is the one place settlements reach the bus.
  */
 export class BusTransport extends Server implements CustomTransportStrategy {
-  constructor(private readonly bus: EventBus) {
+  constructor(
+    private readonly bus: EventBus,
+    private readonly metrics?: Metrics,
+  ) {
     super();
   }
 
@@ -24,6 +28,7 @@ export class BusTransport extends Server implements CustomTransportStrategy {
 
   private async deliver(handler: MessageHandler, batch: readonly Delivery[]): Promise<Settlement[]> {
     const settlements = await this.settle(handler, batch);
+    if (this.metrics) countSettled(this.metrics, settlements);
     for (const s of settlements) {
       if (s.outcome !== 'ack') {
         this.logger.warn(
@@ -94,6 +99,29 @@ export class BusTransport extends Server implements CustomTransportStrategy {
   unwrap<T>(): T {
     return this.bus as T;
   }
+}
+
+/**
+ * Records of acknowledged messages, per batch: stored, or dropped when a second copy of a message came
+ * in the same batch (the processor stored it once). Dead letters are counted by the bus drivers, which
+ * also turn a retried message into one.
+ */
+function countSettled(metrics: Metrics, settlements: readonly Settlement[]): void {
+  const now = Date.now();
+  const seen = new Set<string>();
+  const stored = new Map<string, number>();
+  const dropped = new Map<string, number>();
+  for (const { delivery, outcome } of settlements) {
+    if (outcome !== 'ack') continue;
+    const { id, kind, records, receivedAt } = delivery.message;
+    const tally = seen.has(id) ? dropped : stored;
+    tally.set(kind, (tally.get(kind) ?? 0) + records.length);
+    if (seen.has(id)) continue;
+    seen.add(id);
+    metrics.messageLag.observe((now - receivedAt) / 1000);
+  }
+  for (const [kind, n] of stored) metrics.recordsStored.inc({ kind }, n);
+  for (const [kind, n] of dropped) metrics.recordsDropped.inc({ kind, reason: 'duplicate' }, n);
 }
 
 /** A failure that will recur on every attempt is dead-lettered at once; any other is retried. */

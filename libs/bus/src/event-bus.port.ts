@@ -1,4 +1,5 @@
 import type { DriverHealth, IngestMessage } from '@cdp/contracts';
+import type { BusBacklog } from '@cdp/metrics';
 
 /** One delivery of a message to the processor. */
 export interface Delivery {
@@ -92,4 +93,12 @@ export abstract class EventBus {
   abstract replayDeadLetter(id: string): Promise<boolean>;
   /** Replays every dead letter of the account; returns how many. */
   abstract replayDeadLetters(account: string): Promise<number>;
+
+  /** What waits in the bus now, for the metrics (read at scrape time); undefined when unknown. */
+  backlog(): Promise<BusBacklog | undefined> {
+    return Promise.resolve(undefined);
+  }
 }
+
+/** Told of every message a bus moves to its dead letters (the metrics count them). */
+export type DeadLetterObserver = (kind: string, records: number) => void;

@@ -20,7 +20,14 @@ import { FileIdempotencyStore, IdempotencyStore, RedisIdempotencyStore } from '@
 import { FileMetadataStore, MetadataStore, NatsKvMetadataStore } from '@cdp/metadata';
 import { MemoryRateLimiter, RateLimiter, RedisRateLimiter } from '@cdp/rate-limits';
 import { MemoryOrderState, OrderState, RedisOrderState } from '@cdp/orders';
-import { AnalyticStore, ChdbTransport, ClickHouseHttpTransport, ClickHouseStore } from '@cdp/store';
+import { Metrics } from '@cdp/metrics';
+import {
+  AnalyticStore,
+  ChdbTransport,
+  ClickHouseHttpTransport,
+  ClickHouseStore,
+  MeteredTransport,
+} from '@cdp/store';
 import { DriversLifecycle, NATS_CONNECTION, REDIS_CLIENT } from './drivers.lifecycle.js';
 import { watchNatsConnection } from './nats-connection-state.js';
 
@@ -79,10 +86,11 @@ export class DriversModule {
             : new FileMetadataStore(join(config.dataDir, 'metadata')),
       },
       { provide: Buckets, useFactory: () => new LocalDirBuckets(config.buckets) },
+      { provide: Metrics, useFactory: () => new Metrics() },
       {
         provide: EventBus,
-        inject: [NATS_CONNECTION],
-        useFactory: (nc?: NatsConnection) =>
+        inject: [NATS_CONNECTION, Metrics],
+        useFactory: (nc: NatsConnection | undefined, metrics: Metrics) =>
           config.bus === 'nats'
             ? NatsEventBus.open(nc!, {
                 replicas: config.natsReplicas,
@@ -90,9 +98,11 @@ export class DriversModule {
                 streamPrefix: config.natsPrefix,
                 connected: watchNatsConnection(nc!),
                 onConsumerError: (err) => logger.warn({ err }, 'JetStream fetch failed; retrying'),
+                onDeadLetter: metrics.deadLettered,
               })
             : LocalLogEventBus.open(join(config.dataDir, 'bus'), {
                 maxPendingBytes: config.busMaxPendingBytes,
+                onDeadLetter: metrics.deadLettered,
               }),
       },
       {
@@ -140,11 +150,15 @@ export class DriversModule {
     if (options.openStore) {
       providers.push({
         provide: AnalyticStore,
-        useFactory: () =>
+        inject: [Metrics],
+        useFactory: (metrics: Metrics) =>
           new ClickHouseStore(
-            config.store === 'clickhouse'
-              ? new ClickHouseHttpTransport(config.clickhouse)
-              : new ChdbTransport(join(config.dataDir, 'store', 'chdb')),
+            new MeteredTransport(
+              config.store === 'clickhouse'
+                ? new ClickHouseHttpTransport(config.clickhouse)
+                : new ChdbTransport(join(config.dataDir, 'store', 'chdb')),
+              metrics,
+            ),
           ),
       });
     }
@@ -160,6 +174,7 @@ export class DriversModule {
       ConsentState,
       OrderState,
       IdempotencyStore,
+      Metrics,
     ];
     return {
       module: DriversModule,

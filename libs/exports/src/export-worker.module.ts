@@ -10,6 +10,7 @@ import { Buckets } from '@cdp/buckets';
 import { APP_CONFIG, type AppConfig } from '@cdp/config';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { MetadataStore } from '@cdp/metadata';
+import { Metrics } from '@cdp/metrics';
 import { AnalyticStore } from '@cdp/store';
 import { SchemaModule } from '@cdp/schema';
 import { ExportCatalogs } from './export-objects.js';
@@ -32,6 +33,7 @@ export class ExportWorkerLifecycle implements OnApplicationBootstrap, BeforeAppl
     catalogs: ExportCatalogs,
     @Inject(APP_CONFIG) config: AppConfig,
     @Inject(LOGGER) logger: Logger,
+    metrics: Metrics,
   ) {
     const { rowsPerFile, memoryLimitMb, threads, leaseMs, pollMs } = config.exports;
     const runner = new ExportRunner(store, buckets, catalogs, {
@@ -40,7 +42,12 @@ export class ExportWorkerLifecycle implements OnApplicationBootstrap, BeforeAppl
       memoryLimitMb,
       threads,
     });
-    this.worker = new ExportWorker(metadata, runner, { leaseMs, pollMs }, logger.child({ role: 'exporter' }));
+    this.worker = new ExportWorker(
+      metadata,
+      runner,
+      { leaseMs, pollMs, metrics },
+      logger.child({ role: 'exporter' }),
+    );
   }
 
   onApplicationBootstrap(): void {

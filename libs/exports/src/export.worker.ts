@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@cdp/logger';
+import type { Metrics } from '@cdp/metrics';
 import { MetadataConflictError, type MetadataStore, type Versioned } from '@cdp/metadata';
 import { EXPORTS_BUCKET, type ExportJob } from './export-record.js';
 import type { CompleteManifest } from './export.runner.js';
@@ -15,6 +16,8 @@ export interface ExportWorkerOptions {
   /** A running job whose worker has not renewed its lease for this long is taken over. */
   leaseMs: number;
   workerId?: string;
+  /** Counts jobs, rows and bytes written (the process's metrics). */
+  metrics?: Metrics;
 }
 
 /**
@@ -137,6 +140,9 @@ export class ExportWorker {
     );
     const log = { export: entry.value.record.id, account: entry.value.account, worker: this.id };
     this.logger.info(log, 'export started');
+    const metrics = this.options.metrics;
+    metrics?.exportJobsRunning.inc();
+    let outcome = 'completed_with_errors';
     try {
       const manifest = await this.runner.run(entry.value, abort.signal);
       clearInterval(renew);
@@ -151,6 +157,9 @@ export class ExportWorker {
         owner: undefined,
       }));
       this.logger.info({ ...log, state: manifest.state, files: manifest.files.length }, 'export finished');
+      outcome = manifest.state;
+      metrics?.exportRows.inc(manifest.files.reduce((n, f) => n + f.rows, 0));
+      metrics?.exportBytes.inc(manifest.files.reduce((n, f) => n + f.bytes, 0));
     } catch (err) {
       clearInterval(renew);
       if (abort.signal.aborted) {
@@ -163,6 +172,7 @@ export class ExportWorker {
           })).catch(() => undefined);
         }
         this.logger.warn({ ...log, reason: String(abort.signal.reason) }, 'export interrupted');
+        outcome = 'interrupted';
         return;
       }
       // A failure outside any one object (the bucket, the scratch space): every object failed.
@@ -180,6 +190,8 @@ export class ExportWorker {
       })).catch(() => undefined);
     } finally {
       this.abort = undefined;
+      metrics?.exportJobsRunning.dec();
+      metrics?.exportJobs.inc({ state: outcome });
     }
   }
 }

@@ -15,6 +15,7 @@ import { EventsIngest } from './events/events.ingest.js';
 import { EventsController } from './events/events.controller.js';
 import { ExportsController } from './exports/exports.controller.js';
 import { HealthController } from './health/health.controller.js';
+import { MetricsController } from './health/metrics.controller.js';
 import { ListsController } from './lists/lists.controller.js';
 import { SubscriptionLookup } from './lists/subscription-lookup.service.js';
 import { IngestPublisher } from './ingest/ingest.publisher.js';
@@ -39,6 +40,7 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
     ProfilesController,
     AdminController,
     HealthController,
+    MetricsController,
     SchemaController,
     ObjectsController,
     AdminRateLimitsController,

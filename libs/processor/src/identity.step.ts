@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import { customerIdSeed, identifierList, identityKey, type Identifier } from '@cdp/domain';
 import {
   bornKey,
@@ -8,6 +8,7 @@ import {
   type ProfileUpdate,
   type Resolution,
 } from '@cdp/identity';
+import { Metrics } from '@cdp/metrics';
 import type { CustomerRow, StoreBatch } from '@cdp/store';
 import { IdentityRebuild } from './identity-rebuild.service.js';
 
@@ -38,6 +39,7 @@ export class IdentityStep {
     private readonly identity: IdentityIndex,
     private readonly profiles: ProfileState,
     private readonly rebuild: IdentityRebuild,
+    @Optional() private readonly metrics?: Metrics,
   ) {}
 
   /**
@@ -48,6 +50,18 @@ export class IdentityStep {
     account: string,
     items: readonly IdentifiedItem[],
     writesBefore: Promise<unknown> = Promise.resolve(),
+  ): Promise<ResolvedBatch> {
+    if (!this.metrics || items.length === 0) return this.resolveBatch(account, items, writesBefore);
+    const stop = this.metrics.identityResolveDuration.startTimer();
+    const resolved = await this.resolveBatch(account, items, writesBefore);
+    countResolved(this.metrics, resolved.resolutions, stop);
+    return resolved;
+  }
+
+  private async resolveBatch(
+    account: string,
+    items: readonly IdentifiedItem[],
+    writesBefore: Promise<unknown>,
   ): Promise<ResolvedBatch> {
     if (items.length === 0) return { resolutions: [], identifiers: [], pooled: new Set() };
     const identifiers = items.map(({ record }) => identifierList(record.identifiers));
@@ -175,4 +189,18 @@ export function withMerges(
   merged: string[],
 ): ProfileUpdate {
   return merged.length ? { customerId, update, absorb: merged } : { customerId, update };
+}
+
+/** One batch's resolve time and identity effects, counted once per batch. */
+function countResolved(metrics: Metrics, resolutions: readonly Resolution[], stop: () => number): void {
+  stop();
+  let merges = 0;
+  let conflicts = 0;
+  for (const r of resolutions) {
+    merges += r.merged.length;
+    conflicts += r.conflicts.length;
+  }
+  metrics.identityResolvedRecords.inc(resolutions.length);
+  if (merges) metrics.identityMerges.inc(merges);
+  if (conflicts) metrics.identityConflicts.inc(conflicts);
 }

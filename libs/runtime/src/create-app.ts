@@ -5,6 +5,7 @@ import { BusTransport, EventBus } from '@cdp/bus';
 import type { AppConfig } from '@cdp/config';
 import { buildOpenApi, fastifyOptions, installHttpHooks } from '@cdp/http-api';
 import { NestPinoLogger, type Logger } from '@cdp/logger';
+import { Metrics, observeHttp } from '@cdp/metrics';
 
 export interface AppShape {
   /** Serve the OpenAPI document (processes with the API role). */
@@ -35,12 +36,16 @@ export async function createApp(
   );
   const fastify = app.getHttpAdapter().getInstance();
   installHttpHooks(fastify);
+  const metrics = app.get(Metrics);
+  observeHttp(fastify, metrics);
+  const bus = app.get(EventBus);
+  metrics.watchBus(() => bus.backlog());
   if (shape.openapi) {
     const document = buildOpenApi(app);
     fastify.get('/openapi.json', (_request, reply) => reply.send(document));
   }
   if (shape.consume)
-    app.connectMicroservice({ strategy: new BusTransport(app.get(EventBus)) }, { inheritAppConfig: true });
+    app.connectMicroservice({ strategy: new BusTransport(bus, metrics) }, { inheritAppConfig: true });
   await app.init();
   // Fastify compiles its hooks into the routes when ready; tests use the server without listen().
   await fastify.ready();

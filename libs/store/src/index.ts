@@ -5,3 +5,4 @@ export * from './chdb/chdb.transport.js';
 export * from './clickhouse-http/clickhouse-http.transport.js';
 export { databaseName } from './schema.sql.js';
 export * from './custom-columns.sql.js';
+export * from './metered.transport.js';

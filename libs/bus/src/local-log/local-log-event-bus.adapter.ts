@@ -11,12 +11,14 @@ import {
 } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DriverHealth, IngestMessage } from '@cdp/contracts';
+import type { BusBacklog } from '@cdp/metrics';
 import {
   BusUnavailableError,
   EventBus,
   type BatchConsumer,
   type DeadLetter,
   type DeadLetterPage,
+  type DeadLetterObserver,
   type DeadLetterQuery,
   type Delivery,
   type Settlement,
@@ -38,6 +40,7 @@ export interface LocalLogOptions {
   /** Backoff of retried messages (defaults: DEFAULT_RETRY). */
   retryBaseMs?: number;
   retryCapMs?: number;
+  onDeadLetter?: DeadLetterObserver;
 }
 
 /** A line of dead-letter.log. */
@@ -375,6 +378,7 @@ export class LocalLogEventBus extends EventBus {
           firstFailedAt: new Date(firstFailedAt).toISOString(),
           message: entry.message,
         });
+        this.options.onDeadLetter?.(entry.message.kind, entry.message.records.length);
       }
       done.push(seq);
     }
@@ -476,6 +480,15 @@ export class LocalLogEventBus extends EventBus {
       driver: 'memory (local log)',
       ready: !this.closed,
       detail: `${this.pending.length} message(s) pending, ${this.holds.size} account(s) waiting to retry`,
+    });
+  }
+
+  override backlog(): Promise<BusBacklog> {
+    return Promise.resolve({
+      pending: this.pending.length,
+      inFlight: this.inFlight.size,
+      bytes: this.pendingBytes + [...this.inFlight.values()].reduce((n, e) => n + e.bytes, 0),
+      deadLetters: this.dead.size,
     });
   }
 

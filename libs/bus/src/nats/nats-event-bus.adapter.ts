@@ -8,15 +8,18 @@ import {
   StorageType,
   type Consumer,
   type JetStreamClient,
+  type JetStreamManager,
   type JsMsg,
   type MsgRequest,
   type StoredMsg,
 } from '@nats-io/jetstream';
 import type { DriverHealth, IngestMessage } from '@cdp/contracts';
+import type { BusBacklog } from '@cdp/metrics';
 import {
   BusUnavailableError,
   EventBus,
   type BatchConsumer,
+  type DeadLetterObserver,
   type DeadLetter,
   type DeadLetterPage,
   type DeadLetterQuery,
@@ -53,6 +56,7 @@ export interface NatsBusOptions {
   connected?: () => boolean;
   /** Told about failures the consumer loop survives (JetStream away, a failed fetch). */
   onConsumerError?: (err: unknown) => void;
+  onDeadLetter?: DeadLetterObserver;
 }
 
 const nanos = (ms: number) => ms * 1_000_000;
@@ -222,6 +226,7 @@ export class NatsEventBus extends EventBus {
           });
         } catch (err) {
           await this.deadLetter(m, `undecodable message: ${describe(err)}`);
+          this.options.onDeadLetter?.(m.subject.slice(m.subject.lastIndexOf('.') + 1), 0);
           release([m]);
         }
       }
@@ -323,6 +328,7 @@ export class NatsEventBus extends EventBus {
         const firstFailedAt = decision?.firstFailedAt ?? this.retry.firstFailedAt(key(s));
         this.retry.forget(key(s));
         await this.deadLetter(m, s.reason, firstFailedAt);
+        this.options.onDeadLetter?.(s.delivery.message.kind, s.delivery.message.records.length);
       }
     }
     await Promise.all(acks);
@@ -416,6 +422,27 @@ export class NatsEventBus extends EventBus {
       return { driver: 'nats', ready: false, detail: describe(err) };
     }
   }
+
+  /** The shared consumer's view (every processor's), and the streams' sizes: three JetStream calls. */
+  override async backlog(): Promise<BusBacklog> {
+    const jsm = await (this.manager ??= jetstreamManager(this.nc, { timeout: 2000 }).catch((err: unknown) => {
+      this.manager = undefined;
+      throw err;
+    }));
+    const [consumer, ingest, dead] = await Promise.all([
+      jsm.consumers.info(this.stream, 'processor'),
+      jsm.streams.info(this.stream),
+      jsm.streams.info(this.dlqStream),
+    ]);
+    return {
+      pending: consumer.num_pending,
+      inFlight: consumer.num_ack_pending,
+      bytes: ingest.state.bytes,
+      deadLetters: dead.state.messages,
+    };
+  }
+
+  private manager: Promise<JetStreamManager> | undefined;
 
   async close(): Promise<void> {
     await this.stopConsuming();

@@ -14,6 +14,7 @@ import { Auth } from '../auth/auth.decorator.js';
 
 /**
  * Liveness (the process answers) and readiness (every port's driver answers). 503 when not ready.
+ * `/health` tells both; `/health/live` and `/health/ready` each alone, for orchestrators' probes.
  * `dead_letters.count`: messages the processor gave up on (null when the bus cannot say); they do not
  * make the process unready — an operator lists and replays them through `/admin/v1/dead-letters`.
  */
@@ -41,6 +42,33 @@ export class HealthController {
     drivers: Record<string, DriverHealth>;
     dead_letters: { count: number | null };
   }> {
+    const [{ ready, drivers }, count] = await Promise.all([
+      this.check(),
+      this.bus.deadLetterCount().catch(() => null),
+    ]);
+    void reply.status(ready ? 200 : 503);
+    return { live: true, ready, drivers, dead_letters: { count } };
+  }
+
+  /** Liveness alone: the process answers. An orchestrator restarts it when this fails. */
+  @Get('live')
+  @Auth('none')
+  live(): { live: true } {
+    return { live: true };
+  }
+
+  /** Readiness alone: 503 while a driver is not ready. An orchestrator sends no traffic until 200. */
+  @Get('ready')
+  @Auth('none')
+  async ready(
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<{ ready: boolean; drivers: Record<string, DriverHealth> }> {
+    const checked = await this.check();
+    void reply.status(checked.ready ? 200 : 503);
+    return checked;
+  }
+
+  private async check(): Promise<{ ready: boolean; drivers: Record<string, DriverHealth> }> {
     const entries = await Promise.all(
       Object.entries({
         bus: this.bus,
@@ -54,10 +82,6 @@ export class HealthController {
         rate_limits: this.rateLimiter,
       }).map(async ([port, driver]) => [port, await driver.health()] as const),
     );
-    const drivers = Object.fromEntries(entries);
-    const ready = entries.every(([, h]) => h.ready);
-    const count = await this.bus.deadLetterCount().catch(() => null);
-    void reply.status(ready ? 200 : 503);
-    return { live: true, ready, drivers, dead_letters: { count } };
+    return { ready: entries.every(([, h]) => h.ready), drivers: Object.fromEntries(entries) };
   }
 }

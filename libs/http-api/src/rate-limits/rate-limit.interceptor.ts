@@ -10,6 +10,7 @@ import type { FastifyReply } from 'fastify';
 import type { Observable } from 'rxjs';
 import { ApiError } from '@cdp/contracts';
 import { LOGGER, type Logger } from '@cdp/logger';
+import { Metrics } from '@cdp/metrics';
 import { RateLimiter, RateLimitPolicy, type RateLimitFamily, type Take } from '@cdp/rate-limits';
 import type { AuthedRequest } from '../auth/principal.js';
 import { RATE_LIMIT_FAMILY } from './rate-limit.decorator.js';
@@ -27,6 +28,7 @@ export class RateLimitInterceptor implements NestInterceptor {
     private readonly policy: RateLimitPolicy,
     private readonly limiter: RateLimiter,
     @Inject(LOGGER) private readonly logger: Logger,
+    private readonly metrics: Metrics,
   ) {}
 
   async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
@@ -49,6 +51,7 @@ export class RateLimitInterceptor implements NestInterceptor {
     }
     const headers = rateLimitHeaders(take);
     if (!take.allowed) {
+      this.metrics.rateLimitRefusals.inc({ family });
       throw new ApiError(
         429,
         { message: `rate limit of the ${family} API exceeded (${take.limit} requests per second)` },

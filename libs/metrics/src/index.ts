@@ -1,0 +1,3 @@
+export * from './metrics.js';
+export * from './http-metrics.js';
+export * from './exposition.js';

@@ -1,0 +1,215 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** What the bus reports about its backlog at scrape time (undefined: the driver cannot say). */
+export interface BusBacklog {
+  /** Messages waiting to be delivered to a processor. */
+  pending: number;
+  /** Messages delivered and not yet settled. */
+  inFlight: number;
+  /** Bytes of the waiting messages, when the driver knows them. */
+  bytes?: number;
+  /** Dead letters held. */
+  deadLetters?: number;
+}
+
+/** Seconds buckets for work measured in milliseconds to seconds (requests, inserts, resolves). */
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Seconds from a request's acceptance to its message's settlement: up to minutes under backlog. */
+const LAG_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900];
+/** A bus poll at every scrape of several collectors: one poll a second is plenty. */
+const BACKLOG_CACHE_MS = 1000;
+
+/**
+ * The process's metrics, in a registry of its own (tests build several apps in one process; prom-client's
+ * global registry would make them collide). Labels are low-cardinality only: a route pattern, a kind,
+ * a table, a status — never an account, customer or email. Hot paths count per batch (`inc(n)`).
+ */
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly httpRequests = new Counter({
+    name: 'cdp_http_requests_total',
+    help: 'HTTP requests answered, by method, route pattern and status code',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly httpDuration = new Histogram({
+    name: 'cdp_http_request_duration_seconds',
+    help: 'Time from a request arriving to its answer being sent, by method and route pattern',
+    labelNames: ['method', 'route'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly recordsAccepted = new Counter({
+    name: 'cdp_records_accepted_total',
+    help: 'Records the API acknowledged (202) after the bus held them durably, by kind',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly recordsStored = new Counter({
+    name: 'cdp_records_stored_total',
+    help: 'Records of messages the processor settled as stored, by kind (a redelivered message counts again)',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly recordsDropped = new Counter({
+    name: 'cdp_records_dropped_total',
+    help: 'Records acknowledged without being stored again, by kind and reason (duplicate: a second copy of a message in one batch)',
+    labelNames: ['kind', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly recordsDeadLettered = new Counter({
+    name: 'cdp_records_dead_lettered_total',
+    help: 'Records of messages the processor gave up on (dead letters), by kind',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly messagesDeadLettered = new Counter({
+    name: 'cdp_bus_dead_lettered_messages_total',
+    help: 'Messages moved to the dead letters, by kind (an undecodable message counts here with no records)',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly messageLag = new Histogram({
+    name: 'cdp_bus_message_lag_seconds',
+    help: 'Seconds from a request being accepted to its message being settled by the processor',
+    buckets: LAG_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly storeInsertRows = new Counter({
+    name: 'cdp_store_insert_rows_total',
+    help: 'Rows inserted into the analytic store, by table (without the account database)',
+    labelNames: ['table'] as const,
+    registers: [this.registry],
+  });
+  readonly storeInsertDuration = new Histogram({
+    name: 'cdp_store_insert_duration_seconds',
+    help: 'Time of one insert into the analytic store, by table and outcome (ok, error)',
+    labelNames: ['table', 'outcome'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly identityResolveDuration = new Histogram({
+    name: 'cdp_identity_resolve_duration_seconds',
+    help: "Time to resolve one batch's identities (and look up the opt-out pool), rebuilds included",
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly identityResolvedRecords = new Counter({
+    name: 'cdp_identity_resolved_records_total',
+    help: 'Records whose identifiers were resolved to a customer',
+    registers: [this.registry],
+  });
+  readonly identityMerges = new Counter({
+    name: 'cdp_identity_merges_total',
+    help: 'Customers merged into another by identity resolution',
+    registers: [this.registry],
+  });
+  readonly identityConflicts = new Counter({
+    name: 'cdp_identity_conflicts_total',
+    help: 'Identity conflicts recorded (a merge refused)',
+    registers: [this.registry],
+  });
+
+  readonly rateLimitRefusals = new Counter({
+    name: 'cdp_rate_limit_refusals_total',
+    help: 'Requests refused with 429 by the per-account rate limits, by API family',
+    labelNames: ['family'] as const,
+    registers: [this.registry],
+  });
+
+  readonly exportJobs = new Counter({
+    name: 'cdp_export_jobs_total',
+    help: 'Export jobs this process finished, by final state (completed, completed_with_errors, interrupted)',
+    labelNames: ['state'] as const,
+    registers: [this.registry],
+  });
+  readonly exportJobsRunning = new Gauge({
+    name: 'cdp_export_jobs_running',
+    help: 'Export jobs this process is running now',
+    registers: [this.registry],
+  });
+  readonly exportRows = new Counter({
+    name: 'cdp_export_rows_total',
+    help: 'Rows written to export files by finished jobs',
+    registers: [this.registry],
+  });
+  readonly exportBytes = new Counter({
+    name: 'cdp_export_bytes_total',
+    help: 'Bytes of export files written by finished jobs',
+    registers: [this.registry],
+  });
+
+  /** Counts a message a bus moved to its dead letters (the bus drivers' `onDeadLetter`). */
+  readonly deadLettered = (kind: string, records: number): void => {
+    this.messagesDeadLettered.inc({ kind });
+    this.recordsDeadLettered.inc({ kind }, records);
+  };
+
+  private backlogSource: (() => Promise<BusBacklog | undefined>) | undefined;
+  private backlogCache: { at: number; value: Promise<BusBacklog | undefined> } | undefined;
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    // Process metrics under their usual names (process_*, nodejs_*): CPU, memory, event-loop lag, GC.
+    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /**
+   * Reports the bus's backlog at scrape time from `source` (the process's bus). A read that fails
+   * leaves the gauges at their last value; a figure the driver does not know is left out.
+   */
+  watchBus(source: () => Promise<BusBacklog | undefined>): void {
+    this.backlogSource = source;
+    const gauge = (name: string, help: string, read: (b: BusBacklog) => number | undefined) => {
+      const backlog = () => this.backlog();
+      new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        async collect() {
+          const found = await backlog();
+          const value = found && read(found);
+          if (value !== undefined) this.set(value);
+        },
+      });
+    };
+    gauge(
+      'cdp_bus_backlog_messages',
+      'Messages in the bus not yet delivered to a processor (consumer lag)',
+      (b) => b.pending,
+    );
+    gauge(
+      'cdp_bus_in_flight_messages',
+      'Messages delivered to a processor and not yet settled',
+      (b) => b.inFlight,
+    );
+    gauge('cdp_bus_backlog_bytes', 'Bytes of messages in the bus not yet settled', (b) => b.bytes);
+    gauge(
+      'cdp_bus_dead_letters',
+      'Dead letters held by the bus, waiting for an operator to replay them',
+      (b) => b.deadLetters,
+    );
+  }
+
+  /** The bus's backlog, polled at most once a second whatever the number of gauges and scrapers. */
+  private backlog(): Promise<BusBacklog | undefined> {
+    const now = Date.now();
+    if (!this.backlogCache || now - this.backlogCache.at >= BACKLOG_CACHE_MS) {
+      const read = this.backlogSource?.().catch(() => undefined) ?? Promise.resolve(undefined);
+      this.backlogCache = { at: now, value: read };
+    }
+    return this.backlogCache.value;
+  }
+
+  /** The Prometheus text exposition of every metric. */
+  exposition(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}
