@@ -1,4 +1,4 @@
-import { INGEST_PATTERN, type IngestMessage } from '@cdp/contracts';
+import { INGEST_PATTERN } from '@cdp/contracts';
 import { BusTransport } from './bus.transport.js';
 import { message } from './event-bus.contract.js';
 import type { BatchConsumer, Delivery, EventBus, Settlement } from './event-bus.port.js';
@@ -12,7 +12,7 @@ class Unstorable extends Error {
 const delivery = (id: string): Delivery => ({
   handle: id,
   deliveryCount: 1,
-  message: message(id) as IngestMessage,
+  message: message(id),
 });
 const outcomes = (s: Settlement[]) =>
   s.map((x) => [x.delivery.message.id, x.outcome, x.delivery.deliveryCount]);

@@ -144,7 +144,7 @@ describe('OrdersStep', () => {
         kind: 'order-updates',
         receivedAt: T0 + 5000,
         records: [{ order_id: orderId, fields: { coupon_code: 'LATE' } }],
-      } as IngestMessage);
+      });
     const nothing = emptyBatch();
     await ordersStep.begin(account).finish([update('u0', 'ghost')], nothing, NOW);
     expect(nothing.orderChanges).toEqual([]);
