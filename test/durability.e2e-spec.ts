@@ -82,10 +82,10 @@ describe('durability of the embedded wiring (child process)', () => {
     // Load in flight when SIGTERM arrives: the server must stop within ten seconds, exit 0.
     const during = load(second, 60, 100);
     await eventually(() => sent >= 60);
-    const started = Date.now();
     const stopped = await second.kill('SIGTERM');
     await during;
-    expect(Date.now() - started).toBeLessThan(10_000);
+    // The process's own watchdog exits 1 at 9.5 s (libs/runtime run-main): exit code 0 is the signal
+    // that the clean close finished within the ten seconds, without timing it here.
     expect(stopped.code).toBe(0);
 
     // A third start replays whatever was acknowledged but not yet stored; wait until it is all there.

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import type { ScaledPlatform } from './support/scaled.js';
+import { StoreChecks } from './support/store-checks.js';
 import { WIRINGS } from './support/wirings.js';
 
 /** Identity resolution through the API, on both wirings: merges, conflicts, field rules. */
@@ -15,7 +16,11 @@ describe.each(WIRINGS)('customers and identity (%s)', (_wiring, start) => {
     acc = await p.createAccount();
   }, 60_000);
   afterAll(() => p.close(), 30_000);
-  const inStore = (): EmbeddedPlatform | undefined => (p instanceof EmbeddedPlatform ? p : undefined);
+  // Embedded, store checks run at once; scaled out, together in the last test (processor stopped).
+  const store = new StoreChecks(
+    () => p,
+    () => acc.id,
+  );
 
   const post = (path: string, body: unknown) =>
     p
@@ -81,32 +86,27 @@ describe.each(WIRINGS)('customers and identity (%s)', (_wiring, start) => {
     const csv = readFileSync(join(done.path, manifest.files[0]!.path.split('/').pop()!), 'utf8');
     expect(csv.trim().split('\n')).toEqual(['page,customer.email,customer.city', '/a,old@x.com,Oslo']);
 
-    const store = inStore();
-    if (!store) return;
-    const [m] = await eventually(async () => {
+    await store.check(async (query) => {
       type Merge = { loser: string; survivor: string; cause: string[] };
-      const rows = await store.query<Merge>(
-        acc.id,
-        'SELECT loser, survivor, cause FROM {db}.identity_merges',
+      const merges = await query<Merge>(
+        "SELECT loser, survivor, cause FROM {db}.identity_merges WHERE has(cause, 'vuid:young-dev')",
       );
-      if (rows.length === 0) throw new Error('no merge stored yet');
-      return rows;
+      expect(merges).toHaveLength(1);
+      const m = merges[0]!;
+      expect(m.cause).toEqual(['email:old@x.com', 'vuid:young-dev']);
+      // Every event, the loser's earlier pageview included, belongs to the survivor now.
+      const owners = await query<{ owner: string }>(
+        `SELECT DISTINCT if(s.survivor != '', s.survivor, e.svc_id) AS owner
+         FROM {db}.events AS e LEFT JOIN {db}.customer_survivors AS s ON e.svc_id = s.svc_id
+         WHERE e.identifiers['vuid'] = 'young-dev' OR e.identifiers['email'] = 'old@x.com'`,
+      );
+      expect(owners).toEqual([{ owner: m.survivor }]);
+      const gone = await query<{ merged_into: string }>(
+        'SELECT merged_into FROM {db}.customers FINAL WHERE svc_id = {loser:String}',
+        { loser: m.loser },
+      );
+      expect(gone).toEqual([{ merged_into: m.survivor }]);
     });
-    expect(m!.cause).toEqual(['email:old@x.com', 'vuid:young-dev']);
-    // Every event, the loser's earlier pageview included, belongs to the survivor now.
-    const owners = await store.query<{ owner: string }>(
-      acc.id,
-      `SELECT DISTINCT if(s.survivor != '', s.survivor, e.svc_id) AS owner
-       FROM {db}.events AS e LEFT JOIN {db}.customer_survivors AS s ON e.svc_id = s.svc_id
-       WHERE e.identifiers['vuid'] = 'young-dev' OR e.identifiers['email'] = 'old@x.com'`,
-    );
-    expect(owners).toEqual([{ owner: m!.survivor }]);
-    const gone = await store.query<{ merged_into: string }>(
-      acc.id,
-      'SELECT merged_into FROM {db}.customers FINAL WHERE svc_id = {loser:String}',
-      { loser: m!.loser },
-    );
-    expect(gone).toEqual([{ merged_into: m!.survivor }]);
   });
 
   it("keeps a merged customer's list subscriptions: the survivor's own decisions win", async () => {
@@ -162,13 +162,14 @@ describe.each(WIRINGS)('customers and identity (%s)', (_wiring, start) => {
       email: 'shared@x.com',
       city: 'Oslo',
     });
-    const store = inStore();
-    if (!store) return;
-    const conflicts = await store.query<{ reason: string; cause: string[] }>(
-      acc.id,
-      'SELECT reason, cause FROM {db}.identity_conflicts',
-    );
-    expect(conflicts).toEqual([{ reason: 'customer_id', cause: ['customer_id:Y-2', 'email:shared@x.com'] }]);
+    await store.check(async (query) => {
+      const conflicts = await query<{ reason: string; cause: string[] }>(
+        "SELECT reason, cause FROM {db}.identity_conflicts WHERE has(cause, 'email:shared@x.com')",
+      );
+      expect(conflicts).toEqual([
+        { reason: 'customer_id', cause: ['customer_id:Y-2', 'email:shared@x.com'] },
+      ]);
+    });
   });
 
   it('never lets a junk identifier value identify anyone', async () => {
@@ -230,4 +231,9 @@ describe.each(WIRINGS)('customers and identity (%s)', (_wiring, start) => {
     });
     expect(ev.body.dropped).toEqual([{ event: 0, fields: ['mood'] }]);
   });
+
+  it('holds in the store what the tests above checked there (scaled out: read once, here)', async () => {
+    const ran = await store.runKept();
+    if (!(p instanceof EmbeddedPlatform)) expect(ran).toBe(2);
+  }, 120_000);
 });

@@ -3,14 +3,15 @@ import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { pageviews } from './support/generators.js';
 import type { ScaledPlatform } from './support/scaled.js';
+import { StoreChecks, type StoreQuery } from './support/store-checks.js';
 import { WIRINGS } from './support/wirings.js';
 
 const MiB = 1024 * 1024;
 
 /**
- * The same suite on both wirings. What it checks in the store it checks where the test can read the
- * store (embedded: in this process); scaled out, chDB belongs to the processor, and the same requests
- * are checked through the API.
+ * The same suite on both wirings, checked through the API and in the store: embedded, the test reads
+ * the store in its own process; scaled out, the store checks run together in the last test, with the
+ * processor stopped for the read (test/support/store-checks.ts).
  */
 describe.each(WIRINGS)('the first write path: events and profiles (%s)', (_wiring, start) => {
   let p: EmbeddedPlatform | ScaledPlatform;
@@ -21,8 +22,10 @@ describe.each(WIRINGS)('the first write path: events and profiles (%s)', (_wirin
     acc = await p.createAccount();
   }, 60_000);
   afterAll(() => p.close(), 30_000);
-  /** Store checks run where the test can read the store. */
-  const inStore = (): EmbeddedPlatform | undefined => (p instanceof EmbeddedPlatform ? p : undefined);
+  const store = new StoreChecks(
+    () => p,
+    () => acc.id,
+  );
 
   const events = (body: unknown, key = acc.publicKey) =>
     p
@@ -37,8 +40,11 @@ describe.each(WIRINGS)('the first write path: events and profiles (%s)', (_wirin
       .set('x-api-key', acc.publicKey)
       .send(body as object);
   const profile = (query: string) => p.http().get(`/v3/profiles?${query}`).set('x-api-key', acc.privateKey);
-  const count = (where: string) =>
-    inStore()!.scalar(acc.id, `SELECT count() AS n FROM {db}.events WHERE ${where}`);
+  /** Events matching `where`, counted with a store check's query. */
+  const count = async (query: StoreQuery, where: string) =>
+    Number(
+      (await query<{ n: number | string }>(`SELECT count() AS n FROM {db}.events WHERE ${where}`))[0]!.n,
+    );
 
   it('stores one event with its defaults: ts now, channel offline, typed data', async () => {
     const before = Date.now();
@@ -52,22 +58,24 @@ describe.each(WIRINGS)('the first write path: events and profiles (%s)', (_wirin
     expect(res.body).toEqual({ title: 'Accepted', status: 202, timestamp: expect.any(String) });
     // Processed: its visitor has a customer now.
     await eventually(async () => (await profile('vuid=solo')).status === 200);
-    if (!inStore()) return;
-    await eventually(async () => (await count("identifiers['vuid'] = 'solo'")) === 1);
-    const [row] = await inStore()!.query<Record<string, unknown>>(
-      acc.id,
-      "SELECT type, action, channel, product_id, landing, days_since_last_visit, toUnixTimestamp64Milli(ts) AS ms FROM {db}.events WHERE identifiers['vuid'] = 'solo'",
-    );
-    expect(row).toMatchObject({
-      type: 'product',
-      action: 'detail',
-      channel: 'offline',
-      product_id: 'p1',
-      landing: true,
-      days_since_last_visit: 4,
+    const answered = Date.now();
+    await store.check(async (query) => {
+      const rows = await query<Record<string, unknown>>(
+        "SELECT type, action, channel, product_id, landing, days_since_last_visit, toUnixTimestamp64Milli(ts) AS ms FROM {db}.events WHERE identifiers['vuid'] = 'solo'",
+      );
+      expect(rows).toHaveLength(1);
+      expect(rows[0]).toMatchObject({
+        type: 'product',
+        action: 'detail',
+        channel: 'offline',
+        product_id: 'p1',
+        landing: true,
+        days_since_last_visit: 4,
+      });
+      // ts defaults to the time the API took the event: between sending it and the answer.
+      expect(Number(rows[0]!.ms)).toBeGreaterThanOrEqual(before - 1000);
+      expect(Number(rows[0]!.ms)).toBeLessThanOrEqual(answered);
     });
-    expect(Number(row!.ms)).toBeGreaterThanOrEqual(before - 1000);
-    expect(Number(row!.ms)).toBeLessThanOrEqual(Date.now());
   });
 
   it('reads ts as unix seconds or ISO 8601 (a bare date is midnight UTC) and keeps a given channel', async () => {
@@ -77,21 +85,17 @@ describe.each(WIRINGS)('the first write path: events and profiles (%s)', (_wirin
       { type: 't3', identifiers: { vuid: 'ts3' }, data: { ts: '2024-03-05T10:11:12+02:00', channel: 'web' } },
     ]);
     expect(res.status).toBe(202);
-    if (!inStore()) return;
-    const rows = await eventually(async () => {
-      const r = await inStore()!.query<{ type: string; ms: number; channel: string }>(
-        acc.id,
+    await store.check(async (query) => {
+      const rows = await query<{ type: string; ms: number; channel: string }>(
         "SELECT type, toUnixTimestamp64Milli(ts) AS ms, channel FROM {db}.events WHERE type IN ('t1','t2','t3') ORDER BY type",
       );
-      if (r.length !== 3) throw new Error(`only ${r.length} rows`);
-      return r;
+      expect(rows.map((r) => Number(r.ms))).toEqual([
+        1700000000000,
+        Date.UTC(2024, 2, 5),
+        Date.UTC(2024, 2, 5, 8, 11, 12),
+      ]);
+      expect(rows.map((r) => r.channel)).toEqual(['offline', 'offline', 'web']);
     });
-    expect(rows.map((r) => Number(r.ms))).toEqual([
-      1700000000000,
-      Date.UTC(2024, 2, 5),
-      Date.UTC(2024, 2, 5, 8, 11, 12),
-    ]);
-    expect(rows.map((r) => r.channel)).toEqual(['offline', 'offline', 'web']);
   });
 
   it('rejects a batch with one invalid per problem, indexed, and stores nothing of it', async () => {
@@ -118,9 +122,10 @@ describe.each(WIRINGS)('the first write path: events and profiles (%s)', (_wirin
     await events({ type: 'marker', identifiers: { vuid: 'after-invalid' } });
     await eventually(async () => (await profile('vuid=after-invalid')).status === 200);
     expect((await profile('vuid=batch-a')).status).toBe(404);
-    if (!inStore()) return;
-    await eventually(async () => (await count("type = 'marker'")) === 1);
-    expect(await count("identifiers['vuid'] = 'batch-a'")).toBe(0);
+    await store.check(async (query) => {
+      expect(await count(query, "type = 'marker'")).toBe(1);
+      expect(await count(query, "identifiers['vuid'] = 'batch-a'")).toBe(0);
+    });
   });
 
   it('reports an unreadable ts on its field', async () => {
@@ -136,8 +141,10 @@ describe.each(WIRINGS)('the first write path: events and profiles (%s)', (_wirin
     expect(over.body.detail.invalids).toEqual([{ field: 'body', reason: expect.stringContaining('1000') }]);
     expect((await events([])).status).toBe(400);
     await eventually(async () => (await profile('vuid=edge-999')).status === 200);
-    if (!inStore()) return;
-    await eventually(async () => (await count("startsWith(identifiers['vuid'], 'edge-')")) === 1000);
+    await store.check(async (query) => {
+      expect(await count(query, "startsWith(identifiers['vuid'], 'edge-')")).toBe(1000);
+      expect(await count(query, "startsWith(identifiers['vuid'], 'over-')")).toBe(0);
+    });
   });
 
   /** A valid event padded with spaces to exactly `size` bytes of JSON. */
@@ -168,7 +175,7 @@ describe.each(WIRINGS)('the first write path: events and profiles (%s)', (_wirin
     expect((await raw(bodyOfSize(8 * MiB), true)).status).toBe(202);
     expect((await raw(bodyOfSize(8 * MiB + 1), true)).status).toBe(413);
     await eventually(async () => (await profile('vuid=gz')).status === 200);
-    if (inStore()) await eventually(async () => (await count("type = 'zipped'")) === 1);
+    await store.check(async (query) => expect(await count(query, "type = 'zipped'")).toBe(1));
     const broken = await p.raw('/v3/events', Buffer.from('not gzip'), {
       'x-api-key': acc.publicKey,
       'content-type': 'application/json',
@@ -239,12 +246,13 @@ describe.each(WIRINGS)('the first write path: events and profiles (%s)', (_wirin
         return r.body.attributes?.email === 'seven@x.com' && r.body;
       });
       expect(seen).toEqual({ attributes: { email: 'seven@x.com' } });
-      if (!inStore()) return;
-      const ids = await inStore()!.query<{ n: number }>(
-        acc.id,
-        "SELECT uniqExact(svc_id) AS n FROM {db}.events WHERE identifiers['vuid'] = 'dev-7'",
-      );
-      expect(Number(ids[0]!.n)).toBe(1);
+      await store.check(async (query) => {
+        const ids = await query<{ events: number; customers: number }>(
+          "SELECT count() AS events, uniqExact(svc_id) AS customers FROM {db}.events WHERE identifiers['vuid'] = 'dev-7'",
+        );
+        expect(Number(ids[0]!.events)).toBe(2);
+        expect(Number(ids[0]!.customers)).toBe(1);
+      });
     });
 
     it('answers 400 without an identifier, 404 for an unknown customer, and rejects profiles without one', async () => {
@@ -277,4 +285,9 @@ describe.each(WIRINGS)('the first write path: events and profiles (%s)', (_wirin
       await eventually(async () => (await profile('customer_id=bulk-999')).status === 200);
     });
   });
+
+  it('holds in the store what the tests above checked there (scaled out: read once, here)', async () => {
+    const ran = await store.runKept();
+    if (!(p instanceof EmbeddedPlatform)) expect(ran).toBe(6);
+  }, 120_000);
 });

@@ -1,5 +1,7 @@
+import { connectRedis } from '@cdp/identity';
 import { ChildApp } from './support/child-process.js';
 import { ADMIN_TOKEN, type EmbeddedPlatform, type TestAccount } from './support/embedded.js';
+import { eventually } from './support/eventually.js';
 import { ScaledPlatform } from './support/scaled.js';
 import { WIRINGS } from './support/wirings.js';
 
@@ -9,33 +11,48 @@ interface Answer {
   body: { detail?: { message?: string } };
 }
 
-/**
- * Sends requests one after the other and reports their answers and how long the run took: a token
- * comes back every 1/rate seconds, so only a run slower than that may see one more request pass.
- */
-async function run(
-  n: number,
-  send: (i: number) => Promise<Answer>,
-): Promise<{ answers: Answer[]; ms: number }> {
-  const started = Date.now();
+/** Sends `n` requests one after the other. */
+async function sendAll(n: number, send: (i: number) => Promise<Answer>): Promise<Answer[]> {
   const answers: Answer[] = [];
   for (let i = 0; i < n; i++) answers.push(await send(i));
-  return { answers, ms: Date.now() - started };
+  return answers;
 }
 
-/** How many requests of a run passed, checked against the edge: `limit`, plus what refilled meanwhile. */
-function expectEdge(result: { answers: Answer[]; ms: number }, limit: number, ratePerSecond: number): void {
-  const passed = result.answers.filter((a) => a.status !== 429).length;
-  const refilled = Math.floor((result.ms * ratePerSecond) / 1000);
-  if (refilled === 0) {
-    expect(result.answers.map((a) => a.status === 429)).toEqual([
-      ...Array<boolean>(limit).fill(false),
-      ...Array<boolean>(result.answers.length - limit).fill(true),
-    ]);
-  } else {
-    expect(passed).toBeGreaterThanOrEqual(limit);
-    expect(passed).toBeLessThanOrEqual(limit + refilled);
+/**
+ * Sends requests one after the other until the first 429: the edge is reached by count, however fast
+ * or slow the run (tokens come back at `rate` per second, so a slow run needs only more requests).
+ */
+async function runToEdge(limit: number, send: (i: number) => Promise<Answer>): Promise<Answer[]> {
+  const answers: Answer[] = [];
+  for (let i = 0; i < 20 * limit + 20; i++) {
+    const answer = await send(i);
+    answers.push(answer);
+    if (answer.status === 429) return answers;
   }
+  throw new Error(`no 429 in ${answers.length} requests against a limit of ${limit}`);
+}
+
+/**
+ * The bucket arithmetic, as the RateLimit-* headers report it (no wall clock): the bucket starts
+ * full (`limit`, the first request leaves limit - 1), each request takes one token (`remaining`
+ * never drops by more than one), at least `limit` pass, and the first refusal comes only when the
+ * answer before it had left the bucket empty.
+ */
+function expectEdge(answers: Answer[], limit: number): void {
+  const passed = answers.slice(0, -1);
+  const refused = answers.at(-1)!;
+  expect(refused.status).toBe(429);
+  expect(passed.every((a) => a.status !== 429)).toBe(true);
+  expect(passed.length).toBeGreaterThanOrEqual(limit);
+  expect(answers.every((a) => a.headers['ratelimit-limit'] === String(limit))).toBe(true);
+  const remaining = passed.map((a) => Number(a.headers['ratelimit-remaining']));
+  expect(remaining[0]).toBe(limit - 1);
+  for (let i = 1; i < remaining.length; i++) {
+    expect(remaining[i]).toBeGreaterThanOrEqual(remaining[i - 1]! - 1);
+    expect(remaining[i]).toBeLessThan(limit);
+  }
+  expect(remaining.at(-1)).toBe(0);
+  expect(refused.headers['ratelimit-remaining']).toBe('0');
 }
 
 describe.each(WIRINGS)('rate limits per account and API family (%s)', (_wiring, start) => {
@@ -77,15 +94,13 @@ describe.each(WIRINGS)('rate limits per account and API family (%s)', (_wiring, 
 
   it('lets 10 profile requests a second through; the 11th gets 429 with Retry-After and RateLimit-*', async () => {
     const acc = await account('ten');
-    const result = await run(11, (i) => getProfile(acc, i));
-    expectEdge(result, 10, 10);
-    const passed = result.answers.slice(0, 10);
+    const result = await runToEdge(10, (i) => getProfile(acc, i));
+    expectEdge(result, 10);
+    const passed = result.slice(0, 10);
     expect(passed.map((a) => a.status)).toEqual(Array<number>(10).fill(404));
     expect(passed[0]!.headers['ratelimit-limit']).toBe('10');
     expect(passed[0]!.headers['ratelimit-remaining']).toBe('9');
-    const refused = result.answers.filter((a) => a.status === 429);
-    if (refused.length === 0) return; // only on a run too slow to see the edge (checked above)
-    const last = refused[0]!;
+    const last = result.at(-1)!;
     expect(last.headers['content-type']).toMatch(/^application\/json/);
     expect(last.headers['retry-after']).toBe('1');
     expect(last.headers['ratelimit-limit']).toBe('10');
@@ -102,29 +117,28 @@ describe.each(WIRINGS)('rate limits per account and API family (%s)', (_wiring, 
   it('leaves other accounts alone, and lets the bucket refill', async () => {
     const a = await account('busy');
     const b = await account('quiet');
-    const burst = await run(12, (i) => getProfile(a, i));
-    expect(burst.answers.some((x) => x.status === 429)).toBe(true);
+    const burst = await runToEdge(10, (i) => getProfile(a, i));
+    expect(burst.at(-1)!.status).toBe(429);
     // The other account has its whole allowance.
-    expectEdge(await run(11, (i) => getProfile(b, i)), 10, 10);
-    // A token comes back within 100 ms.
-    const refused = Date.now();
-    let again = await getProfile(a);
-    while (again.status === 429) {
-      expect(Date.now() - refused).toBeLessThan(5_000);
-      await new Promise((r) => setTimeout(r, 20));
-      again = await getProfile(a);
-    }
+    expectEdge(await runToEdge(10, (i) => getProfile(b, i)), 10);
+    // A token comes back (Retry-After: 1 said when): polled, not timed.
+    const again = await eventually(async () => {
+      const answer = await getProfile(a);
+      if (answer.status === 429) throw new Error('no token back yet');
+      return answer;
+    });
     expect(again.status).toBe(404);
+    expect(again.headers['ratelimit-remaining']).toBe('0');
   });
 
   it('counts reads and writes of /v3/profiles in one bucket, and never limits events by default', async () => {
     const acc = await account('mixed');
-    const result = await run(11, (i) => (i % 2 ? getProfile(acc, i) : postProfile(acc, i)));
-    expectEdge(result, 10, 10);
-    expect(result.answers.slice(0, 10).map((a) => a.status)).toEqual([
+    const result = await runToEdge(10, (i) => (i % 2 ? getProfile(acc, i) : postProfile(acc, i)));
+    expectEdge(result, 10);
+    expect(result.slice(0, 10).map((a) => a.status)).toEqual([
       202, 404, 202, 404, 202, 404, 202, 404, 202, 404,
     ]);
-    const events = await run(40, async () =>
+    const events = await sendAll(40, async () =>
       toAnswer(
         await p
           .http()
@@ -133,8 +147,8 @@ describe.each(WIRINGS)('rate limits per account and API family (%s)', (_wiring, 
           .send({ type: 'pageview', identifiers: { vuid: 'v' }, data: { page: '/' } }),
       ),
     );
-    expect(events.answers.every((a) => a.status === 202)).toBe(true);
-    expect(events.answers[0]!.headers['ratelimit-limit']).toBeUndefined();
+    expect(events.every((a) => a.status === 202)).toBe(true);
+    expect(events[0]!.headers['ratelimit-limit']).toBeUndefined();
   });
 
   it('spends no token on a request that is not authenticated', async () => {
@@ -142,7 +156,7 @@ describe.each(WIRINGS)('rate limits per account and API family (%s)', (_wiring, 
     for (let i = 0; i < 15; i++) {
       expect((await p.http().get('/v3/profiles?email=a@x.com').set('x-api-key', 'nobody')).status).toBe(401);
     }
-    expectEdge(await run(11, (i) => getProfile(acc, i)), 10, 10);
+    expectEdge(await runToEdge(10, (i) => getProfile(acc, i)), 10);
   });
 
   it('takes per-account rates from the admin API', async () => {
@@ -158,10 +172,10 @@ describe.each(WIRINGS)('rate limits per account and API family (%s)', (_wiring, 
     expect(changed.body.overrides).toEqual({ profiles: 3, events: 2 });
     expect(changed.body.rates).toMatchObject({ profiles: 3, events: 2, compliance: 1 });
 
-    const profiles = await run(4, (i) => getProfile(acc, i));
-    expectEdge(profiles, 3, 3);
-    expect(profiles.answers[0]!.headers['ratelimit-limit']).toBe('3');
-    const events = await run(3, async () =>
+    const profiles = await runToEdge(3, (i) => getProfile(acc, i));
+    expectEdge(profiles, 3);
+    expect(profiles[0]!.headers['ratelimit-limit']).toBe('3');
+    const events = await runToEdge(2, async () =>
       toAnswer(
         await p
           .http()
@@ -170,11 +184,11 @@ describe.each(WIRINGS)('rate limits per account and API family (%s)', (_wiring, 
           .send({ type: 'pageview', identifiers: { vuid: 'v' } }),
       ),
     );
-    expectEdge(events, 2, 2);
+    expectEdge(events, 2);
 
     await admin('patch', path).send({ profiles: 'unlimited', events: null });
-    const unlimited = await run(25, (i) => getProfile(acc, i));
-    expect(unlimited.answers.every((a) => a.status === 404)).toBe(true);
+    const unlimited = await sendAll(25, (i) => getProfile(acc, i));
+    expect(unlimited.every((a) => a.status === 404)).toBe(true);
     expect((await admin('get', path)).body.overrides).toEqual({ profiles: 'unlimited' });
 
     const bad = await admin('patch', path).send({ profiles: 0, nonsense: 5, events: 1.5 });
@@ -194,27 +208,40 @@ describe.each(WIRINGS)('rate limits per account and API family (%s)', (_wiring, 
       const second = await ChildApp.start('apps/api/src/main.js', scaled.env());
       try {
         const acc = await account('replicas');
-        const result = await run(11, async (i) => {
-          const base = i % 2 ? second.baseUrl : scaled.api.baseUrl;
-          const res = await fetch(`${base}/v3/profiles?email=n${i}@x.com`, {
-            headers: { 'x-api-key': acc.privateKey },
+        // After each request, the bucket as Redis holds it: milli-tokens and the time of their count.
+        const redis = await connectRedis(scaled.redis.url);
+        const bucket: { m: number; at: number }[] = [];
+        let result: Answer[];
+        try {
+          result = await runToEdge(10, async (i) => {
+            const base = i % 2 ? second.baseUrl : scaled.api.baseUrl;
+            const res = await fetch(`${base}/v3/profiles?email=n${i}@x.com`, {
+              headers: { 'x-api-key': acc.privateKey },
+            });
+            const state = await redis.hGetAll(`cdp:{${acc.id}}:rl:profiles`);
+            bucket.push({ m: Number(state.m), at: Number(state.at) });
+            return {
+              status: res.status,
+              headers: Object.fromEntries(res.headers.entries()),
+              body: (await res.json()) as Answer['body'],
+            };
           });
-          return {
-            status: res.status,
-            headers: Object.fromEntries(res.headers.entries()),
-            body: (await res.json()) as Answer['body'],
-          };
-        });
-        expectEdge(result, 10, 10);
-        // Both processes count down one bucket (a refill could only show in a run slower than 100 ms).
-        if (result.ms < 100) {
-          expect(result.answers.slice(0, 4).map((a) => a.headers['ratelimit-remaining'])).toEqual([
-            '9',
-            '8',
-            '7',
-            '6',
-          ]);
+        } finally {
+          await redis.quit();
         }
+        expectEdge(result, 10);
+        // Each process takes from what the other left: the state after a request is the state after
+        // the one before (sent to the other process), refilled at 10/s for the time between, less one
+        // token when allowed; and the remaining each answer reports is that shared state.
+        expect(bucket[0]!.m).toBe(9000);
+        for (let i = 1; i < bucket.length; i++) {
+          const refilled = Math.min(10_000, bucket[i - 1]!.m + (bucket[i]!.at - bucket[i - 1]!.at) * 10);
+          const allowed = result[i]!.status !== 429;
+          expect(bucket[i]!.m).toBe(allowed ? refilled - 1000 : refilled);
+        }
+        result.forEach((a, i) => {
+          expect(a.headers['ratelimit-remaining']).toBe(String(Math.floor(bucket[i]!.m / 1000)));
+        });
       } finally {
         await second.kill('SIGTERM');
       }

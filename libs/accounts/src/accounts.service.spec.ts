@@ -2,8 +2,14 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApiError, type Invalid } from '@cdp/contracts';
-import { FileMetadataStore } from '@cdp/metadata';
-import { AccountsService, REVOKED_KEY_GRACE_MS, viewAccount, type Account } from './accounts.service.js';
+import { FileMetadataStore, OutageMetadataStore } from '@cdp/metadata';
+import {
+  ACCOUNT_CACHE_MS,
+  AccountsService,
+  REVOKED_KEY_GRACE_MS,
+  viewAccount,
+  type Account,
+} from './accounts.service.js';
 import { splitPrivateKey } from './keys.js';
 
 const TWELVE_HOURS = 12 * 60 * 60 * 1000;
@@ -468,5 +474,55 @@ describe('AccountsService.ensure under concurrency', () => {
     expect(new Set(results.map((a) => a.id)).size).toBe(1);
     expect(await service.list()).toHaveLength(1);
     expect((await service.authenticate('boot.s3cret')).private).toBe(true);
+  });
+});
+
+describe('the account cache of a replica (README: key changes reach every replica within 5 seconds)', () => {
+  let shared: OutageMetadataStore;
+  let t: number;
+  let replica: AccountsService;
+  let other: AccountsService;
+  beforeEach(() => {
+    shared = new OutageMetadataStore(store);
+    t = 1_000_000;
+    replica = new AccountsService(shared, () => t);
+    other = new AccountsService(store);
+  });
+
+  it('keeps an account 5 seconds: one created elsewhere under a tracker id it found unknown shows after that', async () => {
+    expect(ACCOUNT_CACHE_MS).toBe(5_000);
+    await expectUnauthorized(replica.authenticate('late'));
+    await other.create({ trackerId: 'late' });
+    t += ACCOUNT_CACHE_MS;
+    await expectUnauthorized(replica.authenticate('late'));
+    t += 1;
+    expect(await replica.authenticate('late')).toMatchObject({ private: false });
+  });
+
+  it('checks a private key just issued elsewhere against a fresh read at once', async () => {
+    const { account } = await other.create({ trackerId: 'rot' });
+    expect((await replica.authenticate('rot')).account).toBe(account.id);
+    const { privateKey } = await other.rotate(account.id);
+    expect(await replica.authenticate(privateKey)).toMatchObject({ account: account.id, private: true });
+  });
+
+  it('reads the store once for concurrent requests with the same key', async () => {
+    const { privateKey } = await other.create({ trackerId: 'busy' });
+    const results = await Promise.all(Array.from({ length: 20 }, () => replica.authenticate(privateKey)));
+    expect(results.every((r) => r.private)).toBe(true);
+    expect(shared.gets).toBe(2); // the tracker id's link, then its account
+  });
+
+  it('authenticates with the last copy while the store is unreachable; an unread account is 503', async () => {
+    const { privateKey } = await other.create({ trackerId: 'steady' });
+    await other.create({ trackerId: 'unread' });
+    expect((await replica.authenticate(privateKey)).private).toBe(true);
+    shared.reachable = false;
+    t += 60_000;
+    expect((await replica.authenticate(privateKey)).private).toBe(true);
+    expect((await replica.authenticate('steady')).private).toBe(false);
+    const err = await rejection(replica.authenticate('unread'));
+    expect(err).toBeInstanceOf(ApiError);
+    expect((err as ApiError).status).toBe(503);
   });
 });

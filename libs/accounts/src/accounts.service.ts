@@ -1,7 +1,7 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { ApiError } from '@cdp/contracts';
-import { MetadataConflictError, MetadataStore } from '@cdp/metadata';
+import { METADATA_CACHE_CLOCK, MetadataCache, MetadataConflictError, MetadataStore } from '@cdp/metadata';
 import { constantTimeEqual, hashSecret, isUrlSafeToken, randomToken, splitPrivateKey } from './keys.js';
 
 /** A revoked private key keeps working this long (spec "Authentication" rule 5). */
@@ -44,8 +44,8 @@ export interface AccountView {
 const ACCOUNTS = 'accounts';
 const TRACKERS = 'trackers';
 
-/** How long an authenticated account is reused without reading the metadata store again. */
-const ACCOUNT_CACHE_MS = 5_000;
+/** How long an authenticated account is reused without reading the metadata store again (README). */
+export const ACCOUNT_CACHE_MS = 5_000;
 
 @Injectable()
 export class AccountsService {
@@ -53,9 +53,18 @@ export class AccountsService {
    * Accounts by tracker id, read at most every few seconds: authentication needs no round trip to
    * the metadata store per request, and keeps working (on what it last read) while that store is away.
    */
-  private readonly cache = new Map<string, { account: Account | undefined; at: number }>();
+  private readonly cache: MetadataCache<Account | undefined>;
 
-  constructor(private readonly metadata: MetadataStore) {}
+  constructor(
+    private readonly metadata: MetadataStore,
+    @Optional() @Inject(METADATA_CACHE_CLOCK) now?: () => number,
+  ) {
+    this.cache = new MetadataCache({
+      ttlMs: ACCOUNT_CACHE_MS,
+      load: (trackerId) => this.byTrackerId(trackerId),
+      ...(now ? { now } : {}),
+    });
+  }
 
   async create(
     input: { name?: string; trackerId?: string; secret?: string } = {},
@@ -104,15 +113,9 @@ export class AccountsService {
   }
 
   private async cachedByTrackerId(trackerId: string, fresh: boolean): Promise<Account | undefined> {
-    const hit = this.cache.get(trackerId);
-    if (hit && !fresh && Date.now() - hit.at < ACCOUNT_CACHE_MS) return hit.account;
     try {
-      const account = await this.byTrackerId(trackerId);
-      if (this.cache.size > 100_000) this.cache.clear();
-      this.cache.set(trackerId, { account, at: Date.now() });
-      return account;
+      return await this.cache.get(trackerId, fresh);
     } catch (err) {
-      if (hit) return hit.account;
       throw ApiError.unavailable(
         `accounts cannot be read right now: ${err instanceof Error ? err.message : String(err)}`,
         1,

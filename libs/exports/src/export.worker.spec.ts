@@ -44,6 +44,15 @@ class SteppedRunner implements JobRunner {
   }
 }
 
+/** Polls until `check` holds (a deadline, not a measured time). */
+async function until(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 function job(id: string, at = '2026-11-22T10:00:00.000Z'): ExportJob {
   return {
     account: 'acc',
@@ -178,13 +187,18 @@ describe('export worker', () => {
 
   it('keeps its lease while it runs, so a live job is never taken over', async () => {
     await metadata.create(EXPORTS_BUCKET, 'j7', job('j7'));
+    let clock = Date.parse('2026-11-22T10:00:00Z');
+    const now = () => clock;
     const runner = new SteppedRunner(metadata);
-    const a = worker(runner, Date.now, 150);
+    const a = worker(runner, now, 150);
     const ran = a.tick();
     await runner.started;
-    const other = worker(new SteppedRunner(metadata), Date.now, 150);
+    const other = worker(new SteppedRunner(metadata), now, 150);
+    // Six times two thirds of a lease: long expired unless renewed. Each time, the awaited signal is
+    // the running worker's heartbeat reaching the moved clock; then the other may not take the job.
     for (let i = 0; i < 6; i++) {
-      await new Promise((r) => setTimeout(r, 100));
+      clock += 100;
+      await until(async () => (await stored('j7')).heartbeat === clock);
       expect(await other.tick()).toBe(false);
     }
     runner.finish();

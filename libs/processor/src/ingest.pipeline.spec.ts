@@ -1,7 +1,14 @@
-import { describe, expect, it } from '@jest/globals';
-import { BusTransport, type BatchConsumer, type Delivery, type EventBus, type Settlement } from '@cdp/bus';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import {
+  BusTransport,
+  PrecededByFailure,
+  type BatchConsumer,
+  type Delivery,
+  type EventBus,
+  type Settlement,
+} from '@cdp/bus';
 import { INGEST_PATTERN, type IngestMessage } from '@cdp/contracts';
-import type { AnalyticStore } from '@cdp/store';
+import type { AnalyticStore, ClickHouseStore } from '@cdp/store';
 import type { CustomColumns } from './custom-columns.service.js';
 import type { IdentityStep } from './identity.step.js';
 import { IngestPipeline } from './ingest.pipeline.js';
@@ -10,6 +17,7 @@ import type { OptOutStep } from './optout.step.js';
 import type { OrdersStep } from './orders.step.js';
 import type { ProductsStep } from './products.step.js';
 import type { SubscriptionsStep } from './subscriptions.step.js';
+import { buildProcessor, deliveryOf, eventsMessage, tempChdbStore } from './testing/processor-harness.js';
 
 /** A value the store can never take: what a deterministic store error says of itself. */
 class Unstorable extends Error {
@@ -101,5 +109,116 @@ describe('IngestPipeline under the bus transport', () => {
       b2: 'ack',
     });
     expect(h.stored).toEqual(['b1', 'b2']);
+  });
+});
+
+/** A promise the test settles. */
+function gate(): { promise: Promise<void>; open: () => void; fail: (err: Error) => void } {
+  let open!: () => void;
+  let fail!: (err: Error) => void;
+  const promise = new Promise<void>((resolve, reject) => {
+    open = resolve;
+    fail = reject;
+  });
+  return { promise, open, fail };
+}
+
+async function until(check: () => boolean, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/**
+ * The pipeline on real embedded drivers and chDB (testing/processor-harness.ts). The store in front
+ * of chDB only reports each write (the messages whose events it carries) and may hold it at a gate
+ * the test opens or fails; the write itself is chDB's.
+ */
+describe('IngestPipeline on the embedded drivers and chDB', () => {
+  let chdb: ClickHouseStore;
+  beforeAll(() => {
+    chdb = tempChdbStore('pipeline');
+  });
+  afterAll(() => chdb.close());
+
+  let n = 0;
+  function harnessOnChdb() {
+    const writes: string[][] = [];
+    const gates = new Map<string, Promise<void>>();
+    const store = new Proxy(chdb, {
+      get(target, prop) {
+        if (prop === 'write') {
+          return async (...args: Parameters<ClickHouseStore['write']>) => {
+            const ids = [...new Set(args[1].events.map((e) => e.msg_id))];
+            writes.push(ids);
+            for (const id of ids) await gates.get(id);
+            return target.write(...args);
+          };
+        }
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const built = buildProcessor(store);
+    const resolved: string[] = [];
+    const resolve = built.identityStep.resolve.bind(built.identityStep);
+    built.identityStep.resolve = (account, items) => {
+      resolved.push(...new Set(items.map((i) => i.message.id)));
+      return resolve(account, items);
+    };
+    const account = `acct${++n}${Date.now()}`;
+    const event = (vuid: string) =>
+      deliveryOf(eventsMessage(account, [{ type: 'pageview', identifiers: { vuid } }]));
+    const stored = async () =>
+      (
+        await chdb.query<{ msg_id: string; n: number | string }>(
+          account,
+          'SELECT msg_id, count() AS n FROM {db}.events GROUP BY msg_id ORDER BY msg_id',
+        )
+      ).map((r) => [r.msg_id, Number(r.n)]);
+    return { ...built, writes, gates, resolved, account, event, stored };
+  }
+  const outcomes = (s: Settlement[]) => s.map((x) => x.outcome);
+
+  it('resolves batch N+1 while batch N is written, and writes them in arrival order', async () => {
+    const h = harnessOnChdb();
+    const [d1, d2, d3] = [h.event('v1'), h.event('v2'), h.event('v1')];
+    const held = gate();
+    h.gates.set(d1.message.id, held.promise);
+    const processed = [h.pipeline.process([d1]), h.pipeline.process([d2]), h.pipeline.process([d3])];
+    // Batch 1's write is held; batches 2 and 3 are resolved meanwhile, and none of them writes first.
+    await until(() => h.resolved.length === 3);
+    expect(h.resolved).toEqual([d1.message.id, d2.message.id, d3.message.id]);
+    expect(h.writes).toEqual([[d1.message.id]]);
+    held.open();
+    expect((await Promise.all(processed)).map(outcomes)).toEqual([['ack'], ['ack'], ['ack']]);
+    expect(h.writes).toEqual([[d1.message.id], [d2.message.id], [d3.message.id]]);
+    expect(await h.stored()).toEqual(
+      [d1, d2, d3].map((d) => [d.message.id, 1]).sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
+    );
+  });
+
+  it('fails a batch whose write fails, and the batch behind it writes nothing until both come again', async () => {
+    const h = harnessOnChdb();
+    const [d1, d2] = [h.event('f1'), h.event('f2')];
+    const held = gate();
+    h.gates.set(d1.message.id, held.promise);
+    const first = h.pipeline.process([d1]);
+    const second = h.pipeline.process([d2]);
+    await until(() => h.resolved.length === 2);
+    held.fail(new Error('store timeout'));
+    await expect(first).rejects.toThrow('store timeout');
+    await expect(second).rejects.toBeInstanceOf(PrecededByFailure);
+    expect(h.writes).toEqual([[d1.message.id]]);
+    expect(await h.stored()).toEqual([]);
+    // Redelivered, in order: each is stored once.
+    h.gates.clear();
+    expect(outcomes(await h.pipeline.process([{ ...d1, deliveryCount: 2 }]))).toEqual(['ack']);
+    expect(outcomes(await h.pipeline.process([{ ...d2, deliveryCount: 2 }]))).toEqual(['ack']);
+    expect(await h.stored()).toEqual(
+      [d1, d2].map((d) => [d.message.id, 1]).sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
+    );
   });
 });

@@ -1,6 +1,6 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { ApiError } from '@cdp/contracts';
-import { MetadataConflictError, MetadataStore } from '@cdp/metadata';
+import { METADATA_CACHE_CLOCK, MetadataCache, MetadataConflictError, MetadataStore } from '@cdp/metadata';
 import type { Allowance } from './rate-limiter.port.js';
 
 /** The API families a route can be counted against (spec "Limits" names them). */
@@ -39,7 +39,7 @@ export type RateOverrides = Partial<Record<RateLimitFamily, Rate>>;
 
 const BUCKET = 'rate_limits';
 /** How long an API replica uses the overrides it read; a change reaches every replica within this. */
-const CACHE_MS = 5_000;
+export const RATE_POLICY_CACHE_MS = 5_000;
 const MAX_RATE = 1_000_000;
 
 export function isRateLimitFamily(name: string): name is RateLimitFamily {
@@ -54,9 +54,18 @@ export function allowanceOf(rate: Rate): Allowance | undefined {
 /** Each account's rates: the defaults, changed per account through the admin API. */
 @Injectable()
 export class RateLimitPolicy {
-  private readonly cache = new Map<string, { overrides: RateOverrides; at: number }>();
+  private readonly cache: MetadataCache<RateOverrides>;
 
-  constructor(private readonly metadata: MetadataStore) {}
+  constructor(
+    private readonly metadata: MetadataStore,
+    @Optional() @Inject(METADATA_CACHE_CLOCK) now?: () => number,
+  ) {
+    this.cache = new MetadataCache({
+      ttlMs: RATE_POLICY_CACHE_MS,
+      load: (account) => this.overrides(account),
+      ...(now ? { now } : {}),
+    });
+  }
 
   /** The bucket a request of this family takes from, or undefined when the family is not limited. */
   async allowance(account: string, family: RateLimitFamily): Promise<Allowance | undefined> {
@@ -91,7 +100,7 @@ export class RateLimitPolicy {
       try {
         if (found) await this.metadata.update(BUCKET, account, next, found.revision);
         else await this.metadata.create(BUCKET, account, next);
-        this.cache.set(account, { overrides: next, at: Date.now() });
+        this.cache.set(account, next);
         return next;
       } catch (err) {
         if (!(err instanceof MetadataConflictError)) throw err;
@@ -100,16 +109,11 @@ export class RateLimitPolicy {
   }
 
   private async cachedOverrides(account: string): Promise<RateOverrides> {
-    const hit = this.cache.get(account);
-    if (hit && Date.now() - hit.at < CACHE_MS) return hit.overrides;
     try {
-      const overrides = await this.overrides(account);
-      if (this.cache.size > 100_000) this.cache.clear();
-      this.cache.set(account, { overrides, at: Date.now() });
-      return overrides;
+      return await this.cache.get(account);
     } catch {
-      // The metadata store away: keep limiting by what was read last, or by the defaults.
-      return hit?.overrides ?? {};
+      // The metadata store away and never read for this account: limit by the defaults.
+      return {};
     }
   }
 }

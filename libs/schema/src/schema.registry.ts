@@ -1,6 +1,6 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { ApiError } from '@cdp/contracts';
-import { MetadataConflictError, MetadataStore } from '@cdp/metadata';
+import { METADATA_CACHE_CLOCK, MetadataCache, MetadataConflictError, MetadataStore } from '@cdp/metadata';
 import { AccountSchema } from './account-schema.js';
 import {
   EMPTY_SCHEMA_DOC,
@@ -28,34 +28,36 @@ export const SCHEMA_CACHE_MS = 2_000;
  */
 @Injectable()
 export class SchemaRegistry {
-  private readonly cache = new Map<string, { schema: AccountSchema; at: number }>();
+  private readonly cache: MetadataCache<AccountSchema>;
 
-  constructor(private readonly metadata: MetadataStore) {}
+  constructor(
+    private readonly metadata: MetadataStore,
+    @Optional() @Inject(METADATA_CACHE_CLOCK) now?: () => number,
+  ) {
+    this.cache = new MetadataCache({
+      ttlMs: SCHEMA_CACHE_MS,
+      load: async (account) => {
+        const found = await this.metadata.get<AccountSchemaDoc>(BUCKET, account);
+        return new AccountSchema(found?.value ?? structuredClone(EMPTY_SCHEMA_DOC), found?.revision ?? 0);
+      },
+      ...(now ? { now } : {}),
+    });
+  }
 
   /** The account's schema, at most SCHEMA_CACHE_MS old, or read now with `fresh`. */
   async read(account: string, fresh = false): Promise<AccountSchema> {
-    const hit = this.cache.get(account);
-    if (hit && !fresh && Date.now() - hit.at < SCHEMA_CACHE_MS) return hit.schema;
+    let schema: AccountSchema;
     try {
-      const found = await this.metadata.get<AccountSchemaDoc>(BUCKET, account);
-      const schema = new AccountSchema(
-        found?.value ?? structuredClone(EMPTY_SCHEMA_DOC),
-        found?.revision ?? 0,
-      );
-      // A slower read must not replace a newer copy (this replica's own write, for one).
-      const current = this.cache.get(account);
-      if (!current || current.schema.revision <= schema.revision) {
-        if (this.cache.size > 100_000) this.cache.clear();
-        this.cache.set(account, { schema, at: Date.now() });
-      }
-      return this.cache.get(account)!.schema;
+      schema = await this.cache.get(account, fresh);
     } catch (err) {
-      if (hit) return hit.schema;
       throw ApiError.unavailable(
         `the schema cannot be read right now: ${err instanceof Error ? err.message : String(err)}`,
         1,
       );
     }
+    // A read that started before this replica's own write answers with the newer copy the write left.
+    const current = this.cache.peek(account);
+    return current && current.revision > schema.revision ? current : schema;
   }
 
   async createObject(account: string, body: unknown): Promise<ObjectDef> {
@@ -100,7 +102,7 @@ export class SchemaRegistry {
         const revision = found
           ? await this.metadata.update(BUCKET, account, doc, found.revision)
           : await this.metadata.create(BUCKET, account, doc);
-        this.cache.set(account, { schema: new AccountSchema(doc, revision), at: Date.now() });
+        this.cache.set(account, new AccountSchema(doc, revision));
         return result;
       } catch (err) {
         // Someone else changed the schema since it was read: check the request again on theirs.

@@ -1,7 +1,7 @@
 import { rateLimiterContract } from '../rate-limiter.contract.js';
 import { MemoryRateLimiter } from './memory-rate-limiter.adapter.js';
 
-rateLimiterContract('memory', () => Promise.resolve(new MemoryRateLimiter()));
+rateLimiterContract('memory', (now) => Promise.resolve(new MemoryRateLimiter(now)));
 
 describe('MemoryRateLimiter on a controlled clock', () => {
   it('refills continuously and reports reset and retry-after in whole seconds', async () => {

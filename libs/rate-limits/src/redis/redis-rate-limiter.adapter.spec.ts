@@ -12,7 +12,7 @@ afterAll(async () => {
   await redis.quit();
 });
 
-rateLimiterContract('redis', () => Promise.resolve(new RedisRateLimiter(redis)));
+rateLimiterContract('redis', (now) => Promise.resolve(new RedisRateLimiter(redis, now)));
 
 describe('RedisRateLimiter specifics', () => {
   it('shares one bucket between two clients (two API replicas) and expires idle buckets', async () => {

@@ -4,7 +4,7 @@ import { RateLimiter, type Allowance, type Take } from '../rate-limiter.port.js'
 import { describeTake, idleTtlMs } from '../token-bucket.js';
 
 const LIBRARY_NAME = 'cdp_rate';
-const LIBRARY_VERSION = '1';
+const LIBRARY_VERSION = '2';
 
 /**
  * The token bucket as a Redis Function (the same steps as `takeToken`): read, refill, take and write
@@ -13,13 +13,17 @@ const LIBRARY_VERSION = '1';
 const LIBRARY = `#!lua name=${LIBRARY_NAME}
 -- version ${LIBRARY_VERSION}
 
--- KEYS[1] the bucket hash. ARGV: rate (tokens/s), burst (tokens), idle ttl (ms).
+-- KEYS[1] the bucket hash. ARGV: rate (tokens/s), burst (tokens), idle ttl (ms), and optionally the
+-- time in ms (a test's clock; without it the server's).
 -- Returns {allowed 0|1, milli-tokens left}.
 local function cdp_rate_take(keys, args)
   local rate = tonumber(args[1])
   local capacity = tonumber(args[2]) * 1000
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local now = tonumber(args[4])
+  if not now then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
   local state = redis.call('HMGET', keys[1], 'm', 'at')
   local tokens = tonumber(state[1]) or capacity
   local at = tonumber(state[2]) or now
@@ -44,7 +48,14 @@ redis.register_function('cdp_rate_take', cdp_rate_take)
 export class RedisRateLimiter extends RateLimiter {
   private loaded: Promise<void> | undefined;
 
-  constructor(private readonly redis: RedisClient) {
+  /**
+   * `now` (ms) replaces the server's clock, for tests that move time; replicas in service leave it
+   * out so that they share the server's.
+   */
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly now?: () => number,
+  ) {
     super();
   }
 
@@ -54,6 +65,7 @@ export class RedisRateLimiter extends RateLimiter {
 
   async take(account: string, family: string, allowance: Allowance): Promise<Take> {
     const args = [String(allowance.rate), String(allowance.burst), String(idleTtlMs(allowance))];
+    if (this.now) args.push(String(Math.floor(this.now())));
     const keys = [RedisRateLimiter.key(account, family)];
     await (this.loaded ??= this.load().catch((err: unknown) => {
       this.loaded = undefined;

@@ -1,0 +1,183 @@
+import { eventId, toStoreTime, type EventRecord } from '@cdp/domain';
+import type { IngestMessage } from '@cdp/contracts';
+import type { ClickHouseStore, EventRow, StoreBatch } from '@cdp/store';
+import { buildProcessor, deliveryOf, tempChdbStore } from './testing/processor-harness.js';
+
+const NOW = '2026-11-22 10:00:00.000';
+const T0 = Date.parse('2026-11-22T09:00:00Z');
+
+/** The order events of one message, as the pipeline has them: each record and its event row. */
+function orderEvents(
+  id: string,
+  account: string,
+  records: { action: string; order: Record<string, unknown>; ts: number }[],
+) {
+  const message = {
+    id,
+    account,
+    kind: 'events',
+    receivedAt: T0,
+    records: records.map((r): EventRecord => ({
+      type: 'order',
+      action: r.action,
+      ts: r.ts,
+      channel: 'offline',
+      identifiers: { email: 'ann@x.com' },
+      data: {},
+      order: r.order,
+    })),
+  } as IngestMessage & { records: EventRecord[] };
+  const rows = message.records.map((record, index): EventRow => ({
+    event_id: eventId(id, index),
+    msg_id: id,
+    svc_id: 'cust-ann',
+    ts: toStoreTime(record.ts),
+    received_at: toStoreTime(T0),
+    type: record.type,
+    action: record.action,
+    channel: record.channel,
+    identifiers: { email: 'ann@x.com' },
+    data: {},
+    order: JSON.stringify(record.order),
+  }));
+  return { delivery: deliveryOf(message), message, rows };
+}
+
+const emptyBatch = (): StoreBatch => ({
+  identityLinks: [],
+  merges: [],
+  conflicts: [],
+  customers: [],
+  events: [],
+});
+
+/** OrdersStep on the memory order state, its rows written to chDB and read back. */
+describe('OrdersStep', () => {
+  let store: ClickHouseStore;
+  beforeAll(() => {
+    store = tempChdbStore('orders-step');
+  });
+  afterAll(() => store.close());
+  let n = 0;
+
+  it('records the first purchase with its line items, keeps a second purchase out, and tallies a return', async () => {
+    const account = `orders${++n}`;
+    const { ordersStep } = buildProcessor(store);
+    const purchase = {
+      order_id: 'o1',
+      subtotal: 100,
+      total: 110,
+      items: [
+        { product_id: 'p1', quantity: 1, price: 60, subtotal: 60 },
+        { product_id: 'p2', quantity: 2, price: 20, subtotal: 40 },
+      ],
+    };
+    const first = orderEvents('m1', account, [
+      { action: 'purchase', order: purchase, ts: T0 },
+      { action: 'purchase', order: { ...purchase, subtotal: 999 }, ts: T0 + 1000 },
+    ]);
+    const batch = emptyBatch();
+    const orders = ordersStep.begin(account);
+    // Order events are taken over; any other event stays with the caller.
+    first.message.records.forEach((r, i) => expect(orders.take(first.rows[i]!, r)).toBe(true));
+    expect(
+      orders.take(
+        { ...first.rows[0]!, type: 'pageview' },
+        { ...first.message.records[0]!, type: 'pageview' },
+      ),
+    ).toBe(false);
+    await orders.finish([first.delivery], batch, NOW);
+    // Rule 1: only the first purchase is recorded; both changes are in the log.
+    expect(batch.events.map((e) => e.event_id)).toEqual([eventId('m1', 0)]);
+    expect(batch.lineItems!.map((l) => [l.product_id, l.subtotal, l.event])).toEqual([
+      ['p1', 60, 'Order Line Item Purchase'],
+      ['p2', 40, 'Order Line Item Purchase'],
+    ]);
+    expect(batch.orderChanges!.map((c) => [c.change_id, c.action, c.seq])).toEqual([
+      [eventId('m1', 0), 'purchase', 1],
+      [eventId('m1', 1), 'purchase', 2],
+    ]);
+    expect(batch.orders).toEqual([
+      expect.objectContaining({ order_id: 'o1', msg_id: 'm1', purchased: true, subtotal: 100, revenue: 100 }),
+    ]);
+
+    // A later batch returns one item: recorded, its line item negative, the tally down.
+    const second = orderEvents('m2', account, [
+      {
+        action: 'return',
+        order: { order_id: 'o1', subtotal: 40, items: [{ product_id: 'p2', subtotal: 40 }] },
+        ts: T0 + 2000,
+      },
+    ]);
+    const next = emptyBatch();
+    const more = ordersStep.begin(account);
+    expect(more.take(second.rows[0]!, second.message.records[0]!)).toBe(true);
+    await more.finish([second.delivery], next, NOW);
+    expect(next.events.map((e) => e.event_id)).toEqual([eventId('m2', 0)]);
+    expect(next.lineItems!.map((l) => [l.product_id, l.subtotal, l.event])).toEqual([
+      ['p2', -40, 'Order Line Item Return'],
+    ]);
+    expect(next.orders).toEqual([expect.objectContaining({ order_id: 'o1', msg_id: 'm2', revenue: 60 })]);
+
+    // The rows are what the store takes.
+    await store.write(account, batch, false);
+    await store.write(account, next, false);
+    const stored = await store.query<{ order_id: string; revenue: number; purchased: boolean }>(
+      account,
+      'SELECT order_id, revenue, purchased FROM {db}.orders FINAL',
+    );
+    expect(stored.map((r) => [r.order_id, Number(r.revenue), r.purchased])).toEqual([['o1', 60, true]]);
+    const items = await store.query<{ n: number | string }>(
+      account,
+      'SELECT count() AS n FROM {db}.line_items',
+    );
+    expect(Number(items[0]!.n)).toBe(3);
+  });
+
+  it('applies an order update only to an order that exists, and a redelivered change moves nothing', async () => {
+    const account = `orders${++n}`;
+    const { ordersStep } = buildProcessor(store);
+    const update = (id: string, orderId: string) =>
+      deliveryOf({
+        id,
+        account,
+        kind: 'order-updates',
+        receivedAt: T0 + 5000,
+        records: [{ order_id: orderId, fields: { coupon_code: 'LATE' } }],
+      });
+    const nothing = emptyBatch();
+    await ordersStep.begin(account).finish([update('u0', 'ghost')], nothing, NOW);
+    expect(nothing.orderChanges).toEqual([]);
+    expect(nothing.orders ?? []).toEqual([]);
+
+    const bought = orderEvents('b1', account, [
+      { action: 'purchase', order: { order_id: 'o2', subtotal: 10 }, ts: T0 },
+    ]);
+    const batch = emptyBatch();
+    const orders = ordersStep.begin(account);
+    orders.take(bought.rows[0]!, bought.message.records[0]!);
+    await orders.finish([bought.delivery, update('u1', 'o2')], batch, NOW);
+    expect(batch.orderChanges!.map((c) => [c.kind, c.seq])).toEqual([
+      ['event', 1],
+      ['entity', 2],
+    ]);
+    expect(batch.orders).toEqual([
+      expect.objectContaining({
+        order_id: 'o2',
+        msg_id: 'u1',
+        fields: expect.objectContaining({ coupon_code: 'LATE' }),
+      }),
+    ]);
+
+    // The same messages again (a redelivery): the same sequence numbers, the order unchanged.
+    const again = emptyBatch();
+    const replay = ordersStep.begin(account);
+    replay.take(bought.rows[0]!, bought.message.records[0]!);
+    await replay.finish([bought.delivery, update('u1', 'o2')], again, NOW);
+    expect(again.orderChanges!.map((c) => [c.kind, c.seq])).toEqual([
+      ['event', 1],
+      ['entity', 2],
+    ]);
+    expect(again.events.map((e) => e.event_id)).toEqual([eventId('b1', 0)]);
+  });
+});

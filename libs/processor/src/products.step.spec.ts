@@ -1,0 +1,94 @@
+import type { IngestMessage } from '@cdp/contracts';
+import type { ClickHouseStore, StoreBatch } from '@cdp/store';
+import { buildProcessor, deliveryOf, tempChdbStore } from './testing/processor-harness.js';
+
+const NOW = '2026-11-22 10:00:00.000';
+
+function products(
+  id: string,
+  account: string,
+  receivedAt: number,
+  records: { product_id: string; fields: Record<string, unknown> }[],
+) {
+  return deliveryOf({ id, account, kind: 'products', receivedAt, records } as IngestMessage);
+}
+const emptyBatch = (): StoreBatch => ({
+  identityLinks: [],
+  merges: [],
+  conflicts: [],
+  customers: [],
+  events: [],
+});
+
+/** ProductsStep on chDB: updates merged onto the stored row, in delivery order, versioned by arrival. */
+describe('ProductsStep', () => {
+  let store: ClickHouseStore;
+  beforeAll(() => {
+    store = tempChdbStore('products-step');
+  });
+  afterAll(() => store.close());
+  let n = 0;
+
+  it('merges a batch in delivery order into one row per product, versioned by the time the API took it', async () => {
+    const account = `products${++n}`;
+    const { productsStep } = buildProcessor(store);
+    const batch = emptyBatch();
+    await productsStep.apply(
+      account,
+      [
+        products('m1', account, 1_000, [
+          { product_id: 'p1', fields: { name: 'Shoe', price: 10, colour: 'red' } },
+          { product_id: 'p2', fields: { name: 'Sock' } },
+        ]),
+        products('m2', account, 2_000, [{ product_id: 'p1', fields: { price: 12, colour: null } }]),
+      ],
+      batch,
+      NOW,
+    );
+    expect(batch.products).toEqual([
+      {
+        product_id: 'p1',
+        version: 2_000_000,
+        msg_id: 'm2',
+        updated_at: NOW,
+        fields: { name: 'Shoe', price: 12 },
+      },
+      { product_id: 'p2', version: 1_000_001, msg_id: 'm1', updated_at: NOW, fields: { name: 'Sock' } },
+    ]);
+  });
+
+  it('keeps the stored fields an update does not name (additive, across batches)', async () => {
+    const account = `products${++n}`;
+    const { productsStep } = buildProcessor(store);
+    const first = emptyBatch();
+    await productsStep.apply(
+      account,
+      [products('a1', account, 1_000, [{ product_id: 'p1', fields: { name: 'Shoe', price: 10 } }])],
+      first,
+      NOW,
+    );
+    await store.write(account, first, false);
+    const second = emptyBatch();
+    await productsStep.apply(
+      account,
+      [products('a2', account, 3_000, [{ product_id: 'p1', fields: { price: 11 } }])],
+      second,
+      NOW,
+    );
+    expect(second.products).toEqual([
+      expect.objectContaining({ product_id: 'p1', fields: { name: 'Shoe', price: 11 } }),
+    ]);
+    await store.write(account, second, false);
+    expect((await store.products(account, ['p1'])).map((r) => r.fields)).toEqual([
+      { name: 'Shoe', price: 11 },
+    ]);
+  });
+
+  it('adds nothing for a batch without product updates', async () => {
+    const account = `products${++n}`;
+    const { productsStep } = buildProcessor(store);
+    const batch = emptyBatch();
+    await productsStep.apply(account, [], batch, NOW);
+    expect(batch.products).toBeUndefined();
+  });
+});

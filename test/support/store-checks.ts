@@ -1,0 +1,53 @@
+import { EmbeddedPlatform } from './embedded.js';
+import { eventually } from './eventually.js';
+import type { ScaledPlatform } from './scaled.js';
+
+/** A read of one account's store, as a check makes it. */
+export type StoreQuery = <T>(sql: string, params?: Record<string, unknown>) => Promise<T[]>;
+export type StoreCheck = (query: StoreQuery) => Promise<void>;
+
+/**
+ * Checks of the store, on both wirings. Embedded, a check runs at once (polled until it holds: the
+ * store is written a moment after the API answered). Scaled out, chDB belongs to the processor and
+ * reading it means stopping the processor (ScaledPlatform.withStore), so the checks are kept and run
+ * together by `runKept`, in the suite's last test, after the API reports nothing left to process.
+ */
+export class StoreChecks {
+  private readonly kept: { test: string; check: StoreCheck }[] = [];
+
+  constructor(
+    private readonly platform: () => EmbeddedPlatform | ScaledPlatform,
+    private readonly account: () => string,
+  ) {}
+
+  async check(check: StoreCheck): Promise<void> {
+    const p = this.platform();
+    if (p instanceof EmbeddedPlatform) {
+      const query: StoreQuery = (sql, params) => p.query(this.account(), sql, params);
+      await eventually(() => check(query).then(() => true));
+      return;
+    }
+    this.kept.push({ test: expect.getState().currentTestName ?? 'a test', check });
+  }
+
+  /** Runs the checks kept on the scaled-out wiring, once each; returns how many ran. */
+  async runKept(): Promise<number> {
+    const p = this.platform();
+    const kept = this.kept.splice(0);
+    if (p instanceof EmbeddedPlatform || kept.length === 0) return 0;
+    await eventually(async () => (await p.pending()) === 0, 60_000);
+    const failures: string[] = [];
+    await p.withStore(async (store) => {
+      const query: StoreQuery = (sql, params) => store.query(this.account(), sql, params);
+      for (const { test, check } of kept) {
+        try {
+          await check(query);
+        } catch (err) {
+          failures.push(`${test}:\n${err instanceof Error ? err.message : String(err)}`);
+        }
+      }
+    });
+    if (failures.length) throw new Error(`store checks failed:\n\n${failures.join('\n\n')}`);
+    return kept.length;
+  }
+}
