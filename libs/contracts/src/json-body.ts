@@ -79,7 +79,7 @@ function walk(root: unknown, out: Invalid[], reason: string, event?: number): vo
       for (let i = value.length - 1; i >= 0; i--)
         stack.push({ value: value[i], key: String(i), parent: step });
     } else if (value !== null && typeof value === 'object') {
-      const entries = Object.entries(value);
+      const entries: [string, unknown][] = Object.entries(value as Record<string, unknown>);
       for (let i = entries.length - 1; i >= 0; i--) {
         const [key, item] = entries[i]!;
         const at = { value: item, key, parent: step };
