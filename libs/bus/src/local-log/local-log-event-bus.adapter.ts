@@ -11,6 +11,7 @@ import {
 } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DriverHealth, IngestMessage } from '@cdp/contracts';
+import { FAULT_POINTS, faultPoint } from '@cdp/faults';
 import {
   BusUnavailableError,
   EventBus,
@@ -267,6 +268,7 @@ export class LocalLogEventBus extends EventBus {
       done.push(seq);
     }
     if (done.length) {
+      faultPoint(FAULT_POINTS.busAck);
       await appendFile(this.acksFile, `${done.join(',')}\n`);
       for (const seq of done) await this.release(seq);
     }

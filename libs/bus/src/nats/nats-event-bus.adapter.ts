@@ -11,6 +11,7 @@ import {
   type JsMsg,
 } from '@nats-io/jetstream';
 import type { DriverHealth, IngestMessage } from '@cdp/contracts';
+import { FAULT_POINTS, faultPoint } from '@cdp/faults';
 import {
   BusUnavailableError,
   EventBus,
@@ -242,6 +243,7 @@ export class NatsEventBus extends EventBus {
     // Acknowledgements go out together and are confirmed together: one round trip, not one per message.
     // Waiting for the server's confirmation: an ack lost here means one more (harmless) redelivery.
     const acks: Promise<unknown>[] = [];
+    if (settlements.some((s) => s.outcome === 'ack')) faultPoint(FAULT_POINTS.busAck);
     for (const s of settlements) {
       const m = byHandle.get(s.delivery.handle);
       if (!m) continue;
