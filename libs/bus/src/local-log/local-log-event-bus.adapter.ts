@@ -125,11 +125,14 @@ export class LocalLogEventBus extends EventBus {
       if (segment.live === 0) await rm(join(this.dir, file), { force: true });
       else this.segments.push(segment);
     }
-    // Keep only the acks that still matter: those of messages in segments that are still there.
+    // Keep only the acks that still matter: those of messages in segments that are still there. An ack
+    // at or past nextSeq names a message whose segment is gone (settled and deleted): sequence numbers
+    // restart after it, so keeping that ack would mark a new, unprocessed message as done.
     const firstLive = this.segments[0]?.firstSeq ?? this.nextSeq;
-    const kept = [...acked].filter((s) => s >= firstLive);
+    const kept = [...acked].filter((s) => s >= firstLive && s < this.nextSeq);
     await writeFile(`${this.acksFile}.tmp`, kept.length ? `${kept.join(',')}\n` : '');
     await rename(`${this.acksFile}.tmp`, this.acksFile);
+    syncDirectory(this.dir);
   }
 
   private enqueue(entry: Entry): void {
