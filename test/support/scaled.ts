@@ -48,8 +48,9 @@ export class ScaledPlatform {
     };
   }
 
-  async startProcessor(): Promise<void> {
-    this.processor = await ChildApp.start('apps/processor/src/main.js', this.env());
+  /** `env` adds settings for this processor only (e.g. `CDP_TEST_FAULTS`). */
+  async startProcessor(env: Record<string, string> = {}): Promise<void> {
+    this.processor = await ChildApp.start('apps/processor/src/main.js', { ...this.env(), ...env });
   }
 
   async stopProcessor(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {

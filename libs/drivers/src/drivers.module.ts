@@ -80,6 +80,7 @@ export class DriversModule {
                 replicas: config.natsReplicas,
                 maxBytes: config.natsStreamMaxBytes,
                 streamPrefix: config.natsPrefix,
+                ackWaitMs: config.natsAckWaitMs,
                 onConsumerError: (err) => logger.warn({ err }, 'JetStream fetch failed; retrying'),
               })
             : LocalLogEventBus.open(join(config.dataDir, 'bus'), {

@@ -26,6 +26,8 @@ export const STORE_TABLES = [
 ] as const;
 
 export const FAULT_POINTS = {
+  /** Before the row that opens a batch's bracket of store writes (AnalyticStore.begin). */
+  storeBegin: 'store.insert.ingest_commits.begin',
   /** Before the order state applies a batch's order changes (OrdersStep). */
   ordersApply: 'orders.apply',
   /** Before list memberships change (SubscriptionsStep). */

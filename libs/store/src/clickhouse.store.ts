@@ -11,7 +11,7 @@ import {
 } from './analytic-store.port.js';
 import type { ClickHouseTransport } from './clickhouse-transport.js';
 import { EVENT_COLUMN_FIELDS, toStoreTime } from '@cdp/domain';
-import { faultPoint, storeInsertPoint, type STORE_TABLES } from '@cdp/faults';
+import { FAULT_POINTS, faultPoint, storeInsertPoint, type STORE_TABLES } from '@cdp/faults';
 import {
   COMMITS_TABLE,
   CUSTOMER_COLUMNS,
@@ -118,7 +118,7 @@ export class ClickHouseStore extends AnalyticStore {
     await this.ensureAccount(account);
     const table = `${databaseName(account)}.${COMMITS_TABLE}`;
     const at = toStoreTime(Date.now());
-    faultPoint(done ? storeInsertPoint('ingest_commits') : `${storeInsertPoint('ingest_commits')}.begin`);
+    faultPoint(done ? storeInsertPoint('ingest_commits') : FAULT_POINTS.storeBegin);
     await this.transport.insert(table, ids.map((msg_id) => JSON.stringify({ msg_id, done, at })).join('\n'), {
       insert_deduplication_token: dedupToken(
         `${table}:${done}`,

@@ -28,6 +28,8 @@ export interface NatsBusOptions {
   maxBytes: number;
   /** Deliveries of one message before it goes to the dead-letter stream. */
   maxDeliveries?: number;
+  /** How long a fetched message stays claimed without an ack or a sign of work (default 10 s). */
+  ackWaitMs?: number;
   /** Messages fetched at once. */
   batchMessages?: number;
   /** At most this many records go to the consumer in one batch (whole messages only). */
@@ -40,6 +42,7 @@ export interface NatsBusOptions {
 
 const nanos = (ms: number) => ms * 1_000_000;
 const ACK_WAIT_MS = 10_000;
+
 /** Chunks handed to the consumer before the oldest must be settled. */
 const IN_FLIGHT = 2;
 const FETCH_WAIT_MS = 1000; // the client refuses less than a second
@@ -119,7 +122,7 @@ export class NatsEventBus extends EventBus {
       ack_policy: AckPolicy.Explicit,
       // Past this without an ack, a message goes to another processor (or the restarted one): short,
       // so a crashed processor's batch is retried soon; a slow batch keeps its claim with `working()`.
-      ack_wait: nanos(ACK_WAIT_MS),
+      ack_wait: nanos(this.options.ackWaitMs ?? ACK_WAIT_MS),
       max_ack_pending: 10_000,
     };
     try {
@@ -170,7 +173,10 @@ export class NatsEventBus extends EventBus {
       if (batch.length === 0) continue;
       // Every fetched message stays claimed until it is settled, however long it waits for its turn.
       const unsettled = new Set(batch);
-      const claim = setInterval(() => unsettled.forEach((m) => m.working()), ACK_WAIT_MS / 3);
+      const claim = setInterval(
+        () => unsettled.forEach((m) => m.working()),
+        (this.options.ackWaitMs ?? ACK_WAIT_MS) / 3,
+      );
       claim.unref(); // a loop that failed mid-batch must not keep the process alive through it
       const release = (settled: JsMsg[]) => {
         for (const m of settled) unsettled.delete(m);
