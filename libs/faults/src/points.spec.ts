@@ -20,11 +20,13 @@ describe('the catalogue of fault points', () => {
   it('names every point the code reaches, so the crash suite kills the process at each', () => {
     const known = new Set(allFaultPoints());
     const literal = /faultPoint\(\s*(['"`])([^'"`$]+)\1\s*\)/g;
-    const named = /faultPoint\(\s*FAULT_POINTS\.(\w+)\s*\)/g;
+    // Points named from the catalogue, in the files that reach a point.
+    const named = /FAULT_POINTS\.(\w+)/g;
     const used = new Set<string>();
     for (const file of files) {
       const text = readFileSync(file, 'utf8');
       for (const m of text.matchAll(literal)) used.add(m[2]!);
+      if (!text.includes('faultPoint(')) continue;
       for (const m of text.matchAll(named)) {
         const name = FAULT_POINTS[m[1] as keyof typeof FAULT_POINTS];
         expect(name).toBeDefined();
