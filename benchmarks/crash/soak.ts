@@ -205,6 +205,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     };
     await Promise.all(Array.from({ length: o.clients }, client));
     if (last) break;
+    // A fault point fires while the acknowledged batches are processed: give it the time to.
+    if (byFault && live.alive)
+      await Promise.race([live.exited, new Promise((r) => setTimeout(r, 20_000).unref())]);
     if (live.alive) {
       killedByUs = true; // a fault that never fired, or a kill after the life's last batch
       live.proc.kill('SIGKILL');

@@ -45,7 +45,11 @@ export class IdentityStep {
    * Resolves a batch, and looks up its identifiers in the opt-out pool at the same time (the two are
    * independent; a rebuild, which reloads the pool too, repeats both).
    */
-  async resolve(account: string, items: readonly IdentifiedItem[]): Promise<ResolvedBatch> {
+  async resolve(
+    account: string,
+    items: readonly IdentifiedItem[],
+    inFlight: Promise<unknown> = Promise.resolve(),
+  ): Promise<ResolvedBatch> {
     if (items.length === 0) return { resolutions: [], identifiers: [], pooled: new Set() };
     const identifiers = items.map(({ record }) => identifierList(record.identifiers));
     const records = items.map(({ message, index }, i) => ({
@@ -66,6 +70,9 @@ export class IdentityStep {
       return await lookUp();
     } catch (err) {
       if (!(err instanceof IdentityNotWarmError)) throw err;
+      // This process's store write in flight was resolved in the index that was lost: a rebuild leaves
+      // out messages not yet committed, so it waits for that write to commit (or fail) first.
+      await inFlight.catch(() => undefined);
       if (!(await this.rebuild.rebuild(account))) throw err; // another processor is rebuilding: retry later
       return lookUp();
     }

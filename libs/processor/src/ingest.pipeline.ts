@@ -73,7 +73,9 @@ export class IngestPipeline {
       this.committed = this.prepared;
       return whole;
     }
-    const prepare = this.prepared.then(() => this.prepareIngest(batch));
+    // The write in flight now (the batch before): a rebuild of the index waits for it (IdentityStep.resolve).
+    const inFlight = this.committed;
+    const prepare = this.prepared.then(() => this.prepareIngest(batch, inFlight));
     this.prepared = prepare.catch(() => undefined);
     const commit = Promise.all([prepare, this.committed]).then(async ([writes]) => {
       for (const write of writes) await write();
@@ -103,7 +105,10 @@ export class IngestPipeline {
   }
 
   /** Resolves and applies a batch, account by account; returns the store writes still to do. */
-  private async prepareIngest(batch: readonly Delivery[]): Promise<(() => Promise<void>)[]> {
+  private async prepareIngest(
+    batch: readonly Delivery[],
+    inFlight: Promise<unknown> = Promise.resolve(),
+  ): Promise<(() => Promise<void>)[]> {
     const byAccount = new Map<string, Delivery[]>();
     for (const delivery of batch) {
       if (delivery.message.kind === 'objects') continue;
@@ -113,18 +118,22 @@ export class IngestPipeline {
     }
     const writes: (() => Promise<void>)[] = [];
     for (const [account, deliveries] of byAccount)
-      writes.push(await this.prepareAccount(account, deliveries));
+      writes.push(await this.prepareAccount(account, deliveries, inFlight));
     return writes;
   }
 
-  private async prepareAccount(account: string, deliveries: Delivery[]): Promise<() => Promise<void>> {
+  private async prepareAccount(
+    account: string,
+    deliveries: Delivery[],
+    inFlight: Promise<unknown>,
+  ): Promise<() => Promise<void>> {
     // Products and order updates name no customer: the commerce steps take them (below).
     const items: Item[] = deliveries.flatMap(({ message: m }) =>
       m.kind === 'events' || m.kind === 'profiles'
         ? m.records.map((record, index) => ({ message: m, index, record }))
         : [],
     );
-    const resolved = await this.identityStep.resolve(account, items);
+    const resolved = await this.identityStep.resolve(account, items, inFlight);
     const { resolutions } = resolved;
     const now = toStoreTime(Date.now());
     const batch: StoreBatch = { identityLinks: [], merges: [], conflicts: [], customers: [], events: [] };
