@@ -37,6 +37,8 @@ export interface AppConfig {
   natsReplicas: number;
   /** JetStream: largest size of the ingest stream before publishes are refused (503). */
   natsStreamMaxBytes: number;
+  /** JetStream: a crashed processor's unacknowledged messages are delivered again after this long. */
+  natsAckWaitMs: number;
   buckets: BucketDirs;
   bootstrap: { publicKey: string; privateKey: string } | undefined;
   logLevel: string;
@@ -108,6 +110,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     natsPrefix: natsPrefix(env.CDP_NATS_PREFIX || 'CDP'),
     natsReplicas: integer(env, 'CDP_NATS_REPLICAS', 1, 1, 5),
     natsStreamMaxBytes: integer(env, 'CDP_NATS_STREAM_MAX_MB', 4096, 1, 1 << 24) * 1024 * 1024,
+    natsAckWaitMs: integer(env, 'CDP_NATS_ACK_WAIT_MS', 10_000, 1000, 600_000),
     buckets: {
       incoming: resolve(dataDir, env.CDP_BUCKET_INCOMING || 'buckets/incoming'),
       scratch: resolve(dataDir, env.CDP_BUCKET_SCRATCH || 'buckets/scratch'),

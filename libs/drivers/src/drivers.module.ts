@@ -97,6 +97,7 @@ export class DriversModule {
                 maxBytes: config.natsStreamMaxBytes,
                 streamPrefix: config.natsPrefix,
                 connected: watchNatsConnection(nc!),
+                ackWaitMs: config.natsAckWaitMs,
                 onConsumerError: (err) => logger.warn({ err }, 'JetStream fetch failed; retrying'),
                 onDeadLetter: metrics.deadLettered,
               })

@@ -1,1 +1,2 @@
 export * from './faults.js';
+export * from './points.js';

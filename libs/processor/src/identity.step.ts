@@ -9,6 +9,7 @@ import {
   type Resolution,
 } from '@cdp/identity';
 import { Metrics } from '@cdp/metrics';
+import { FAULT_POINTS, faultPoint } from '@cdp/faults';
 import type { CustomerRow, StoreBatch } from '@cdp/store';
 import { IdentityRebuild } from './identity-rebuild.service.js';
 
@@ -133,6 +134,7 @@ export class IdentityStep {
     messageOf: (customerId: string) => string,
     now: string,
   ): Promise<CustomerRow[]> {
+    faultPoint(FAULT_POINTS.profilesApply);
     return (await this.profiles.apply(account, updates)).map((snapshot) => ({
       svc_id: snapshot.customerId,
       version: snapshot.version,
@@ -178,6 +180,7 @@ export class IdentityStep {
 
   /** Forgets what the index remembered of these messages: the store holds their rows now. */
   settle(account: string, messages: readonly { id: string }[]): Promise<void> {
+    faultPoint(FAULT_POINTS.identitySettle);
     return this.identity.settle(account, [...new Set(messages.map((m) => m.id))]);
   }
 }

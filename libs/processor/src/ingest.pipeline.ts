@@ -196,6 +196,7 @@ export class IngestPipeline {
     await orders.finish(deliveries, batch, now);
     await this.productsStep.apply(account, deliveries, batch, now);
     const redelivery = deliveries.some(mayBeStored);
+    const messages = deliveries.map((d) => d.message.id);
     return async () => {
       // Profiles are applied in the write stage, in batch order like the writes: the next batch's
       // resolution (which reads no profile) need not wait for them.
@@ -203,7 +204,11 @@ export class IngestPipeline {
         ...(await this.identityStep.applyProfiles(account, updates, (c) => lastMessageOf.get(c)!, now)),
       );
       await this.columns.prepare(account, batch);
+      // Bracketed: a crash between two inserts leaves the messages unfinished, left out of rebuilds, so
+      // their redelivery resolves as now and completes every table (AnalyticStore.begin).
+      await this.store.begin(account, messages);
       await this.store.write(account, batch, redelivery);
+      await this.store.commit(account, messages);
       await this.identityStep.settle(
         account,
         deliveries.map((d) => d.message),

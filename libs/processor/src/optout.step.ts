@@ -74,9 +74,11 @@ export class OptOutStep {
           ],
         };
         await this.profiles.addToOptOutPool(account, identifiers);
+        await this.store.begin(account, [message.id]);
         await this.store.write(account, batch, deliveryCount > 1 || message.resend === true);
         // Older snapshots last: a redelivery after a crash here redacts them then.
         await this.store.redactCustomers(account, [...customers]);
+        await this.store.commit(account, [message.id]);
       }
   }
 }

@@ -16,6 +16,7 @@ import {
   type OrderChange,
   type OrderData,
 } from '@cdp/domain';
+import { FAULT_POINTS, faultPoint } from '@cdp/faults';
 import { OrderState, OrdersNotWarmError, type ApplyResult } from '@cdp/orders';
 import type { EventRow, LineItemRow, OrderChangeRow, OrderRow, StoreBatch } from '@cdp/store';
 import { OrdersRebuild } from './orders-rebuild.service.js';
@@ -47,6 +48,7 @@ export class OrdersStep {
 
   /** Applies changes; an account the state does not hold is rebuilt from the store first. */
   async apply(account: string, changes: OrderChange[]): Promise<ApplyResult> {
+    faultPoint(FAULT_POINTS.ordersApply);
     try {
       return await this.orders.apply(account, changes);
     } catch (err) {

@@ -12,6 +12,7 @@ import {
   type SubscriptionRecord,
 } from '@cdp/domain';
 import type { ProfileUpdate } from '@cdp/identity';
+import { FAULT_POINTS, faultPoint } from '@cdp/faults';
 import { AnalyticStore, type StoreBatch } from '@cdp/store';
 import { IdentityStep, withMerges } from './identity.step.js';
 
@@ -83,6 +84,7 @@ export class SubscriptionsStep {
     const updates: ProfileUpdate[] = [];
     const lastMessageOf = new Map<string, string>();
 
+    faultPoint(FAULT_POINTS.consentApply);
     const applied = await this.consent.apply(
       account,
       items.map((item, i) => ({
@@ -143,7 +145,10 @@ export class SubscriptionsStep {
     batch.customers.push(
       ...(await this.identityStep.applyProfiles(account, updates, (c) => lastMessageOf.get(c)!, now)),
     );
+    const messages = deliveries.map((d) => d.message.id);
+    await this.store.begin(account, messages);
     await this.store.write(account, batch, deliveries.some(mayBeStored));
+    await this.store.commit(account, messages);
     await this.identityStep.settle(
       account,
       deliveries.map((d) => d.message),

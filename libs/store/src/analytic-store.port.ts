@@ -203,6 +203,20 @@ export abstract class AnalyticStore {
    * a batch that was stored before a crash but never acknowledged is not stored twice.
    */
   abstract write(account: string, batch: StoreBatch, redelivery: boolean): Promise<void>;
+  /**
+   * Crash consistency (README "Durability"): a processor brackets every write of a batch's messages
+   * with `begin` (before the first) and `commit` (after the last). A message begun and not committed
+   * was cut short by a crash, somewhere between two inserts in whatever order they ran: every read a
+   * rebuild makes (identity graph, profiles, memberships, order changes, opt-out pool) leaves its rows
+   * out, so the rebuilt state is that of the committed messages exactly, and the message's redelivery
+   * resolves as it did the first time and completes every table. Rows written outside a bracket
+   * (older data) always count.
+   */
+  abstract begin(account: string, messages: readonly string[]): Promise<void>;
+  /** The last write of these messages: from now on rebuilds count their rows. */
+  abstract commit(account: string, messages: readonly string[]): Promise<void>;
+  /** Messages begun and not committed: their rows are left out of every rebuild. */
+  abstract unfinishedMessages(account: string): Promise<string[]>;
   /** What the identity index is rebuilt from: every identifier's first link, then the merges in order. */
   abstract identityGraph(account: string): {
     links: AsyncIterable<{ kind: string; value: string; svc_id: string; born: string }>;

@@ -112,6 +112,60 @@ describe('ClickHouseStore on chDB', () => {
     expect(profiles).toEqual([{ svc_id: 'c1', version: 2, attributes: { email: 'c1@x.com', city: 'Oslo' } }]);
   });
 
+  it('leaves the rows of a message begun and not committed out of every rebuild read, until it commits', async () => {
+    const a = 'acccut';
+    await store.begin(a, ['k1']);
+    await store.write(a, batch('k1', 'k1c', 1), false);
+    await store.commit(a, ['k1']);
+    // A message cut short by a crash: a new customer's link, its profile change, a merge.
+    const cut = batch('k2', 'k2c', 1);
+    cut.customers.push({ ...cut.customers[0]!, svc_id: 'k1c', version: 2, attributes: { city: 'Oslo' } });
+    cut.merges = [{ loser: 'k1c', survivor: 'k2c', seq: 1, cause: [], msg_id: 'k2', created_at: at }];
+    cut.consentHistory = [
+      {
+        svc_id: 'k2c',
+        list_id: 'news',
+        subscribed: true,
+        version: 1,
+        identifier_kind: 'email',
+        identifier_value: 'k2c@x.com',
+        api_key: 'key',
+        source: 'subscriptions',
+        msg_id: 'k2',
+        changed_at: at,
+        stored_at: at,
+      },
+    ];
+    cut.optoutPool = [{ kind: 'email', value: 'k2c@x.com', msg_id: 'k2', created_at: at }];
+    await store.begin(a, ['k2']);
+    await store.write(a, cut, false);
+    expect(await store.unfinishedMessages(a)).toEqual(['k2']);
+    const read = async () => {
+      const links = [];
+      for await (const l of store.identityGraph(a).links) links.push(l.svc_id);
+      const merges = [];
+      for await (const m of store.identityGraph(a).merges) merges.push(m.loser);
+      const profiles = [];
+      for await (const p of store.currentProfiles(a)) profiles.push(`${p.svc_id}@${p.version}`);
+      const consent = [];
+      for await (const c of store.consentStates(a)) consent.push(c.svc_id);
+      const pool = [];
+      for await (const id of store.optOutPool(a)) pool.push(id.value);
+      return { links, merges, profiles: profiles.sort(), consent, pool };
+    };
+    // The customer's earlier snapshot stands in for the one the cut message wrote.
+    expect(await read()).toEqual({ links: ['k1c'], merges: [], profiles: ['k1c@1'], consent: [], pool: [] });
+    await store.commit(a, ['k2']);
+    expect(await store.unfinishedMessages(a)).toEqual([]);
+    expect(await read()).toEqual({
+      links: ['k1c', 'k2c'],
+      merges: ['k1c'],
+      profiles: ['k1c@2', 'k2c@1'],
+      consent: ['k2c'],
+      pool: ['k2c@x.com'],
+    });
+  });
+
   it('reads merges back in order, and attributes a merged customer to its latest survivor', async () => {
     const merge = (loser: string, survivor: string, seq: number, msg: string) => ({
       loser,

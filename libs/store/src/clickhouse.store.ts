@@ -10,13 +10,24 @@ import {
   type StoreBatch,
 } from './analytic-store.port.js';
 import type { ClickHouseTransport } from './clickhouse-transport.js';
-import { EVENT_COLUMN_FIELDS } from '@cdp/domain';
-import { CUSTOMER_COLUMNS, PRODUCT_COLUMNS, accountTables, databaseName } from './schema.sql.js';
+import { EVENT_COLUMN_FIELDS, toStoreTime } from '@cdp/domain';
+import { FAULT_POINTS, faultPoint, storeInsertPoint, type STORE_TABLES } from '@cdp/faults';
+import {
+  COMMITS_TABLE,
+  CUSTOMER_COLUMNS,
+  PRODUCT_COLUMNS,
+  accountTables,
+  databaseName,
+} from './schema.sql.js';
 import { addColumnSql, objectTableSql, sqlName, type ColumnSpec } from './custom-columns.sql.js';
 
 type TableName = keyof typeof TABLES;
 
-/** Insert order matters: links first, so a crash never leaves events whose customer cannot be resolved. */
+/**
+ * The tables a batch appends to, in insert order. Crash consistency does not depend on this order
+ * (begin/commit brackets make a cut-short message invisible to rebuilds); links first only makes
+ * reads in between find a customer for every stored event.
+ */
 const TABLES = {
   identityLinks: 'identity_links',
   merges: 'identity_merges',
@@ -29,6 +40,9 @@ const TABLES = {
   orders: 'orders',
   products: 'products',
 } as const;
+
+/** What a rebuild reads: rows of every message but the unfinished ones (see AnalyticStore.begin). */
+const COUNTED = 'WHERE msg_id NOT IN {unfinished:Array(String)}';
 
 /** The analytic store in ClickHouse SQL, over whichever transport the configuration chose. */
 export class ClickHouseStore extends AnalyticStore {
@@ -75,6 +89,7 @@ export class ClickHouseStore extends AnalyticStore {
         // One block per insert: the insert is then atomic, so a message is wholly in a table or not at all.
         input_format_parallel_parsing: 0,
       };
+      faultPoint(storeInsertPoint(TABLES[key]));
       await this.transport.insert(
         table,
         body,
@@ -83,10 +98,42 @@ export class ClickHouseStore extends AnalyticStore {
       );
     }
     // Consent changes last: a batch that failed before them is redelivered and writes them then.
-    await this.appendRows(`${db}.consent_history`, batch.consentHistory ?? [], redelivery);
-    await this.appendRows(`${db}.optout_pool`, batch.optoutPool ?? [], redelivery);
+    await this.appendRows(db, 'consent_history', batch.consentHistory ?? [], redelivery);
+    await this.appendRows(db, 'optout_pool', batch.optoutPool ?? [], redelivery);
     // The audit row last: it says the opt-out was done.
-    await this.appendRows(`${db}.optout_requests`, batch.optoutRequests ?? [], redelivery);
+    await this.appendRows(db, 'optout_requests', batch.optoutRequests ?? [], redelivery);
+  }
+
+  begin(account: string, messages: readonly string[]): Promise<void> {
+    return this.bracket(account, messages, 0);
+  }
+
+  commit(account: string, messages: readonly string[]): Promise<void> {
+    return this.bracket(account, messages, 1);
+  }
+
+  private async bracket(account: string, messages: readonly string[], done: 0 | 1): Promise<void> {
+    const ids = [...new Set(messages)];
+    if (ids.length === 0) return;
+    await this.ensureAccount(account);
+    const table = `${databaseName(account)}.${COMMITS_TABLE}`;
+    const at = toStoreTime(Date.now());
+    faultPoint(done ? storeInsertPoint('ingest_commits') : FAULT_POINTS.storeBegin);
+    await this.transport.insert(table, ids.map((msg_id) => JSON.stringify({ msg_id, done, at })).join('\n'), {
+      insert_deduplication_token: dedupToken(
+        `${table}:${done}`,
+        ids.map((msg_id) => ({ msg_id })),
+      ),
+      input_format_parallel_parsing: 0,
+    });
+  }
+
+  async unfinishedMessages(account: string): Promise<string[]> {
+    await this.ensureAccount(account);
+    const rows = await this.transport.query<{ msg_id: string }>(
+      `SELECT msg_id FROM ${databaseName(account)}.${COMMITS_TABLE} GROUP BY msg_id HAVING max(done) = 0`,
+    );
+    return rows.map((r) => r.msg_id);
   }
 
   async redactCustomers(account: string, customerIds: readonly string[]): Promise<void> {
@@ -118,20 +165,28 @@ export class ClickHouseStore extends AnalyticStore {
   }
 
   async *optOutPool(account: string): AsyncIterable<{ kind: string; value: string }> {
-    await this.ensureAccount(account);
+    const unfinished = await this.unfinishedMessages(account);
     yield* this.transport.stream<{ kind: string; value: string }>(
-      `SELECT DISTINCT kind, value FROM ${databaseName(account)}.optout_pool`,
+      `SELECT DISTINCT kind, value FROM ${databaseName(account)}.optout_pool ${COUNTED}`,
+      { unfinished },
     );
   }
 
   /** Appends plain rows to a table, once per message (deduplication token, stored-message check). */
-  private async appendRows(table: string, all: { msg_id: string }[], redelivery: boolean): Promise<void> {
+  private async appendRows(
+    db: string,
+    name: (typeof STORE_TABLES)[number],
+    all: { msg_id: string }[],
+    redelivery: boolean,
+  ): Promise<void> {
+    const table = `${db}.${name}`;
     let rows = all;
     if (redelivery && rows.length) {
       const present = await this.storedMessages(table, rows);
       rows = rows.filter((r) => !present.has(r.msg_id));
     }
     if (rows.length === 0) return;
+    faultPoint(storeInsertPoint(name));
     await this.transport.insert(table, rows.map((r) => JSON.stringify(r)).join('\n'), {
       insert_deduplication_token: dedupToken(table, rows),
       input_format_parallel_parsing: 0,
@@ -169,6 +224,7 @@ export class ClickHouseStore extends AnalyticStore {
       pending = rows.filter((r) => !present.has(r._msg_id));
     }
     if (pending.length === 0) return;
+    faultPoint(storeInsertPoint('objects'));
     await this.transport.insert(target, pending.map((r) => JSON.stringify(r)).join('\n'), {
       insert_deduplication_token: dedupToken(
         target,
@@ -198,17 +254,21 @@ export class ClickHouseStore extends AnalyticStore {
   private async *links(
     account: string,
   ): AsyncIterable<{ kind: string; value: string; svc_id: string; born: string }> {
-    await this.ensureAccount(account);
+    const unfinished = await this.unfinishedMessages(account);
     yield* this.transport.stream<{ kind: string; value: string; svc_id: string; born: string }>(
       `SELECT kind, value, argMin(svc_id, (created_at, msg_id)) AS svc_id, argMin(born, (created_at, msg_id)) AS born
-       FROM ${databaseName(account)}.identity_links GROUP BY kind, value ORDER BY min(created_at), kind, value`,
+       FROM ${databaseName(account)}.identity_links ${COUNTED}
+       GROUP BY kind, value ORDER BY min(created_at), kind, value`,
+      { unfinished },
     );
   }
 
   private async *merges(account: string): AsyncIterable<{ loser: string; survivor: string; seq: number }> {
-    await this.ensureAccount(account);
+    const unfinished = await this.unfinishedMessages(account);
     const rows = this.transport.stream<{ loser: string; survivor: string; seq: number | string }>(
-      `SELECT DISTINCT loser, survivor, seq FROM ${databaseName(account)}.identity_merges ORDER BY seq, loser`,
+      `SELECT DISTINCT loser, survivor, seq FROM ${databaseName(account)}.identity_merges ${COUNTED}
+       ORDER BY seq, loser`,
+      { unfinished },
     );
     for await (const m of rows) yield { loser: m.loser, survivor: m.survivor, seq: Number(m.seq) };
   }
@@ -219,7 +279,7 @@ export class ClickHouseStore extends AnalyticStore {
     attributes: Record<string, string | boolean | number>;
     redacted?: boolean;
   }> {
-    await this.ensureAccount(account);
+    const unfinished = await this.unfinishedMessages(account);
     const table = `${databaseName(account)}.customers`;
     // Custom fields are columns added after the built-in ones; custom timestamps go back to unix seconds.
     const described = await this.transport.query<{ name: string; type: string }>(`DESCRIBE TABLE ${table}`);
@@ -239,9 +299,14 @@ export class ClickHouseStore extends AnalyticStore {
         : sqlName(c.name),
     );
     const columns = [...CUSTOMER_COLUMNS, ...custom.map((c) => c.name)];
+    // Each customer's latest counted snapshot (what FINAL would keep, after leaving out the snapshots
+    // of unfinished messages), if it is not merged away.
     const rows = this.transport.stream<Record<string, string | boolean | number | null>>(
-      `SELECT ${['svc_id', 'version', 'redacted', ...CUSTOMER_COLUMNS, ...customSql].join(', ')} FROM ${table} FINAL
-       WHERE merged_into IS NULL`,
+      `SELECT * FROM (
+         SELECT ${['svc_id', 'version', 'redacted', 'merged_into', ...CUSTOMER_COLUMNS, ...customSql].join(', ')}
+         FROM ${table} ${COUNTED} ORDER BY svc_id, version DESC LIMIT 1 BY svc_id
+       ) WHERE merged_into IS NULL`,
+      { unfinished },
     );
     for await (const row of rows) {
       const attributes: Record<string, string | boolean | number> = {};
@@ -257,7 +322,7 @@ export class ClickHouseStore extends AnalyticStore {
   async *consentStates(
     account: string,
   ): AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number }> {
-    await this.ensureAccount(account);
+    const unfinished = await this.unfinishedMessages(account);
     const rows = this.transport.stream<{
       svc_id: string;
       list_id: string;
@@ -265,7 +330,8 @@ export class ClickHouseStore extends AnalyticStore {
       latest: string;
     }>(
       `SELECT svc_id, list_id, argMax(subscribed, version) AS subscribed, max(version) AS latest
-       FROM ${databaseName(account)}.consent_history GROUP BY svc_id, list_id`,
+       FROM ${databaseName(account)}.consent_history ${COUNTED} GROUP BY svc_id, list_id`,
+      { unfinished },
     );
     for await (const r of rows) {
       yield {
@@ -278,11 +344,12 @@ export class ClickHouseStore extends AnalyticStore {
   }
 
   async *orderChanges(account: string): AsyncIterable<OrderChangeRow> {
-    await this.ensureAccount(account);
+    const unfinished = await this.unfinishedMessages(account);
     // LIMIT 1 BY: a change is in the log once, even if an insert was ever repeated outside the dedup window.
     yield* this.transport.stream<OrderChangeRow>(
       `SELECT change_id, msg_id, order_id, seq, kind, action, ts_ms, svc_id, subtotal, total, fields
-       FROM ${databaseName(account)}.order_changes ORDER BY order_id, seq LIMIT 1 BY order_id, seq`,
+       FROM ${databaseName(account)}.order_changes ${COUNTED} ORDER BY order_id, seq LIMIT 1 BY order_id, seq`,
+      { unfinished },
     );
   }
 

@@ -13,6 +13,9 @@ import {
  * `non_replicated_deduplication_window` makes a MergeTree remember the last inserts' deduplication
  * tokens, so re-sending the same insert after a crash stores nothing twice.
  */
+/** Where the write of every message is bracketed (begun, done). */
+export const COMMITS_TABLE = 'ingest_commits';
+
 const DEDUP = 'SETTINGS non_replicated_deduplication_window = 10000';
 
 function columnType(type: string): string {
@@ -145,6 +148,14 @@ ${eventColumns},
   msg_id String,
   created_at DateTime64(3, 'UTC')
 ) ENGINE = MergeTree ORDER BY (kind, value) ${DEDUP}`,
+    // Brackets around each message's writes: a `done = 0` row before the first, a `done = 1` row after
+    // the last. A message with the first and not the second was cut short; rebuilds leave its rows out
+    // (see AnalyticStore.begin and commit).
+    `CREATE TABLE IF NOT EXISTS ${db}.${COMMITS_TABLE} (
+  msg_id String,
+  done UInt8,
+  at DateTime64(3, 'UTC')
+) ENGINE = MergeTree ORDER BY msg_id ${DEDUP}`,
     // The log of applied order changes, replayed in `seq` order to rebuild the order state.
     `CREATE TABLE IF NOT EXISTS ${db}.order_changes (
   change_id String,

@@ -62,4 +62,29 @@ describe('LocalLogEventBus specifics', () => {
     expect(dead[0].message.id).toBe('bad');
     expect(dead[0].reason).toBe('test says so');
   });
+
+  it('never takes a new message for settled when numbering restarts after every segment was deleted', async () => {
+    const h = harness();
+    // A message delivered and settled; restarted, its (recovered, sealed) segment is settled and deleted.
+    const first = await h.open();
+    await first.publish(message('old'));
+    await first.close();
+    const second = await h.open();
+    const c = collector();
+    second.consume(c.consumer);
+    await until(() => c.seen.length === 1);
+    await second.drained();
+    await second.close();
+    expect(readdirSync(h.dir).filter((f) => f.startsWith('segment-'))).toEqual([]);
+    // The next start numbers from 1 again: a new message, never delivered, then a crash (no close).
+    const third = await h.open();
+    await third.publish(message('new'));
+    const fourth = await h.open();
+    const d = collector();
+    fourth.consume(d.consumer);
+    await until(() => d.seen.length === 1);
+    expect(d.seen.map((x) => x.message.id)).toEqual(['new']);
+    await fourth.close();
+    await third.close();
+  });
 });

@@ -12,6 +12,7 @@ import {
 import { join } from 'node:path';
 import type { DriverHealth, IngestMessage } from '@cdp/contracts';
 import type { BusBacklog } from '@cdp/metrics';
+import { FAULT_POINTS, faultPoint } from '@cdp/faults';
 import {
   BusUnavailableError,
   EventBus,
@@ -158,11 +159,14 @@ export class LocalLogEventBus extends EventBus {
       if (segment.live === 0) await rm(join(this.dir, file), { force: true });
       else this.segments.push(segment);
     }
-    // Keep only the acks that still matter: those of messages in segments that are still there.
+    // Keep only the acks that still matter: those of messages in segments that are still there. An ack
+    // at or past nextSeq names a message whose segment is gone (settled and deleted): sequence numbers
+    // restart after it, so keeping that ack would mark a new, unprocessed message as done.
     const firstLive = this.segments[0]?.firstSeq ?? this.nextSeq;
-    const kept = [...acked].filter((s) => s >= firstLive);
+    const kept = [...acked].filter((s) => s >= firstLive && s < this.nextSeq);
     await writeFile(`${this.acksFile}.tmp`, kept.length ? `${kept.join(',')}\n` : '');
     await rename(`${this.acksFile}.tmp`, this.acksFile);
+    syncDirectory(this.dir);
     for (const line of await this.readDeadLetters()) this.dead.set(String(line.seq), view(line));
   }
 
@@ -383,6 +387,7 @@ export class LocalLogEventBus extends EventBus {
       done.push(seq);
     }
     if (done.length) {
+      faultPoint(FAULT_POINTS.busAck);
       await appendFile(this.acksFile, `${done.join(',')}\n`);
       for (const seq of done) await this.release(seq);
     }

@@ -15,6 +15,7 @@ import {
 } from '@nats-io/jetstream';
 import type { DriverHealth, IngestMessage } from '@cdp/contracts';
 import type { BusBacklog } from '@cdp/metrics';
+import { FAULT_POINTS, faultPoint } from '@cdp/faults';
 import {
   BusUnavailableError,
   EventBus,
@@ -42,6 +43,8 @@ export interface NatsBusOptions {
   /** Backoff of retried messages (defaults: DEFAULT_RETRY). */
   retryBaseMs?: number;
   retryCapMs?: number;
+  /** How long a fetched message stays claimed without an ack or a sign of work (default 10 s). */
+  ackWaitMs?: number;
   /** Messages fetched at once. */
   batchMessages?: number;
   /** At most this many records go to the consumer in one batch (whole messages only). */
@@ -61,6 +64,7 @@ export interface NatsBusOptions {
 
 const nanos = (ms: number) => ms * 1_000_000;
 const ACK_WAIT_MS = 10_000;
+
 /** Chunks handed to the consumer before the oldest must be settled. */
 const IN_FLIGHT = 2;
 const FETCH_WAIT_MS = 1000; // the client refuses less than a second
@@ -150,7 +154,7 @@ export class NatsEventBus extends EventBus {
       ack_policy: AckPolicy.Explicit,
       // Past this without an ack, a message goes to another processor (or the restarted one): short,
       // so a crashed processor's batch is retried soon; a slow batch keeps its claim with `working()`.
-      ack_wait: nanos(ACK_WAIT_MS),
+      ack_wait: nanos(this.options.ackWaitMs ?? ACK_WAIT_MS),
       max_ack_pending: 10_000,
     };
     try {
@@ -207,7 +211,10 @@ export class NatsEventBus extends EventBus {
       if (batch.length === 0) continue;
       // Every fetched message stays claimed until it is settled, however long it waits for its turn.
       const unsettled = new Set(batch);
-      const claim = setInterval(() => unsettled.forEach((m) => m.working()), ACK_WAIT_MS / 3);
+      const claim = setInterval(
+        () => unsettled.forEach((m) => m.working()),
+        (this.options.ackWaitMs ?? ACK_WAIT_MS) / 3,
+      );
       claim.unref(); // a loop that failed mid-batch must not keep the process alive through it
       const release = (settled: JsMsg[]) => {
         for (const m of settled) unsettled.delete(m);
@@ -311,6 +318,7 @@ export class NatsEventBus extends EventBus {
     // Waiting for the server's confirmation: an ack lost here means one more (harmless) redelivery.
     const acks: Promise<unknown>[] = [];
     const now = Date.now();
+    if (settlements.some((s) => s.outcome === 'ack')) faultPoint(FAULT_POINTS.busAck);
     for (const s of settlements) {
       const m = byHandle.get(s.delivery.handle);
       if (!m) continue;

@@ -1,0 +1,66 @@
+/**
+ * Every fault point of the processor's write path, in the order a batch crosses them: the one place
+ * their names are written down. The crash-consistency suite (test/crash-consistency.e2e-spec.ts)
+ * kills the process at each of them, and points.spec.ts fails when code calls `faultPoint` with a
+ * name missing here, so a new boundary cannot go untested silently.
+ */
+
+/** Tables of the analytic store a batch appends to (ClickHouseStore), each behind `store.insert.<table>`. */
+export const STORE_TABLES = [
+  'identity_links',
+  'identity_merges',
+  'identity_conflicts',
+  'customers',
+  'order_changes',
+  'events',
+  'line_items',
+  'orders',
+  'products',
+  'consent_history',
+  'optout_pool',
+  'optout_requests',
+  /** Account objects (`obj_<name>` tables) share one point. */
+  'objects',
+  /** The commit marker: the last write of a message (see AnalyticStore.commit). */
+  'ingest_commits',
+] as const;
+
+export const FAULT_POINTS = {
+  /** Before the row that opens a batch's bracket of store writes (AnalyticStore.begin). */
+  storeBegin: 'store.insert.ingest_commits.begin',
+  /** Before the order state applies a batch's order changes (OrdersStep). */
+  ordersApply: 'orders.apply',
+  /** Before list memberships change (SubscriptionsStep). */
+  consentApply: 'consent.apply',
+  /** Before the hot profiles take a batch's updates (IdentityStep.applyProfiles). */
+  profilesApply: 'profiles.apply',
+  /** Before the identity index forgets a batch's remembered effects (IdentityStep.settle). */
+  identitySettle: 'identity.settle',
+  /** Before the bus acknowledges settled messages (local-log and NATS adapters). */
+  busAck: 'bus.ack',
+} as const;
+
+/**
+ * Points that are not crash boundaries of the write path, so the crash suite does not kill there: a
+ * store that refuses writes a while, one account's poison, and the API's Idempotency-Key steps.
+ */
+export const OTHER_FAULT_POINTS = {
+  /** Every insert of either store transport (`store.transport.insert:throw~60000`: the store away). */
+  storeTransportInsert: 'store.transport.insert',
+  /** Each account's messages before they are resolved (`processor.message[<account>]:reject`: poison). */
+  processorMessage: 'processor.message',
+  /** The API holds a request's Idempotency-Key, before it publishes. */
+  idempotencyHeld: 'api.idempotency.held',
+  /** The API published a request with an Idempotency-Key, before it records the answer. */
+  idempotencyAnswer: 'api.idempotency.answer',
+} as const;
+
+/** The point before an insert into a store table. */
+export function storeInsertPoint(table: (typeof STORE_TABLES)[number]): string {
+  return `store.insert.${table}`;
+}
+
+/** Every point name, store inserts included. */
+export function allFaultPoints(): string[] {
+  return [...STORE_TABLES.map(storeInsertPoint), ...Object.values(FAULT_POINTS)];
+}
