@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { tableFromIPC } from 'apache-arrow';
 import { parse } from 'csv-parse/sync';
 import { readParquet } from 'parquet-wasm';
@@ -8,7 +8,7 @@ import { ExportWorkerLifecycle } from '@cdp/exports';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { ScaledPlatform } from './support/scaled.js';
-import { WIRINGS } from './support/wirings.js';
+import { exportDirOnDisk, WIRINGS } from './support/wirings.js';
 
 /** Small files, so that a few dozen rows already span several (spec: sorts apply per file). */
 const ROWS_PER_FILE = 4;
@@ -103,9 +103,7 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
       .set('x-api-key', key)
       .send(body as object);
   const get = (id: string) => p.http().get(`/v3/exports/${id}`).set('x-api-key', acc.privateKey);
-  /** Where a record's `path` (`<bucket>/<tracker_id>/data-exports/<id>`) is on disk: the bucket's directory. */
-  const onDisk = (path: string): string =>
-    join(p instanceof EmbeddedPlatform ? dirname(p.config.buckets.export) : join(p.dataDir, 'buckets'), path);
+  const onDisk = (path: string): string => exportDirOnDisk(p, path);
 
   /** Waits for the export to finish and returns its manifest, checking each file's size and hash. */
   async function finished(id: string): Promise<{ manifest: Manifest; dir: string }> {

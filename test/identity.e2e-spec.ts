@@ -4,7 +4,7 @@ import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import type { ScaledPlatform } from './support/scaled.js';
 import { StoreChecks } from './support/store-checks.js';
-import { WIRINGS } from './support/wirings.js';
+import { exportDirOnDisk, WIRINGS } from './support/wirings.js';
 
 /** Identity resolution through the API, on both wirings: merges, conflicts, field rules. */
 describe.each(WIRINGS)('customers and identity (%s)', (_wiring, start) => {
@@ -80,10 +80,15 @@ describe.each(WIRINGS)('customers and identity (%s)', (_wiring, start) => {
       if (r.body.state !== 'completed') throw new Error(`export ${r.body.state}`);
       return r.body as { path: string };
     }, 30_000);
-    const manifest = JSON.parse(readFileSync(join(done.path, 'complete.json'), 'utf8')) as {
+    const manifest = JSON.parse(
+      readFileSync(join(exportDirOnDisk(p, done.path), 'complete.json'), 'utf8'),
+    ) as {
       files: { path: string }[];
     };
-    const csv = readFileSync(join(done.path, manifest.files[0]!.path.split('/').pop()!), 'utf8');
+    const csv = readFileSync(
+      join(exportDirOnDisk(p, done.path), manifest.files[0]!.path.split('/').pop()!),
+      'utf8',
+    );
     expect(csv.trim().split('\n')).toEqual(['page,customer.email,customer.city', '/a,old@x.com,Oslo']);
 
     await store.check(async (query) => {

@@ -6,7 +6,7 @@ import { parseExposition, sampleValue, type Sample } from '@cdp/metrics';
 import { ADMIN_TOKEN, EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { ScaledPlatform } from './support/scaled.js';
-import { WIRINGS } from './support/wirings.js';
+import { exportDirOnDisk, WIRINGS } from './support/wirings.js';
 
 /**
  * What an operator's Prometheus sees: every role serves `GET /metrics` without a key, and its counters
@@ -104,7 +104,9 @@ describe.each(WIRINGS)('metrics and health probes (%s)', (_wiring, start) => {
       expect(r.body.state).toBe('completed');
       return r.body as { path: string };
     }, 30_000);
-    const manifest = JSON.parse(readFileSync(join(record.path, 'complete.json'), 'utf8')) as {
+    const manifest = JSON.parse(
+      readFileSync(join(exportDirOnDisk(p, record.path), 'complete.json'), 'utf8'),
+    ) as {
       files: { rows: number; bytes: number }[];
     };
     const rows = manifest.files.reduce((n, f) => n + f.rows, 0);

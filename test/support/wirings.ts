@@ -1,3 +1,4 @@
+import { dirname, join } from 'node:path';
 import { EmbeddedPlatform } from './embedded.js';
 import { ScaledPlatform } from './scaled.js';
 
@@ -15,3 +16,14 @@ export const WIRINGS = [
     (env?: Record<string, string>): Promise<EmbeddedPlatform | ScaledPlatform> => ScaledPlatform.start(env),
   ],
 ] as const;
+
+/**
+ * Where an export record's `path` (`<bucket>/<tracker_id>/data-exports/<export_id>`, the bucket named by
+ * its directory) is on this machine: under the directory that holds the export bucket.
+ */
+export function exportDirOnDisk(p: EmbeddedPlatform | ScaledPlatform, path: string): string {
+  return join(
+    p instanceof EmbeddedPlatform ? dirname(p.config.buckets.export) : join(p.dataDir, 'buckets'),
+    path,
+  );
+}

@@ -70,7 +70,11 @@ function harness() {
   };
   const pipeline = new IngestPipeline(
     identity as unknown as IdentityStep,
-    { write: () => Promise.resolve() } as unknown as AnalyticStore,
+    {
+      begin: () => Promise.resolve(),
+      write: () => Promise.resolve(),
+      commit: () => Promise.resolve(),
+    } as unknown as AnalyticStore,
     columns as unknown as CustomColumns,
     {} as ObjectsWriter,
     {} as SubscriptionsStep,
@@ -189,7 +193,8 @@ describe('IngestPipeline on the embedded drivers and chDB', () => {
     h.gates.set(d1.message.id, held.promise);
     const processed = [h.pipeline.process([d1]), h.pipeline.process([d2]), h.pipeline.process([d3])];
     // Batch 1's write is held; batches 2 and 3 are resolved meanwhile, and none of them writes first.
-    await until(() => h.resolved.length === 3);
+    // (Batch 1 opens its bracket of store writes before it reaches the held write: wait for both.)
+    await until(() => h.resolved.length === 3 && h.writes.length > 0);
     expect(h.resolved).toEqual([d1.message.id, d2.message.id, d3.message.id]);
     expect(h.writes).toEqual([[d1.message.id]]);
     held.open();
