@@ -1,5 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsOptional, IsString, Length, Matches, ValidateBy } from 'class-validator';
+import { IsOptional, IsString, Length, Matches, ValidateBy, ValidateIf } from 'class-validator';
+import { MAX_RATE, RATE_LIMIT_FAMILIES, RATE_REASON, isRateSetting } from '@cdp/rate-limits';
+import { EnvelopeValidationPipe } from '../validation/envelope-validation.pipe.js';
 
 const SHORT_TEXT = 'must be a non-empty string of at most 1024 characters';
 
@@ -60,3 +62,43 @@ export class ReplayAccountQueryDto {
   @Length(1, undefined, { message: 'is required' })
   account!: string;
 }
+
+const RATE_SETTING = {
+  description: 'requests per second, "unlimited", or null for the default',
+  nullable: true,
+  oneOf: [
+    { type: 'integer', minimum: 1, maximum: MAX_RATE },
+    { type: 'string', enum: ['unlimited'] },
+  ],
+};
+
+/**
+ * `PATCH /admin/v1/accounts/:id/rate-limits`: family → rate. One property per API family, made from
+ * RATE_LIMIT_FAMILIES so that a new family is checked and documented without touching this class.
+ * Its OpenAPI schema is `rateLimitsPatchSchema`: @nestjs/swagger cannot describe a property declared
+ * at run time with a `oneOf` (it looks for the property's TypeScript type).
+ */
+export class RateLimitsPatchDto {}
+
+for (const family of RATE_LIMIT_FAMILIES) {
+  ValidateBy({ name: 'isRate', validator: { validate: isRateSetting } }, { message: RATE_REASON })(
+    RateLimitsPatchDto.prototype,
+    family,
+  );
+  // Absent families keep their rate; null is checked (and accepted) as a setting.
+  ValidateIf((body: Record<string, unknown>) => body[family] !== undefined)(
+    RateLimitsPatchDto.prototype,
+    family,
+  );
+}
+
+export const rateLimitsPatchSchema = {
+  type: 'object',
+  properties: Object.fromEntries(RATE_LIMIT_FAMILIES.map((family) => [family, RATE_SETTING])),
+  additionalProperties: false,
+};
+
+/** Unknown families are refused in the same answer as bad rates. */
+export const RateLimitsValidation = new EnvelopeValidationPipe({
+  unknownFieldReason: `is not an API family (${RATE_LIMIT_FAMILIES.join(', ')})`,
+});

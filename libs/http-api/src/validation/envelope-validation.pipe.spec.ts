@@ -4,9 +4,9 @@ import type { ArgumentMetadata } from '@nestjs/common';
 import { Type } from 'class-transformer';
 import { IsIn, IsString, MaxLength, ValidateNested } from 'class-validator';
 import { ApiError, type Invalid } from '@cdp/contracts';
-import { DeadLettersQueryDto } from '../admin/admin.dto.js';
+import { DeadLettersQueryDto, RateLimitsPatchDto, RateLimitsValidation } from '../admin/admin.dto.js';
 import { OptOutDto } from '../optout/optout.dto.js';
-import { EnvelopeValidation } from './envelope-validation.pipe.js';
+import { EnvelopeValidation, type EnvelopeValidationPipe } from './envelope-validation.pipe.js';
 
 class ComparisonDto {
   @IsString({ message: 'must be a field name' })
@@ -39,9 +39,13 @@ class ExportDto {
 const body = (metatype: ArgumentMetadata['metatype']): ArgumentMetadata => ({ type: 'body', metatype });
 
 /** The invalids the pipe answers with, or undefined when the value passes. */
-async function invalidsOf(value: unknown, metadata: ArgumentMetadata): Promise<Invalid[] | undefined> {
+async function invalidsOf(
+  value: unknown,
+  metadata: ArgumentMetadata,
+  pipe: EnvelopeValidationPipe = EnvelopeValidation,
+): Promise<Invalid[] | undefined> {
   try {
-    await EnvelopeValidation.transform(value, metadata);
+    await pipe.transform(value, metadata);
     return undefined;
   } catch (err) {
     expect(err).toBeInstanceOf(ApiError);
@@ -121,5 +125,36 @@ describe('the envelope ValidationPipe', () => {
       { field: 'after', reason: 'must be the `next` of a previous page' },
       { field: 'limit', reason: 'must be a whole number from 1 to 1000' },
     ]);
+  });
+});
+
+describe('bodies nested deeper than any DTO', () => {
+  it('are refused on the top-level field that holds them, before class-transformer copies them', async () => {
+    let deep: unknown = 'x';
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    expect(await invalidsOf({ requester: 'dpo', phone: deep }, body(OptOutDto))).toEqual([
+      { field: 'phone', reason: 'must not nest deeper than 32 levels' },
+    ]);
+    expect(await invalidsOf(deep, body(OptOutDto))).toEqual([
+      { field: 'body', reason: 'must not nest deeper than 32 levels' },
+    ]);
+  });
+});
+
+describe('a pipe that refuses unknown fields (rate limits)', () => {
+  it('names each unknown field with its reason, in the same answer as the bad values', async () => {
+    const invalids = await invalidsOf(
+      { profiles: 0, nonsense: 5, events: 1.5, lists: null, exports: 'unlimited' },
+      body(RateLimitsPatchDto),
+      RateLimitsValidation,
+    );
+    expect(invalids).toEqual(
+      expect.arrayContaining([
+        { field: 'profiles', reason: expect.stringMatching(/^must be a whole number/) },
+        { field: 'events', reason: expect.stringMatching(/^must be a whole number/) },
+        { field: 'nonsense', reason: expect.stringMatching(/^is not an API family \(profiles, /) },
+      ]),
+    );
+    expect(invalids).toHaveLength(3);
   });
 });
