@@ -48,10 +48,30 @@ export function operationsOf(doc: OpenApiDoc): Operation[] {
   for (const [path, methods] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(methods)) {
       if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue;
-      ops.push({ method: method.toUpperCase(), path, route: `${method.toUpperCase()} ${path}`, op });
+      const inlined = inlineRefs(op, doc, 0) as Schema;
+      ops.push({ method: method.toUpperCase(), path, route: `${method.toUpperCase()} ${path}`, op: inlined });
     }
   }
   return ops;
+}
+
+/**
+ * The operation with every `$ref` (`#/components/schemas/…`, what DTO classes generate) replaced by
+ * the schema it points to, so that the generator reads one self-contained schema per body.
+ */
+function inlineRefs(value: unknown, doc: OpenApiDoc, depth: number): unknown {
+  if (Array.isArray(value)) return value.map((v) => inlineRefs(v, doc, depth));
+  if (typeof value !== 'object' || value === null) return value;
+  const ref = (value as Schema).$ref;
+  if (typeof ref === 'string' && ref.startsWith('#/')) {
+    if (depth > 8) return {};
+    const target = ref
+      .slice(2)
+      .split('/')
+      .reduce<unknown>((at, key) => (at as Schema | undefined)?.[key], doc);
+    return inlineRefs(target, doc, depth + 1);
+  }
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, inlineRefs(v, doc, depth)]));
 }
 
 /** What the document leaves undescribed: a body without a JSON schema of objects, a query without schema. */

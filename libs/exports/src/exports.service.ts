@@ -15,7 +15,7 @@ import {
   type ExportLock,
   type ExportRecord,
 } from './export-record.js';
-import { parseExportRequest } from './export-request.js';
+import type { ExportDetail } from './export-request.js';
 import { compileSelect } from './select.compiler.js';
 
 /** A lock whose export record never appeared (the API died in between) stops holding after this. */
@@ -33,8 +33,13 @@ export class ExportsService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
-  async request(account: string, trackerId: string, body: unknown, now = new Date()): Promise<ExportRecord> {
-    const detail = parseExportRequest(body);
+  /** Records an export of a request parseExportRequest read (the API runs it as a pipe). */
+  async request(
+    account: string,
+    trackerId: string,
+    detail: ExportDetail,
+    now = new Date(),
+  ): Promise<ExportRecord> {
     const catalog = await this.catalogs.forAccount(account);
     if (detail.select) {
       compileSelect(detail.select, catalog);

@@ -40,7 +40,18 @@ export type RateOverrides = Partial<Record<RateLimitFamily, Rate>>;
 const BUCKET = 'rate_limits';
 /** How long an API replica uses the overrides it read; a change reaches every replica within this. */
 export const RATE_POLICY_CACHE_MS = 5_000;
-const MAX_RATE = 1_000_000;
+export const MAX_RATE = 1_000_000;
+
+export const RATE_REASON = `must be a whole number of requests per second (1 to ${MAX_RATE}), "unlimited", or null for the default`;
+
+/** A rate an operator may set for a family: null goes back to the default. */
+export function isRateSetting(rate: unknown): rate is Rate | null {
+  return (
+    rate === null ||
+    rate === 'unlimited' ||
+    (typeof rate === 'number' && Number.isInteger(rate) && rate >= 1 && rate <= MAX_RATE)
+  );
+}
 
 export function isRateLimitFamily(name: string): name is RateLimitFamily {
   return (RATE_LIMIT_FAMILIES as readonly string[]).includes(name);
@@ -127,17 +138,10 @@ function checkPatch(patch: Record<string, unknown>): [RateLimitFamily, Rate | nu
   for (const [family, rate] of Object.entries(patch)) {
     if (!isRateLimitFamily(family)) {
       invalids.push({ field: family, reason: `is not an API family (${RATE_LIMIT_FAMILIES.join(', ')})` });
-    } else if (
-      rate === null ||
-      rate === 'unlimited' ||
-      (typeof rate === 'number' && Number.isInteger(rate) && rate >= 1 && rate <= MAX_RATE)
-    ) {
+    } else if (isRateSetting(rate)) {
       out.push([family, rate]);
     } else {
-      invalids.push({
-        field: family,
-        reason: `must be a whole number of requests per second (1 to ${MAX_RATE}), "unlimited", or null for the default`,
-      });
+      invalids.push({ field: family, reason: RATE_REASON });
     }
   }
   if (invalids.length) throw ApiError.invalid(invalids);

@@ -1,8 +1,10 @@
-import { Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { Controller, Get, HttpCode, Param, Post, Query, UsePipes } from '@nestjs/common';
+import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import { BusUnavailableError, EventBus, type DeadLetter } from '@cdp/bus';
 import { ApiError } from '@cdp/contracts';
 import { Auth } from '../auth/auth.decorator.js';
+import { EnvelopeValidation } from '../validation/envelope-validation.pipe.js';
+import { DeadLettersQueryDto, ReplayAccountQueryDto } from './admin.dto.js';
 
 interface DeadLetterView {
   id: string;
@@ -16,8 +18,6 @@ interface DeadLetterView {
   deliveries: number;
 }
 
-const MAX_PAGE = 1000;
-
 /**
  * Messages the processor gave up on (a deterministic failure, or one that kept failing while the rest
  * was stored): list them, and replay them once the cause is fixed. A replay publishes the message to
@@ -27,26 +27,16 @@ const MAX_PAGE = 1000;
 @ApiTags('admin')
 @ApiBearerAuth()
 @Auth('admin')
+@UsePipes(EnvelopeValidation)
 @Controller('admin/v1/dead-letters')
 export class AdminDeadLettersController {
   constructor(private readonly bus: EventBus) {}
 
   @Get()
-  @ApiQuery({ name: 'account', required: false, description: 'only this account' })
-  @ApiQuery({ name: 'after', required: false, description: 'the `next` of the previous page' })
-  @ApiQuery({ name: 'limit', required: false, description: `page size, 1–${MAX_PAGE} (default 100)` })
   async list(
-    @Query('account') account?: string,
-    @Query('after') after?: string,
-    @Query('limit') limit?: string,
+    @Query() { account, after, limit }: DeadLettersQueryDto,
   ): Promise<{ dead_letters: DeadLetterView[]; next?: string }> {
     const size = limit === undefined ? 100 : Number(limit);
-    if (!Number.isInteger(size) || size < 1 || size > MAX_PAGE) {
-      throw ApiError.invalid([{ field: 'limit', reason: `must be a whole number from 1 to ${MAX_PAGE}` }]);
-    }
-    if (after !== undefined && !/^\d+$/.test(after)) {
-      throw ApiError.invalid([{ field: 'after', reason: 'must be the `next` of a previous page' }]);
-    }
     const page = await this.bus.deadLetters({
       ...(account ? { account } : {}),
       ...(after !== undefined ? { after } : {}),
@@ -58,9 +48,7 @@ export class AdminDeadLettersController {
   /** Replays every dead letter of one account. */
   @Post('replay')
   @HttpCode(200)
-  @ApiQuery({ name: 'account', required: true })
-  async replayAccount(@Query('account') account?: string): Promise<{ replayed: number }> {
-    if (!account) throw ApiError.invalid([{ field: 'account', reason: 'is required' }]);
+  async replayAccount(@Query() { account }: ReplayAccountQueryDto): Promise<{ replayed: number }> {
     return { replayed: await republish(() => this.bus.replayDeadLetters(account)) };
   }
 

@@ -3,13 +3,13 @@ import { ApiBearerAuth, ApiBody, ApiTags } from '@nestjs/swagger';
 import { AccountsService } from '@cdp/accounts';
 import {
   DEFAULT_RATES,
-  RATE_LIMIT_FAMILIES,
   RateLimitPolicy,
   type Rate,
   type RateLimitFamily,
   type RateOverrides,
 } from '@cdp/rate-limits';
 import { Auth } from '../auth/auth.decorator.js';
+import { RateLimitsPatchDto, RateLimitsValidation, rateLimitsPatchSchema } from './admin.dto.js';
 
 interface RateLimitsView {
   /** Requests per second of every family, or "unlimited": what the account gets now. */
@@ -40,13 +40,11 @@ export class AdminRateLimitsController {
   }
 
   @Patch()
-  @ApiBody({
-    description:
-      'family → requests per second (whole number ≥ 1), "unlimited", or null for the default; families: ' +
-      RATE_LIMIT_FAMILIES.join(', '),
-    schema: { type: 'object', additionalProperties: { oneOf: [{ type: 'integer' }, { type: 'string' }] } },
-  })
-  async change(@Param('id') id: string, @Body() body: unknown): Promise<RateLimitsView> {
+  @ApiBody({ description: 'family → rate; unknown families are refused', schema: rateLimitsPatchSchema })
+  async change(
+    @Param('id') id: string,
+    @Body(RateLimitsValidation) body: RateLimitsPatchDto,
+  ): Promise<RateLimitsView> {
     await this.accounts.get(id);
     return this.view(await this.policy.change(id, body as Record<string, unknown>));
   }

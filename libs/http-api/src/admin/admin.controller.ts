@@ -1,39 +1,28 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, UsePipes } from '@nestjs/common';
+import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import { AccountsService, viewAccount, type AccountView } from '@cdp/accounts';
-import { ApiError } from '@cdp/contracts';
 import { Auth } from '../auth/auth.decorator.js';
-
-interface CreateAccountBody {
-  name?: unknown;
-  tracker_id?: unknown;
-}
+import { EnvelopeValidation } from '../validation/envelope-validation.pipe.js';
+import { CreateAccountDto } from './admin.dto.js';
 
 /** The operator's API: accounts and their keys. Authorised by `Authorization: Bearer $CDP_ADMIN_TOKEN`. */
 @ApiTags('admin')
 @ApiBearerAuth()
 @Auth('admin')
+@UsePipes(EnvelopeValidation)
 @Controller('admin/v1/accounts')
 export class AdminController {
   constructor(private readonly accounts: AccountsService) {}
 
   @Post()
   @HttpCode(201)
-  @ApiBody({
-    schema: {
-      type: 'object',
-      properties: {
-        name: { type: 'string' },
-        tracker_id: { type: 'string', description: 'defaults to a random id' },
-      },
-    },
-  })
   async create(
-    @Body() body: CreateAccountBody | undefined,
+    @Body() body: CreateAccountDto | undefined,
   ): Promise<{ account: AccountView; public_key: string; private_key: string }> {
-    const name = optionalString(body?.name, 'name');
-    const trackerId = optionalString(body?.tracker_id, 'tracker_id');
-    const { account, privateKey } = await this.accounts.create({ name, trackerId });
+    const { account, privateKey } = await this.accounts.create({
+      name: body?.name ?? undefined,
+      trackerId: body?.tracker_id ?? undefined,
+    });
     return { account: viewAccount(account), public_key: account.trackerId, private_key: privateKey };
   }
 
@@ -60,12 +49,4 @@ export class AdminController {
   async revoke(@Param('id') id: string, @Param('keyId') keyId: string): Promise<AccountView> {
     return viewAccount(await this.accounts.revoke(id, keyId));
   }
-}
-
-function optionalString(value: unknown, field: string): string | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string' || value.length === 0 || value.length > 1024) {
-    throw ApiError.invalid([{ field, reason: 'must be a non-empty string of at most 1024 characters' }]);
-  }
-  return value;
 }

@@ -1,14 +1,16 @@
-import { Body, Controller, HttpCode, Post, Req } from '@nestjs/common';
+import { Controller, HttpCode, Post, Req } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
 import { accepted, batchOf, orderUpdateSchema, productSchema, type AcceptedBody } from '@cdp/contracts';
+import type { OrderUpdateRecord, ProductRecord } from '@cdp/domain';
 import { OrderState } from '@cdp/orders';
 import { Auth } from '../auth/auth.decorator.js';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';
-import { orderUpdatesValidator, productsValidator } from './commerce.validators.js';
+import { OrderUpdatesBatch, ProductsBatch } from './commerce.validators.js';
+import { BatchBody, type ValidatedBatch } from '../ingest/batch-validation.pipe.js';
 import { requireExistingOrders } from './existing-orders.js';
 
 /**
@@ -32,16 +34,15 @@ export class CommerceObjectsController {
   @ApiBody({ schema: batchOf(productSchema) })
   @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
   async products(
-    @Body() body: unknown,
+    @BatchBody(ProductsBatch) { records, receivedAt }: ValidatedBatch<ProductRecord>,
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<AcceptedBody> {
-    const records = productsValidator.parse(body, undefined);
     await this.publisher.publish({
       id: request.id,
       account: principal.account,
       kind: 'products',
-      receivedAt: Date.now(),
+      receivedAt,
       records,
     });
     return accepted();
@@ -56,11 +57,10 @@ export class CommerceObjectsController {
   @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
   @ApiResponse({ status: 404, description: 'an order that does not exist' })
   async orderUpdates(
-    @Body() body: unknown,
+    @BatchBody(OrderUpdatesBatch) { records, receivedAt }: ValidatedBatch<OrderUpdateRecord>,
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<AcceptedBody> {
-    const records = orderUpdatesValidator.parse(body, undefined);
     await requireExistingOrders(
       this.orders,
       principal.account,
@@ -70,7 +70,7 @@ export class CommerceObjectsController {
       id: request.id,
       account: principal.account,
       kind: 'order-updates',
-      receivedAt: Date.now(),
+      receivedAt,
       records,
     });
     return accepted();

@@ -19,6 +19,7 @@ import {
   type ProfileRecord,
 } from '@cdp/domain';
 import { eventRule, type EventsContext } from '../events/events.validator.js';
+import { BatchValidationPipe, noContext } from '../ingest/batch-validation.pipe.js';
 
 type Fields = Record<string, unknown>;
 
@@ -114,3 +115,12 @@ export const v2EventsValidator = new BatchValidator<V2EventIn, EventRecord, Even
     );
   },
 );
+
+/** The pipes of the commerce routes: only `POST /v2/events` needs the account (its custom event fields). */
+export const ProductsBatch = BatchValidationPipe(productsValidator, noContext);
+export const OrderUpdatesBatch = BatchValidationPipe(orderUpdatesValidator, noContext);
+export const EntitiesBatch = BatchValidationPipe(entitiesValidator, noContext);
+export const V2EventsBatch = BatchValidationPipe(v2EventsValidator, async (schema, request) => ({
+  nowMs: request.receivedAt,
+  custom: (await schema.read(request.account)).customFields('events'),
+}));

@@ -1,4 +1,4 @@
-import { Body, Controller, HttpCode, Post, Req } from '@nestjs/common';
+import { Controller, HttpCode, Post, Req } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
@@ -10,11 +10,13 @@ import {
   type AcceptedBody,
   type IngestMessage,
 } from '@cdp/contracts';
+import type { EventRecord } from '@cdp/domain';
 import { OrderState } from '@cdp/orders';
 import { Auth } from '../auth/auth.decorator.js';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
-import { entitiesValidator, v2EventsValidator, type EntityRecord } from './commerce.validators.js';
+import { EntitiesBatch, V2EventsBatch, type EntityRecord } from './commerce.validators.js';
+import { BatchBody, type ValidatedBatch } from '../ingest/batch-validation.pipe.js';
 import { requireExistingOrders } from './existing-orders.js';
 import { EventsIngest } from '../events/events.ingest.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';
@@ -43,12 +45,10 @@ export class V2Controller {
   @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
   @ApiResponse({ status: 404, description: 'an order update names an order that does not exist' })
   async entities(
-    @Body() body: unknown,
+    @BatchBody(EntitiesBatch) { records: parsed, receivedAt }: ValidatedBatch<EntityRecord>,
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<AcceptedBody> {
-    const receivedAt = Date.now();
-    const parsed = entitiesValidator.parse(body, undefined);
     await requireExistingOrders(
       this.orders,
       principal.account,
@@ -77,10 +77,10 @@ export class V2Controller {
   @ApiBody({ schema: batchOf(v2EventSchema) })
   @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
   async events(
-    @Body() body: unknown,
+    @BatchBody(V2EventsBatch) batch: ValidatedBatch<EventRecord>,
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<AcceptedBody> {
-    return this.eventsIngest.accept(v2EventsValidator, body, request.id, principal.account);
+    return this.eventsIngest.accept(batch, request.id, principal.account);
   }
 }

@@ -1,12 +1,14 @@
-import { Body, Controller, HttpCode, Post, Req } from '@nestjs/common';
+import { Controller, HttpCode, Post, Req } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
 import { batchOf, eventSchema, type AcceptedBody } from '@cdp/contracts';
+import type { EventRecord } from '@cdp/domain';
 import { Auth } from '../auth/auth.decorator.js';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { EventsIngest } from './events.ingest.js';
-import { eventsValidator } from './events.validator.js';
+import { EventsBatch } from './events.validator.js';
+import { BatchBody, type ValidatedBatch } from '../ingest/batch-validation.pipe.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';
 
@@ -24,10 +26,10 @@ export class EventsController {
   @ApiBody({ schema: batchOf(eventSchema) })
   @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
   async ingest(
-    @Body() body: unknown,
+    @BatchBody(EventsBatch) batch: ValidatedBatch<EventRecord>,
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<AcceptedBody> {
-    return this.events.accept(eventsValidator, body, request.id, principal.account);
+    return this.events.accept(batch, request.id, principal.account);
   }
 }

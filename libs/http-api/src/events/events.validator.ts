@@ -1,4 +1,5 @@
 import { BatchValidator, eventSchema, type Invalid } from '@cdp/contracts';
+import { BatchValidationPipe } from '../ingest/batch-validation.pipe.js';
 import {
   customerFieldProblem,
   extractIdentifiers,
@@ -59,3 +60,9 @@ export const eventsValidator = new BatchValidator<EventInput, EventRecord, Event
   'event',
   eventRule,
 );
+
+/** The pipe of `POST /v3/events`: the account's custom event fields, `ts` defaulting to the receipt. */
+export const EventsBatch = BatchValidationPipe(eventsValidator, async (schema, request) => ({
+  nowMs: request.receivedAt,
+  custom: (await schema.read(request.account)).customFields('events'),
+}));

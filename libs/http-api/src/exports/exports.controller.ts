@@ -1,10 +1,11 @@
 import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Principal } from '@cdp/accounts';
-import { ExportsService, type ExportRecord } from '@cdp/exports';
+import { ExportsService, parseExportRequest, type ExportDetail, type ExportRecord } from '@cdp/exports';
 import { Auth } from '../auth/auth.decorator.js';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { exportRequestSchema } from '../openapi/control-plane.schemas.js';
+import { ParsePipe } from '../validation/parse.pipe.js';
 
 /** spec "Exports (beta)": the API records the job; an exporter runs it. */
 @ApiTags('exports')
@@ -16,11 +17,17 @@ export class ExportsController {
   @Post()
   @HttpCode(202)
   @Auth('private')
-  @ApiBody({ schema: exportRequestSchema })
+  @ApiBody({
+    description: 'whole objects, or one select with a nested filter: read by parseExportRequest',
+    schema: exportRequestSchema,
+  })
   @ApiResponse({ status: 202, description: 'the export record (state pending)' })
   @ApiResponse({ status: 422, description: 'a requested object is already being exported' })
-  request(@Body() body: unknown, @CurrentPrincipal() principal: Principal): Promise<ExportRecord> {
-    return this.exports.request(principal.account, principal.trackerId, body);
+  request(
+    @Body(new ParsePipe(parseExportRequest)) detail: ExportDetail,
+    @CurrentPrincipal() principal: Principal,
+  ): Promise<ExportRecord> {
+    return this.exports.request(principal.account, principal.trackerId, detail);
   }
 
   @Get()

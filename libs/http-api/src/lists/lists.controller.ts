@@ -1,5 +1,5 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Put, Query, Req } from '@nestjs/common';
-import { ApiBody, ApiHeader, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Get, HttpCode, Param, Post, Put, Query, Req, UsePipes } from '@nestjs/common';
+import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { AccountsService, type Principal } from '@cdp/accounts';
 import { ApiError } from '@cdp/contracts';
@@ -11,12 +11,20 @@ import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';
 import { subscriptionsSchema } from '../openapi/control-plane.schemas.js';
 import { SubscriptionLookup, type SubscriptionStatus } from './subscription-lookup.service.js';
-import { parseSubscriptions, type SubscriptionEcho } from './subscriptions.validator.js';
+import { EnvelopeValidation } from '../validation/envelope-validation.pipe.js';
+import { ParsePipe } from '../validation/parse.pipe.js';
+import { ListNameDto, SubscriptionsQueryDto } from './lists.dto.js';
+import {
+  parseSubscriptions,
+  type ParsedSubscriptions,
+  type SubscriptionEcho,
+} from './subscriptions.validator.js';
 
 /** Lists and subscriptions (spec "Lists and subscriptions"). */
 @ApiTags('lists')
 @ApiHeader({ name: 'x-api-key', required: true })
 @RateLimit('lists')
+@UsePipes(EnvelopeValidation)
 @Controller('v3/lists')
 export class ListsController {
   constructor(
@@ -39,32 +47,27 @@ export class ListsController {
   @Post()
   @HttpCode(201)
   @Auth('private')
-  @ApiBody({ schema: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } })
   @ApiResponse({ status: 201, description: '{created: {list_id, name}}; list_id derived from the name' })
   async create(
-    @Body() body: { name?: unknown } | undefined,
+    @Body() body: ListNameDto,
     @CurrentPrincipal() principal: Principal,
   ): Promise<{ created: { list_id: string; name: string } }> {
-    const list = await this.lists.create(principal.account, body?.name);
+    const list = await this.lists.create(principal.account, body.name);
     return { created: { list_id: list.list_id, name: list.name } };
   }
 
   @Get('subscriptions')
   @Auth('private')
-  @ApiQuery({ name: 'email', required: false })
-  @ApiQuery({ name: 'customer_id', required: false })
-  @ApiQuery({ name: 'include', required: false, description: 'comma-separated list ids to keep' })
-  @ApiQuery({ name: 'exclude', required: false, description: 'comma-separated list ids to drop' })
   @ApiResponse({
     status: 200,
     description: '{customer, opted_in, subscriptions: [{name, list_id, subscribed}]}',
   })
   async subscriptions(
-    @Query() query: Record<string, unknown>,
+    @Query() query: SubscriptionsQueryDto,
     @CurrentPrincipal() principal: Principal,
   ): Promise<SubscriptionStatus> {
-    const given = this.lookup.identifiers(query);
-    const filter = { include: idSet(query.include, 'include'), exclude: idSet(query.exclude, 'exclude') };
+    const given = this.lookup.identifiers(query as Record<string, unknown>);
+    const filter = { include: idSet(query.include), exclude: idSet(query.exclude) };
     const lists = await this.lists.all(principal.account, await this.createdAt(principal));
     return this.lookup.status(principal.account, given, lists, filter);
   }
@@ -80,11 +83,10 @@ export class ListsController {
   @ApiResponse({ status: 200, description: '{updates: [...]}: each update as applied, once stored durably' })
   @ApiResponse({ status: 404, description: 'list not found' })
   async update(
-    @Body() body: unknown,
+    @Body(new ParsePipe(parseSubscriptions)) { records, echo }: ParsedSubscriptions,
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<{ updates: SubscriptionEcho[] }> {
-    const { records, echo } = parseSubscriptions(body);
     const unknown = await this.lists.unknown(
       principal.account,
       records.map((r) => r.list_id),
@@ -103,14 +105,13 @@ export class ListsController {
 
   @Put(':list_id')
   @Auth('private')
-  @ApiBody({ schema: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } })
   @ApiResponse({ status: 200, description: '{updated: {list_id, name}}; the id does not change' })
   async rename(
     @Param('list_id') listId: string,
-    @Body() body: { name?: unknown } | undefined,
+    @Body() body: ListNameDto,
     @CurrentPrincipal() principal: Principal,
   ): Promise<{ updated: { list_id: string; name: string } }> {
-    const list = await this.lists.rename(principal.account, listId, body?.name);
+    const list = await this.lists.rename(principal.account, listId, body.name);
     return { updated: { list_id: list.list_id, name: list.name } };
   }
 
@@ -120,10 +121,9 @@ export class ListsController {
   }
 }
 
-function idSet(value: unknown, field: string): Set<string> | undefined {
+/** The query's comma-separated list ids (a string: SubscriptionsQueryDto checked it). */
+function idSet(value: string | undefined): Set<string> | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'string')
-    throw ApiError.invalid([{ field, reason: 'must be one comma-separated string of list ids' }]);
   const ids = value
     .split(',')
     .map((s) => s.trim())

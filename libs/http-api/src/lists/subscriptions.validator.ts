@@ -5,6 +5,12 @@ import { collectIdentifiers, isJunkIdentifierValue, SVC_ALL, type SubscriptionRe
 export type SubscriptionEcho =
   { list_id: string; email: string; subscribed: boolean } | { email: string; opted_in: boolean };
 
+/** The updates as the processor takes them, and as the API echoes them. */
+export interface ParsedSubscriptions {
+  records: SubscriptionRecord[];
+  echo: SubscriptionEcho[];
+}
+
 /** An address with something on either side of one `@` (the browser SDK asks for "email-like"). */
 const EMAIL_LIKE = /^[^\s@]+@[^\s@]+$/;
 
@@ -13,10 +19,7 @@ const EMAIL_LIKE = /^[^\s@]+@[^\s@]+$/;
  * `{list_id, email, subscribed}`, or an array mixing both (spec "Lists and subscriptions"). Every
  * problem of every update is reported at once; in an array each carries its index as `event`.
  */
-export function parseSubscriptions(body: unknown): {
-  records: SubscriptionRecord[];
-  echo: SubscriptionEcho[];
-} {
+export function parseSubscriptions(body: unknown): ParsedSubscriptions {
   const batch = Array.isArray(body);
   const items: unknown[] = batch ? body : [body];
   if (batch && items.length === 0) {

@@ -1,12 +1,11 @@
 import { MAX_BATCH, MAX_STRING, batchOf } from '@cdp/contracts';
-import { CUSTOM_FIELD_TYPES } from '@cdp/domain';
 import { EXPORT_DELIMITERS, EXPORT_FORMATS, FILTER_OPERATORS } from '@cdp/exports';
-import { MAX_DESCRIPTION_LENGTH, MAX_DISPLAY_NAME_LENGTH, MAX_NAME_LENGTH } from '@cdp/schema';
+import { MAX_NAME_LENGTH } from '@cdp/schema';
 
 /**
- * JSON schemas of the control-plane bodies for the OpenAPI document. The routes validate with their
- * own parsers (libs/schema, libs/exports, the subscriptions validator); these describe the same
- * shapes so that a client (or the fuzz suite) generated from the document sends the right fields.
+ * JSON schemas of the bodies no DTO class describes: unions told apart by their fields and a
+ * recursive filter, which their hand parsers read as pipes (the subscriptions validator,
+ * parseExportRequest), and the free-form records of custom objects. The other bodies are DTO classes.
  */
 type Schema = Record<string, unknown>;
 
@@ -14,61 +13,6 @@ const snakeName: Schema = {
   type: 'string',
   pattern: '^[a-z][a-z0-9]*(_[a-z0-9]+)*$',
   maxLength: MAX_NAME_LENGTH,
-};
-const displayName: Schema = { type: 'string', minLength: 1, maxLength: MAX_DISPLAY_NAME_LENGTH };
-
-export const fieldDefSchema: Schema = {
-  type: 'object',
-  required: ['name', 'type', 'display_name'],
-  properties: {
-    name: snakeName,
-    type: { type: 'string', enum: [...CUSTOM_FIELD_TYPES] },
-    display_name: displayName,
-    description: { type: 'string', maxLength: MAX_DESCRIPTION_LENGTH },
-    primary: { type: 'boolean', description: 'only when the object is created' },
-  },
-};
-
-export const relationDefSchema: Schema = {
-  type: 'object',
-  required: ['name', 'display_name', 'child_object', 'join_fields'],
-  properties: {
-    name: snakeName,
-    display_name: displayName,
-    child_object: snakeName,
-    join_fields: {
-      type: 'array',
-      minItems: 1,
-      items: {
-        type: 'object',
-        required: ['parent', 'child'],
-        properties: { parent: snakeName, child: snakeName },
-      },
-    },
-  },
-};
-
-export const objectDefSchema: Schema = {
-  type: 'object',
-  required: ['name', 'display_name', 'fields'],
-  properties: {
-    name: { ...snakeName, description: 'plural' },
-    display_name: displayName,
-    alias: { ...snakeName, description: 'singular' },
-    fields: { type: 'array', minItems: 1, items: fieldDefSchema },
-    relations: { type: 'array', items: relationDefSchema },
-  },
-};
-
-export const newFieldsSchema: Schema = {
-  oneOf: [
-    fieldDefSchema,
-    {
-      type: 'object',
-      required: ['fields'],
-      properties: { fields: { type: 'array', minItems: 1, items: fieldDefSchema } },
-    },
-  ],
 };
 
 /** A record of a custom object: its fields by name, the primary key among them. */

@@ -1,5 +1,5 @@
-import { Body, Controller, HttpCode, Post, Req } from '@nestjs/common';
-import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, HttpCode, Post, Req, UsePipes } from '@nestjs/common';
+import { ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
 import { accepted, type AcceptedBody } from '@cdp/contracts';
@@ -10,7 +10,8 @@ import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';
-import { parseOptOut } from './optout.validator.js';
+import { EnvelopeValidation } from '../validation/envelope-validation.pipe.js';
+import { OptOutDto, optOutRequest } from './optout.dto.js';
 
 export interface OptOutAccepted extends AcceptedBody {
   optout: {
@@ -35,6 +36,7 @@ export interface OptOutAccepted extends AcceptedBody {
 @ApiTags('compliance')
 @ApiHeader({ name: 'x-api-key', required: true })
 @RateLimit('compliance')
+@UsePipes(EnvelopeValidation)
 @Controller('v3/optout')
 export class OptOutController {
   constructor(
@@ -47,26 +49,14 @@ export class OptOutController {
   @HttpCode(202)
   @Idempotent()
   @Auth('private')
-  @ApiBody({
-    schema: {
-      type: 'object',
-      required: ['requester'],
-      properties: {
-        requester: { type: 'string', description: 'who asks, for the audit' },
-        email: { type: 'string' },
-        phone: { type: 'string', description: 'matched exactly against the stored value' },
-        vuid: { type: 'string' },
-      },
-    },
-  })
   @ApiResponse({ status: 202, description: 'stored durably; customers found, identifiers pooled' })
   @ApiResponse({ status: 400, description: 'requester empty; none of email, phone, vuid supplied' })
   async optout(
-    @Body() body: unknown,
+    @Body() body: OptOutDto,
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<OptOutAccepted> {
-    const { requester, identifiers: sent, phone } = parseOptOut(body);
+    const { requester, identifiers: sent, phone } = optOutRequest(body);
     const account = principal.account;
     const customers = new Set<string>();
     for (const id of sent) {

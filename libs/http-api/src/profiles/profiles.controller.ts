@@ -1,15 +1,15 @@
-import { Body, Controller, Get, HttpCode, Post, Query, Req } from '@nestjs/common';
+import { Controller, Get, HttpCode, Post, Query, Req } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
 import { accepted, batchOf, profileSchema, type AcceptedBody } from '@cdp/contracts';
-import type { Attributes } from '@cdp/domain';
-import { SchemaRegistry } from '@cdp/schema';
+import type { Attributes, ProfileRecord } from '@cdp/domain';
 import { Auth } from '../auth/auth.decorator.js';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { ProfileLookup } from './profile-lookup.service.js';
-import { profilesValidator } from './profiles.validator.js';
+import { ProfilesBatch } from './profiles.validator.js';
+import { BatchBody, type ValidatedBatch } from '../ingest/batch-validation.pipe.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';
 
@@ -21,7 +21,6 @@ export class ProfilesController {
   constructor(
     private readonly publisher: IngestPublisher,
     private readonly lookup: ProfileLookup,
-    private readonly schema: SchemaRegistry,
   ) {}
 
   @Post()
@@ -31,17 +30,15 @@ export class ProfilesController {
   @ApiBody({ schema: batchOf(profileSchema) })
   @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
   async upsert(
-    @Body() body: unknown,
+    @BatchBody(ProfilesBatch) { records, receivedAt }: ValidatedBatch<ProfileRecord>,
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<AcceptedBody> {
-    const custom = (await this.schema.read(principal.account)).customFields('customers');
-    const records = profilesValidator.parse(body, custom);
     await this.publisher.publish({
       id: request.id,
       account: principal.account,
       kind: 'profiles',
-      receivedAt: Date.now(),
+      receivedAt,
       records,
     });
     return accepted(records);

@@ -7,6 +7,7 @@ import {
   type CustomFields,
   type ProfileRecord,
 } from '@cdp/domain';
+import { BatchValidationPipe } from '../ingest/batch-validation.pipe.js';
 
 type ProfileIn = { attributes: Record<string, unknown> };
 
@@ -32,4 +33,9 @@ export const profilesValidator = new BatchValidator<ProfileIn, ProfileRecord, Cu
     }
     return invalids.length ? invalids : record;
   },
+);
+
+/** The pipe of `POST /v3/profiles`: the account's custom customer fields. */
+export const ProfilesBatch = BatchValidationPipe(profilesValidator, async (schema, request) =>
+  (await schema.read(request.account)).customFields('customers'),
 );

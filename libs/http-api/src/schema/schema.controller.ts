@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiExtraModels, ApiHeader, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import type { Principal } from '@cdp/accounts';
 import { ApiError } from '@cdp/contracts';
 import {
@@ -14,7 +14,7 @@ import {
 } from '@cdp/schema';
 import { Auth } from '../auth/auth.decorator.js';
 import { CurrentPrincipal } from '../auth/principal.js';
-import { newFieldsSchema, objectDefSchema, relationDefSchema } from '../openapi/control-plane.schemas.js';
+import { FieldDefDto, NewFieldsDto, ObjectDefDto, RelationDefDto } from './schema.dto.js';
 
 /**
  * The schema API (spec "Schema API (beta)"): objects, their fields and relations. Creation answers 201
@@ -22,6 +22,7 @@ import { newFieldsSchema, objectDefSchema, relationDefSchema } from '../openapi/
  * so a replica shows what another one created a moment ago.
  */
 @ApiTags('schema')
+@ApiExtraModels(FieldDefDto, NewFieldsDto)
 @ApiHeader({ name: 'x-api-key', description: 'private key', required: true })
 @Controller('v3/schema/objects')
 @Auth('private')
@@ -30,7 +31,7 @@ export class SchemaController {
 
   @Post()
   @HttpCode(201)
-  @ApiBody({ schema: objectDefSchema })
+  @ApiBody({ type: ObjectDefDto })
   @ApiResponse({ status: 201, description: 'the created object' })
   async createObject(@Body() body: unknown, @CurrentPrincipal() principal: Principal): Promise<ObjectView> {
     const created = await this.registry.createObject(principal.account, body);
@@ -53,7 +54,10 @@ export class SchemaController {
 
   @Post(':object/fields')
   @HttpCode(201)
-  @ApiBody({ description: 'one field, or {fields: [...]}', schema: newFieldsSchema })
+  @ApiBody({
+    description: 'one field, or {fields: [...]}',
+    schema: { oneOf: [{ $ref: getSchemaPath(FieldDefDto) }, { $ref: getSchemaPath(NewFieldsDto) }] },
+  })
   @ApiResponse({ status: 201, description: 'the created field, or {fields: [...]} when several were sent' })
   async createFields(
     @Param('object') name: string,
@@ -86,7 +90,7 @@ export class SchemaController {
 
   @Post(':object/relations')
   @HttpCode(201)
-  @ApiBody({ schema: relationDefSchema })
+  @ApiBody({ type: RelationDefDto })
   @ApiResponse({ status: 201, description: 'the created relation' })
   async createRelation(
     @Param('object') name: string,

@@ -1,0 +1,102 @@
+import { ValidationPipe, type ArgumentMetadata } from '@nestjs/common';
+import type { ValidationError } from 'class-validator';
+import { ApiError, type Invalid } from '@cdp/contracts';
+
+/** What Nest's pipe says when the body is an array or a primitive where a DTO is expected. */
+const NOT_AN_OBJECT = 'Validation failed (object is expected)';
+
+/** The constraint class-validator reports for a property the DTO does not name (`forbidNonWhitelisted`). */
+const UNKNOWN_PROPERTY = 'whitelistValidation';
+
+/**
+ * Deeper than any DTO goes. class-transformer copies a body recursively before class-validator sees
+ * it, so a value nested thousands of levels deep would overflow the stack (a 500): it is refused first.
+ */
+export const MAX_DTO_DEPTH = 32;
+
+/**
+ * Context a DTO constraint may carry to name the field itself: several fields where one of them is
+ * required (the spec's envelope lists them all, e.g. `['email', 'phone', 'vuid']`).
+ */
+export interface InvalidContext {
+  field?: string | string[];
+}
+
+/**
+ * class-validator's errors as the spec's invalids: one per field, `field` the dotted path of the
+ * property (`select.filter.field`, array items by index: `fields.0.name`), `reason` the message of the
+ * first declared constraint that failed (declare the type rule above the finer ones).
+ */
+export function invalidsOf(
+  errors: readonly ValidationError[],
+  parent = '',
+  unknownFieldReason = 'is not a known field',
+): Invalid[] {
+  return errors.flatMap((error) => {
+    const path = parent ? `${parent}.${error.property}` : error.property;
+    // class-validator lists a property's failed constraints from the last declared to the first.
+    const own = Object.entries(error.constraints ?? {}).slice(-1);
+    const invalids: Invalid[] = own.map(([name, message]) => {
+      const context = error.contexts?.[name] as InvalidContext | undefined;
+      const reason =
+        name === UNKNOWN_PROPERTY
+          ? unknownFieldReason
+          : message === NOT_AN_OBJECT
+            ? 'must be an object'
+            : message;
+      return { field: context?.field ?? path, reason };
+    });
+    return [...invalids, ...invalidsOf(error.children ?? [], path, unknownFieldReason)];
+  });
+}
+
+/** The top-level property (`body` for an array) under which `value` nests deeper than `max`, if any. */
+export function tooDeep(value: unknown, max = MAX_DTO_DEPTH): string | undefined {
+  const stack: { at: unknown; depth: number; top: string }[] = [{ at: value, depth: 0, top: 'body' }];
+  while (stack.length) {
+    const { at, depth, top } = stack.pop()!;
+    if (typeof at !== 'object' || at === null) continue;
+    if (depth >= max) return top;
+    for (const [key, child] of Object.entries(at)) {
+      stack.push({ at: child, depth: depth + 1, top: depth === 0 && !Array.isArray(at) ? key : top });
+    }
+  }
+  return undefined;
+}
+
+export interface EnvelopeValidationOptions {
+  /**
+   * Refuse properties the DTO does not name, with this reason (default: they are ignored, as the
+   * control plane always did; a client sending extra properties is not refused).
+   */
+  unknownFieldReason?: string;
+}
+
+/**
+ * The ValidationPipe of the control-plane controllers: DTO classes with class-validator decorators,
+ * every problem answered at once in the spec's envelope. The pipe hands the route the body as it came
+ * (no `transform`, and no other validator option, which would make Nest hand back a copy), so
+ * services keep reading plain JSON; with `unknownFieldReason` it hands back the copy without them.
+ */
+export class EnvelopeValidationPipe extends ValidationPipe {
+  constructor(options: EnvelopeValidationOptions = {}) {
+    const { unknownFieldReason } = options;
+    super({
+      ...(unknownFieldReason ? { whitelist: true, forbidNonWhitelisted: true } : {}),
+      exceptionFactory: (errors) => ApiError.invalid(invalidsOf(errors, '', unknownFieldReason)),
+    });
+  }
+
+  override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    if (metadata.metatype && this.toValidate(metadata)) {
+      const field = tooDeep(value);
+      if (field) {
+        throw ApiError.invalid([{ field, reason: `must not nest deeper than ${MAX_DTO_DEPTH} levels` }]);
+      }
+    }
+    return super.transform(value, metadata);
+  }
+}
+
+/** One instance is enough for the controllers that ignore unknown fields: it holds no request state. */
+export const EnvelopeValidation = new EnvelopeValidationPipe();
