@@ -7,7 +7,7 @@ import type { AppConfig } from '@cdp/config';
 import { ApiError, envelope, parseJsonBody, statusTitle } from '@cdp/contracts';
 import type { Logger } from '@cdp/logger';
 import { installRequestHashing } from './idempotency/request-hash.js';
-import { sendError } from './errors/error-envelope.filter.js';
+import { sendError } from '@cdp/http-common';
 
 /** Fastify options: the request id doubles as the bus message id; the body limit counts decompressed bytes. */
 export function fastifyOptions(config: AppConfig, logger: Logger): FastifyServerOptions {

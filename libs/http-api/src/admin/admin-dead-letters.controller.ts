@@ -2,7 +2,7 @@ import { Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { BusUnavailableError, EventBus, type DeadLetter } from '@cdp/bus';
 import { ApiError } from '@cdp/contracts';
-import { Auth } from '../auth/auth.decorator.js';
+import { Auth } from '@cdp/http-common';
 
 interface DeadLetterView {
   id: string;

@@ -9,7 +9,7 @@ import {
   type RateLimitFamily,
   type RateOverrides,
 } from '@cdp/rate-limits';
-import { Auth } from '../auth/auth.decorator.js';
+import { Auth } from '@cdp/http-common';
 
 interface RateLimitsView {
   /** Requests per second of every family, or "unlimited": what the account gets now. */

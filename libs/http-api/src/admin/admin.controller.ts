@@ -2,7 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/co
 import { ApiBearerAuth, ApiBody, ApiTags } from '@nestjs/swagger';
 import { AccountsService, viewAccount, type AccountView } from '@cdp/accounts';
 import { ApiError } from '@cdp/contracts';
-import { Auth } from '../auth/auth.decorator.js';
+import { Auth } from '@cdp/http-common';
 
 interface CreateAccountBody {
   name?: unknown;

@@ -11,7 +11,7 @@ import {
   type IngestMessage,
 } from '@cdp/contracts';
 import { OrderState } from '@cdp/orders';
-import { Auth } from '../auth/auth.decorator.js';
+import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { entitiesValidator, v2EventsValidator, type EntityRecord } from './commerce.validators.js';

@@ -5,7 +5,7 @@ import type { Principal } from '@cdp/accounts';
 import { accepted, batchOf, profileSchema, type AcceptedBody } from '@cdp/contracts';
 import type { Attributes } from '@cdp/domain';
 import { SchemaRegistry } from '@cdp/schema';
-import { Auth } from '../auth/auth.decorator.js';
+import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { ProfileLookup } from './profile-lookup.service.js';
