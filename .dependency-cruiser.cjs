@@ -57,6 +57,21 @@ module.exports = {
       to: { path: DRIVER_PACKAGE, dependencyTypesNot: ['type-only'] },
     },
     {
+      name: 'api-role-never-reaches-duckdb',
+      comment:
+        'The API records export jobs (ExportsApiModule); only the worker (@cdp/exports/worker) runs them.',
+      severity: 'error',
+      from: { path: '^(libs/http-api|apps/api)/|^libs/exports/src/exports-api[.]module[.]ts$' },
+      to: { path: '^libs/exports/src/export[.]runner[.]ts$|node_modules/@duckdb/', reachable: true },
+    },
+    {
+      name: 'only-the-api-role-loads-http-api',
+      comment: 'The processor and the exporter serve /health alone (libs/health), not the API.',
+      severity: 'error',
+      from: { path: '^apps/(processor|exporter)/' },
+      to: { path: '^libs/http-api/', reachable: true },
+    },
+    {
       name: 'no-cycles',
       severity: 'error',
       from: { path: '^(libs|apps)/' },
