@@ -21,7 +21,9 @@ module.exports = {
   extensionsToTreatAsEsm: ['.ts'],
   transform: { '^.+\\.ts$': swc },
   moduleNameMapper: {
-    '^@cdp/(.*)$': '<rootDir>/libs/$1/src/index.ts',
+    // A port entry (`@cdp/store`) and a driver's own entry (`@cdp/store/chdb`), as tsconfig.json maps them.
+    '^@cdp/([^/]+)$': '<rootDir>/libs/$1/src/index.ts',
+    '^@cdp/([^/]+)/([^/]+)$': '<rootDir>/libs/$1/src/$2/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   testTimeout: 60000,

@@ -1,7 +1,8 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ChdbTransport, ClickHouseStore } from '@cdp/store';
+import { ChdbTransport } from '@cdp/store/chdb';
+import { ClickHouseStore } from '@cdp/store';
 import { ChildApp } from './support/child-process.js';
 import { eventually } from './support/eventually.js';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { tableFromIPC } from 'apache-arrow';
 import { parse } from 'csv-parse/sync';
 import { readParquet } from 'parquet-wasm';
-import { ExportWorkerLifecycle } from '@cdp/exports';
+import { ExportWorkerLifecycle } from '@cdp/exports/worker';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { ScaledPlatform } from './support/scaled.js';

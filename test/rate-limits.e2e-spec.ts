@@ -1,4 +1,4 @@
-import { connectRedis } from '@cdp/identity';
+import { connectRedis } from '@cdp/redis';
 import { ChildApp } from './support/child-process.js';
 import { ADMIN_TOKEN, type EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';

@@ -1,5 +1,7 @@
 import { jest } from '@jest/globals';
+import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
+import { basename } from 'node:path';
 import type { TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { ScaledPlatform } from './support/scaled.js';
@@ -85,6 +87,27 @@ describe('scaled-out wiring (API and processor processes, NATS, Redis, chDB)', (
       doubled: 0,
     });
   }
+
+  /** The file names of the shared libraries a process has mapped (Linux: /proc/<pid>/maps). */
+  const mappedLibraries = (pid: number): string[] => [
+    ...new Set(
+      readFileSync(`/proc/${pid}/maps`, 'utf8')
+        .split('\n')
+        .map((line) => line.trim().split(/\s+/)[5] ?? '')
+        .filter((path) => path.includes('.so'))
+        .map((path) => basename(path)),
+    ),
+  ];
+  const native = (libraries: string[]) => libraries.filter((name) => /^lib(chdb|duckdb)\b/.test(name));
+
+  it('loads only what each role runs: the API maps neither libchdb nor libduckdb, the processor maps libchdb', () => {
+    const api = mappedLibraries(p.api.proc.pid!);
+    expect(native(api)).toEqual([]);
+    // The same reading sees the store's library where it is loaded: the processor owns the chDB store.
+    expect(native(mappedLibraries(p.processor!.proc.pid!))).toContain('libchdb.so');
+    const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p.api.proc.pid!}/status`, 'utf8'))?.[1];
+    console.log(`API process idle RSS (CDP_STORE=chdb): ${Math.round(Number(rss) / 1024)} MB`);
+  });
 
   it('accepts, resolves and serves profiles across the processes; the public key cannot read', async () => {
     expect(

@@ -4,7 +4,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { allFaultPoints } from '@cdp/faults';
-import { ChdbTransport, ClickHouseStore } from '@cdp/store';
+import { ChdbTransport } from '@cdp/store/chdb';
+import { ClickHouseStore } from '@cdp/store';
 
 /**
  * The repeated-SIGKILL soak (issue "A 202 is a promise"): the all-in-one server takes batches of

@@ -1,9 +1,11 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { LocalDirBuckets } from '@cdp/buckets';
-import { BuiltInExportCatalogs, ExportRunner, type ExportFormat, type ExportJob } from '@cdp/exports';
-import { ChdbTransport, ClickHouseStore } from '@cdp/store';
+import { LocalDirBuckets } from '@cdp/buckets/local';
+import { BuiltInExportCatalogs, type ExportFormat, type ExportJob } from '@cdp/exports';
+import { ExportRunner } from '@cdp/exports/worker';
+import { ChdbTransport } from '@cdp/store/chdb';
+import { ClickHouseStore } from '@cdp/store';
 import { args } from '../lib/stats.js';
 
 /**

@@ -2,7 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ChdbTransport, ClickHouseStore } from '@cdp/store';
+import { ChdbTransport } from '@cdp/store/chdb';
+import { ClickHouseStore } from '@cdp/store';
 import { args, printTable, writeResults, type Row } from '../lib/stats.js';
 
 /**

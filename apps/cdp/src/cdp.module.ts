@@ -2,7 +2,7 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import { AccountsBootstrap, AccountsModule, CREATE_FIRST_ACCOUNT } from '@cdp/accounts';
 import { checkWiring, type AppConfig } from '@cdp/config';
 import { DriversModule } from '@cdp/drivers';
-import { ExportWorkerModule } from '@cdp/exports';
+import { ExportWorkerModule } from '@cdp/exports/worker';
 import { HttpApiModule } from '@cdp/http-api';
 import type { Logger } from '@cdp/logger';
 import { ProcessorModule } from '@cdp/processor';

@@ -1,8 +1,8 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { checkWiring, ConfigError, type AppConfig } from '@cdp/config';
 import { DriversModule } from '@cdp/drivers';
-import { ExportWorkerModule } from '@cdp/exports';
-import { HealthModule } from '@cdp/http-api';
+import { ExportWorkerModule } from '@cdp/exports/worker';
+import { HealthModule } from '@cdp/health';
 import type { Logger } from '@cdp/logger';
 
 /**

@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApiError, type Invalid } from '@cdp/contracts';
-import { FileMetadataStore, OutageMetadataStore } from '@cdp/metadata';
+import { FileMetadataStore } from '@cdp/metadata/file';
+import { OutageMetadataStore } from '@cdp/metadata';
 import {
   ACCOUNT_CACHE_MS,
   AccountsService,

@@ -1,2 +1,1 @@
 export * from './buckets.port.js';
-export * from './local/local-dir-buckets.adapter.js';

@@ -2,8 +2,7 @@ import { collectIdentifiers } from './identifiers.js';
 import { keptOrder, normalizeOrder } from './orders.js';
 import { parseTimestamp } from './timestamps.js';
 import type { CustomValue } from './custom-fields.js';
-
-export type FieldType = 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'timestamp';
+import type { FieldType } from './field-types.js';
 
 /** The `data` fields of an event and their types, as the spec's event table lists them. */
 export const EVENT_DATA_FIELDS: Readonly<Record<string, FieldType>> = {

@@ -1,5 +1,6 @@
 export * from './identifiers.js';
 export * from './timestamps.js';
+export * from './field-types.js';
 export * from './events.js';
 export * from './profiles.js';
 export * from './ids.js';

@@ -1,4 +1,4 @@
-import type { FieldType } from './events.js';
+import type { FieldType } from './field-types.js';
 import { parseTimestamp } from './timestamps.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { FieldType } from './events.js';
+import type { FieldType } from './field-types.js';
 
 /** The product fields of the spec's product table. */
 export const PRODUCT_FIELDS: Readonly<Record<string, FieldType>> = {

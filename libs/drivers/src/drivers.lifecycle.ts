@@ -1,7 +1,8 @@
 import { Inject, Injectable, Optional, type OnApplicationShutdown } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { EventBus } from '@cdp/bus';
-import { IdentityIndex, ProfileState, type RedisClient } from '@cdp/identity';
+import { IdentityIndex, ProfileState } from '@cdp/identity';
+import { type RedisClient } from '@cdp/redis';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { IdempotencyStore } from '@cdp/idempotency';
 import { MetadataStore } from '@cdp/metadata';

@@ -1,35 +1,24 @@
 import { join } from 'node:path';
 import { Module, type DynamicModule, type Provider } from '@nestjs/common';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { Buckets, LocalDirBuckets } from '@cdp/buckets';
-import { EventBus, LocalLogEventBus, NatsEventBus } from '@cdp/bus';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { Buckets } from '@cdp/buckets';
+import { EventBus } from '@cdp/bus';
 import { APP_CONFIG, type AppConfig } from '@cdp/config';
-import {
-  connectRedis,
-  IdentityIndex,
-  MemoryIdentityIndex,
-  MemoryProfileState,
-  ProfileState,
-  RedisIdentityIndex,
-  RedisProfileState,
-  type RedisClient,
-} from '@cdp/identity';
-import { ConsentState, MemoryConsentState, RedisConsentState } from '@cdp/consent';
+import type { RedisClient } from '@cdp/redis';
+import { IdentityIndex, ProfileState } from '@cdp/identity';
+import { ConsentState } from '@cdp/consent';
 import { LOGGER, type Logger } from '@cdp/logger';
-import { FileIdempotencyStore, IdempotencyStore, RedisIdempotencyStore } from '@cdp/idempotency';
-import { FileMetadataStore, MetadataStore, NatsKvMetadataStore } from '@cdp/metadata';
-import { MemoryRateLimiter, RateLimiter, RedisRateLimiter } from '@cdp/rate-limits';
-import { MemoryOrderState, OrderState, RedisOrderState } from '@cdp/orders';
+import { IdempotencyStore } from '@cdp/idempotency';
+import { MetadataStore } from '@cdp/metadata';
+import { RateLimiter } from '@cdp/rate-limits';
+import { OrderState } from '@cdp/orders';
 import { Metrics } from '@cdp/metrics';
-import {
-  AnalyticStore,
-  ChdbTransport,
-  ClickHouseHttpTransport,
-  ClickHouseStore,
-  MeteredTransport,
-} from '@cdp/store';
+import { AnalyticStore, ClickHouseStore, MeteredTransport } from '@cdp/store';
 import { DriversLifecycle, NATS_CONNECTION, REDIS_CLIENT } from './drivers.lifecycle.js';
 import { watchNatsConnection } from './nats-connection-state.js';
+
+// Every driver is imported inside its factory, when the configuration picks it: a role loads only the
+// drivers it runs (the API with `CDP_STORE=chdb` never maps libchdb, nor DuckDB, into its memory).
 
 export interface DriverOptions {
   /**
@@ -58,41 +47,52 @@ export class DriversModule {
       { provide: LOGGER, useValue: logger },
       {
         provide: NATS_CONNECTION,
-        useFactory: (): Promise<NatsConnection> | undefined =>
-          needsNats
-            ? connect({
-                servers: config.natsUrl,
-                name: 'cdp',
-                maxReconnectAttempts: -1,
-                reconnectTimeWait: 250,
-              })
-            : undefined,
+        useFactory: async (): Promise<NatsConnection | undefined> => {
+          if (!needsNats) return undefined;
+          const { connect } = await import('@nats-io/transport-node');
+          return connect({
+            servers: config.natsUrl,
+            name: 'cdp',
+            maxReconnectAttempts: -1,
+            reconnectTimeWait: 250,
+          });
+        },
       },
       {
         provide: REDIS_CLIENT,
-        useFactory: (): Promise<RedisClient> | undefined =>
-          config.identity === 'redis' ? connectRedis(config.redisUrl, !options.answersClients) : undefined,
+        useFactory: async (): Promise<RedisClient | undefined> => {
+          if (config.identity !== 'redis') return undefined;
+          const { connectRedis } = await import('@cdp/redis');
+          const { loadIdentityFunctions } = await import('@cdp/identity/redis');
+          const client = await connectRedis(config.redisUrl, !options.answersClients);
+          await loadIdentityFunctions(client);
+          return client;
+        },
       },
       {
         provide: MetadataStore,
         inject: [NATS_CONNECTION],
-        useFactory: (nc?: NatsConnection) =>
+        useFactory: async (nc?: NatsConnection): Promise<MetadataStore> =>
           config.metadata === 'nats'
-            ? new NatsKvMetadataStore(nc!, {
+            ? new (await import('@cdp/metadata/nats')).NatsKvMetadataStore(nc!, {
                 replicas: config.natsReplicas,
                 prefix: config.natsPrefix.toLowerCase(),
                 connected: watchNatsConnection(nc!),
               })
-            : new FileMetadataStore(join(config.dataDir, 'metadata')),
+            : new (await import('@cdp/metadata/file')).FileMetadataStore(join(config.dataDir, 'metadata')),
       },
-      { provide: Buckets, useFactory: () => new LocalDirBuckets(config.buckets) },
+      {
+        provide: Buckets,
+        useFactory: async (): Promise<Buckets> =>
+          new (await import('@cdp/buckets/local')).LocalDirBuckets(config.buckets),
+      },
       { provide: Metrics, useFactory: () => new Metrics() },
       {
         provide: EventBus,
         inject: [NATS_CONNECTION, Metrics],
-        useFactory: (nc: NatsConnection | undefined, metrics: Metrics) =>
+        useFactory: async (nc: NatsConnection | undefined, metrics: Metrics): Promise<EventBus> =>
           config.bus === 'nats'
-            ? NatsEventBus.open(nc!, {
+            ? (await import('@cdp/bus/nats')).NatsEventBus.open(nc!, {
                 replicas: config.natsReplicas,
                 maxBytes: config.natsStreamMaxBytes,
                 streamPrefix: config.natsPrefix,
@@ -101,7 +101,7 @@ export class DriversModule {
                 onConsumerError: (err) => logger.warn({ err }, 'JetStream fetch failed; retrying'),
                 onDeadLetter: metrics.deadLettered,
               })
-            : LocalLogEventBus.open(join(config.dataDir, 'bus'), {
+            : (await import('@cdp/bus/local-log')).LocalLogEventBus.open(join(config.dataDir, 'bus'), {
                 maxPendingBytes: config.busMaxPendingBytes,
                 onDeadLetter: metrics.deadLettered,
               }),
@@ -109,42 +109,54 @@ export class DriversModule {
       {
         provide: IdentityIndex,
         inject: [REDIS_CLIENT],
-        useFactory: (redis?: RedisClient) =>
-          config.identity === 'redis' ? new RedisIdentityIndex(redis!) : new MemoryIdentityIndex(),
+        useFactory: async (redis?: RedisClient): Promise<IdentityIndex> =>
+          config.identity === 'redis'
+            ? new (await import('@cdp/identity/redis')).RedisIdentityIndex(redis!)
+            : new (await import('@cdp/identity/memory')).MemoryIdentityIndex(),
       },
       {
         provide: ProfileState,
         inject: [REDIS_CLIENT],
-        useFactory: (redis?: RedisClient) =>
-          config.identity === 'redis' ? new RedisProfileState(redis!) : new MemoryProfileState(),
+        useFactory: async (redis?: RedisClient): Promise<ProfileState> =>
+          config.identity === 'redis'
+            ? new (await import('@cdp/identity/redis')).RedisProfileState(redis!)
+            : new (await import('@cdp/identity/memory')).MemoryProfileState(),
       },
       {
         provide: ConsentState,
         inject: [REDIS_CLIENT],
-        useFactory: (redis?: RedisClient) =>
-          config.identity === 'redis' ? new RedisConsentState(redis!) : new MemoryConsentState(),
+        useFactory: async (redis?: RedisClient): Promise<ConsentState> =>
+          config.identity === 'redis'
+            ? new (await import('@cdp/consent/redis')).RedisConsentState(redis!)
+            : new (await import('@cdp/consent/memory')).MemoryConsentState(),
       },
       {
         // Shared by every API replica in Redis (spec/NOTES.md "Limits": per account, not per replica).
         provide: RateLimiter,
         inject: [REDIS_CLIENT],
-        useFactory: (redis?: RedisClient) =>
-          config.identity === 'redis' ? new RedisRateLimiter(redis!) : new MemoryRateLimiter(),
+        useFactory: async (redis?: RedisClient): Promise<RateLimiter> =>
+          config.identity === 'redis'
+            ? new (await import('@cdp/rate-limits/redis')).RedisRateLimiter(redis!)
+            : new (await import('@cdp/rate-limits/memory')).MemoryRateLimiter(),
       },
       {
         // Redis when the API runs beside other replicas; a durable log in the data dir otherwise.
         provide: IdempotencyStore,
         inject: [REDIS_CLIENT],
-        useFactory: (redis?: RedisClient) =>
+        useFactory: async (redis?: RedisClient): Promise<IdempotencyStore> =>
           config.identity === 'redis'
-            ? new RedisIdempotencyStore(redis!)
-            : new FileIdempotencyStore(join(config.dataDir, 'idempotency')),
+            ? new (await import('@cdp/idempotency/redis')).RedisIdempotencyStore(redis!)
+            : new (await import('@cdp/idempotency/file')).FileIdempotencyStore(
+                join(config.dataDir, 'idempotency'),
+              ),
       },
       {
         provide: OrderState,
         inject: [REDIS_CLIENT],
-        useFactory: (redis?: RedisClient) =>
-          config.identity === 'redis' ? new RedisOrderState(redis!) : new MemoryOrderState(),
+        useFactory: async (redis?: RedisClient): Promise<OrderState> =>
+          config.identity === 'redis'
+            ? new (await import('@cdp/orders/redis')).RedisOrderState(redis!)
+            : new (await import('@cdp/orders/memory')).MemoryOrderState(),
       },
       DriversLifecycle,
     ];
@@ -152,12 +164,12 @@ export class DriversModule {
       providers.push({
         provide: AnalyticStore,
         inject: [Metrics],
-        useFactory: (metrics: Metrics) =>
+        useFactory: async (metrics: Metrics): Promise<AnalyticStore> =>
           new ClickHouseStore(
             new MeteredTransport(
               config.store === 'clickhouse'
-                ? new ClickHouseHttpTransport(config.clickhouse)
-                : new ChdbTransport(join(config.dataDir, 'store', 'chdb')),
+                ? new (await import('@cdp/store/clickhouse-http')).ClickHouseHttpTransport(config.clickhouse)
+                : new (await import('@cdp/store/chdb')).ChdbTransport(join(config.dataDir, 'store', 'chdb')),
               metrics,
             ),
           ),

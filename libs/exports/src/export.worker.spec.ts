@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '@cdp/logger';
-import { FileMetadataStore } from '@cdp/metadata';
+import { FileMetadataStore } from '@cdp/metadata/file';
 import { EXPORTS_BUCKET, type ExportJob } from './export-record.js';
 import type { CompleteManifest } from './export.runner.js';
 import { ExportWorker, type JobRunner } from './export.worker.js';

@@ -10,12 +10,11 @@ import { AdminDeadLettersController } from './admin/admin-dead-letters.controlle
 import { CommerceObjectsController } from './commerce/commerce-objects.controller.js';
 import { V2Controller } from './commerce/v2.controller.js';
 import { ApiKeyGuard } from './auth/api-key.guard.js';
-import { ErrorEnvelopeFilter } from './errors/error-envelope.filter.js';
+import { ErrorEnvelopeFilter } from '@cdp/http-common';
 import { EventsIngest } from './events/events.ingest.js';
 import { EventsController } from './events/events.controller.js';
 import { ExportsController } from './exports/exports.controller.js';
-import { HealthController } from './health/health.controller.js';
-import { MetricsController } from './health/metrics.controller.js';
+import { HealthController, MetricsController } from '@cdp/health';
 import { ListsController } from './lists/lists.controller.js';
 import { SubscriptionLookup } from './lists/subscription-lookup.service.js';
 import { IngestPublisher } from './ingest/ingest.publisher.js';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { loadConfig } from '@cdp/config';
-import { NatsKvMetadataStore } from '@cdp/metadata';
+import { NatsKvMetadataStore } from '@cdp/metadata/nats';
 import { ListsService } from './lists.service.js';
 
 /**

@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApiError } from '@cdp/contracts';
-import { FileMetadataStore } from '@cdp/metadata';
+import { FileMetadataStore } from '@cdp/metadata/file';
 import { ListsService } from './lists.service.js';
 
 async function invalid(promise: Promise<unknown>): Promise<{ status: number; detail: unknown }> {

@@ -1,7 +1,8 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FileMetadataStore, OutageMetadataStore } from '@cdp/metadata';
+import { FileMetadataStore } from '@cdp/metadata/file';
+import { OutageMetadataStore } from '@cdp/metadata';
 import { RATE_POLICY_CACHE_MS, RateLimitPolicy } from './rate-limit.policy.js';
 
 describe('RateLimitPolicy: the rates a replica limits by', () => {

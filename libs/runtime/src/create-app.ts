@@ -3,7 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { BusTransport, EventBus } from '@cdp/bus';
 import type { AppConfig } from '@cdp/config';
-import { buildOpenApi, fastifyOptions, installHttpHooks } from '@cdp/http-api';
+import { buildOpenApi, fastifyOptions, installHttpHooks } from '@cdp/http-common';
 import { NestPinoLogger, type Logger } from '@cdp/logger';
 import { Metrics, observeHttp } from '@cdp/metrics';
 

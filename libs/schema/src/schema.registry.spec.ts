@@ -5,7 +5,9 @@ import { join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { Kvm } from '@nats-io/kv';
 import { loadConfig } from '@cdp/config';
-import { FileMetadataStore, NatsKvMetadataStore, OutageMetadataStore } from '@cdp/metadata';
+import { FileMetadataStore } from '@cdp/metadata/file';
+import { NatsKvMetadataStore } from '@cdp/metadata/nats';
+import { OutageMetadataStore } from '@cdp/metadata';
 import { schemaRegistryContract } from './schema-registry.contract.js';
 import { SCHEMA_CACHE_MS, SchemaRegistry } from './schema.registry.js';
 

@@ -1,5 +1,5 @@
 import { loadConfig } from '@cdp/config';
-import { connectRedis, type RedisClient } from '@cdp/identity';
+import { connectRedis, type RedisClient } from '@cdp/redis';
 import { consentStateContract } from '../consent-state.contract.js';
 import { RedisConsentState } from './redis-consent-state.adapter.js';
 

@@ -1,5 +1,5 @@
 import type { DriverHealth } from '@cdp/contracts';
-import { redisHealth, type RedisClient } from '@cdp/identity';
+import { redisHealth, type RedisClient } from '@cdp/redis';
 import {
   ConsentState,
   type AppliedConsentChange,

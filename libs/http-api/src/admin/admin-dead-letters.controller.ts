@@ -2,7 +2,7 @@ import { Controller, Get, HttpCode, Param, Post, Query, UsePipes } from '@nestjs
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import { BusUnavailableError, EventBus, type DeadLetter } from '@cdp/bus';
 import { ApiError } from '@cdp/contracts';
-import { Auth } from '../auth/auth.decorator.js';
+import { Auth } from '@cdp/http-common';
 import { EnvelopeValidation } from '../validation/envelope-validation.pipe.js';
 import { DeadLettersQueryDto, ReplayAccountQueryDto } from './admin.dto.js';
 

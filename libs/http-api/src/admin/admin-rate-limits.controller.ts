@@ -8,7 +8,7 @@ import {
   type RateLimitFamily,
   type RateOverrides,
 } from '@cdp/rate-limits';
-import { Auth } from '../auth/auth.decorator.js';
+import { Auth } from '@cdp/http-common';
 import { RateLimitsPatchDto, RateLimitsValidation, rateLimitsPatchSchema } from './admin.dto.js';
 
 interface RateLimitsView {

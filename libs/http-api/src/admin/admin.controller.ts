@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, UsePipes } from '@nestjs/common';
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import { AccountsService, viewAccount, type AccountView } from '@cdp/accounts';
-import { Auth } from '../auth/auth.decorator.js';
+import { Auth } from '@cdp/http-common';
 import { EnvelopeValidation } from '../validation/envelope-validation.pipe.js';
 import { CreateAccountDto } from './admin.dto.js';
 

@@ -3,7 +3,7 @@ import { Reflector } from '@nestjs/core';
 import { AccountsService, constantTimeEqual } from '@cdp/accounts';
 import { APP_CONFIG, type AppConfig } from '@cdp/config';
 import { ApiError } from '@cdp/contracts';
-import { ACCESS_KEY, type Access } from './auth.decorator.js';
+import { ACCESS_KEY, type Access } from '@cdp/http-common';
 import type { AuthedRequest } from './principal.js';
 
 /**

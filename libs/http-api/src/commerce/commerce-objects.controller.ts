@@ -5,7 +5,7 @@ import type { Principal } from '@cdp/accounts';
 import { accepted, batchOf, orderUpdateSchema, productSchema, type AcceptedBody } from '@cdp/contracts';
 import type { OrderUpdateRecord, ProductRecord } from '@cdp/domain';
 import { OrderState } from '@cdp/orders';
-import { Auth } from '../auth/auth.decorator.js';
+import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';

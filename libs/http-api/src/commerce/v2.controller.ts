@@ -12,7 +12,7 @@ import {
 } from '@cdp/contracts';
 import type { EventRecord } from '@cdp/domain';
 import { OrderState } from '@cdp/orders';
-import { Auth } from '../auth/auth.decorator.js';
+import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { EntitiesBatch, V2EventsBatch, type EntityRecord } from './commerce.validators.js';

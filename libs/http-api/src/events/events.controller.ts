@@ -4,7 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
 import { batchOf, eventSchema, type AcceptedBody } from '@cdp/contracts';
 import type { EventRecord } from '@cdp/domain';
-import { Auth } from '../auth/auth.decorator.js';
+import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { EventsIngest } from './events.ingest.js';
 import { EventsBatch } from './events.validator.js';

@@ -2,7 +2,7 @@ import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Principal } from '@cdp/accounts';
 import { ExportsService, parseExportRequest, type ExportDetail, type ExportRecord } from '@cdp/exports';
-import { Auth } from '../auth/auth.decorator.js';
+import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { exportRequestSchema } from '../openapi/control-plane.schemas.js';
 import { ParsePipe } from '../validation/parse.pipe.js';

@@ -20,7 +20,7 @@ import {
 import { faultPoint } from '@cdp/faults';
 import { LOGGER, type Logger } from '@cdp/logger';
 import type { AuthedRequest } from '../auth/principal.js';
-import { IDEMPOTENCY_HEADER, requestHash } from './request-hash.js';
+import { IDEMPOTENCY_HEADER, requestHash } from '@cdp/http-common';
 import { asResend } from './resend-scope.js';
 
 /**

@@ -4,7 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import { AccountsService, type Principal } from '@cdp/accounts';
 import { ApiError } from '@cdp/contracts';
 import { ListsService } from '@cdp/lists';
-import { Auth } from '../auth/auth.decorator.js';
+import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';

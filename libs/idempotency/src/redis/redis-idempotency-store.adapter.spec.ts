@@ -1,5 +1,5 @@
 import { loadConfig } from '@cdp/config';
-import { connectRedis, type RedisClient } from '@cdp/identity';
+import { connectRedis, type RedisClient } from '@cdp/redis';
 import { idempotencyStoreContract } from '../idempotency-store.contract.js';
 import { RedisIdempotencyStore } from './redis-idempotency-store.adapter.js';
 

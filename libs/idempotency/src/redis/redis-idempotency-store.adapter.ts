@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { DriverHealth } from '@cdp/contracts';
-import { redisHealth, type RedisClient } from '@cdp/identity';
+import { redisHealth, type RedisClient } from '@cdp/redis';
 import { IdempotencyStore } from '../idempotency-store.port.js';
 
 /** Compare-and-set in one atomic call; the entry expires on Redis's own clock (PX), so nothing piles up. */

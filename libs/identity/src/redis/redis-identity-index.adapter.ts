@@ -4,7 +4,8 @@ import { identityKey, type Identifier } from '@cdp/domain';
 import { IdentityIndex, IdentityNotWarmError, type IdentityGraphRows } from '../identity-index.port.js';
 import { AccountGraph } from '../memory/account-graph.js';
 import { MAX_MERGE, type ResolveInput, type Resolution } from '../resolution.js';
-import { fcall, redisHealth, type RedisClient } from './redis-connection.js';
+import { redisHealth, type RedisClient } from '@cdp/redis';
+import { fcall } from './redis-functions-loader.js';
 import { FN } from './redis-functions.js';
 import { keys } from './redis-keys.js';
 

@@ -7,7 +7,8 @@ import {
   type StoredProfile,
 } from '../profile-state.port.js';
 import { IdentityNotWarmError } from '../identity-index.port.js';
-import { fcall, redisHealth, type RedisClient } from './redis-connection.js';
+import { redisHealth, type RedisClient } from '@cdp/redis';
+import { fcall } from './redis-functions-loader.js';
 import { FN } from './redis-functions.js';
 import { keys } from './redis-keys.js';
 

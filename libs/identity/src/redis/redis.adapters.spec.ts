@@ -1,6 +1,6 @@
 import { graphRows, identityIndexContract, profileStateContract, record } from '../identity.contract.js';
 import { IdentityNotWarmError } from '../identity-index.port.js';
-import { connectRedis, type RedisClient } from './redis-connection.js';
+import { connectRedis, type RedisClient } from '@cdp/redis';
 import { RedisIdentityIndex } from './redis-identity-index.adapter.js';
 import { RedisProfileState } from './redis-profile-state.adapter.js';
 import { keys } from './redis-keys.js';

@@ -1,6 +1,6 @@
 import { loadConfig } from '@cdp/config';
 import { toUnits } from '@cdp/domain';
-import { connectRedis, type RedisClient } from '@cdp/identity';
+import { connectRedis, type RedisClient } from '@cdp/redis';
 import { OrdersNotWarmError } from '../order-state.port.js';
 import { ORDER_CONTRACT_ACCOUNTS, orderStateContract } from '../order-state.contract.js';
 import { orderKeys, RedisOrderState } from './redis-order-state.adapter.js';

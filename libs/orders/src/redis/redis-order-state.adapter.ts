@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DriverHealth } from '@cdp/contracts';
-import { redisHealth, type RedisClient } from '@cdp/identity';
+import { redisHealth, type RedisClient } from '@cdp/redis';
 import type { OrderChange, OrderSnapshot, OrderValue } from '@cdp/domain';
 import { OrdersNotWarmError, OrderState, type ApplyResult } from '../order-state.port.js';
 import { ORDER_LIBRARY, ORDER_LIBRARY_NAME, ORDER_LIBRARY_VERSION } from './redis-order-functions.js';

@@ -1,5 +1,5 @@
 import { loadConfig } from '@cdp/config';
-import { connectRedis, type RedisClient } from '@cdp/identity';
+import { connectRedis, type RedisClient } from '@cdp/redis';
 import { rateLimiterContract } from '../rate-limiter.contract.js';
 import { RedisRateLimiter } from './redis-rate-limiter.adapter.js';
 

@@ -1,5 +1,5 @@
 import type { DriverHealth } from '@cdp/contracts';
-import { redisHealth, type RedisClient } from '@cdp/identity';
+import { redisHealth, type RedisClient } from '@cdp/redis';
 import { RateLimiter, type Allowance, type Take } from '../rate-limiter.port.js';
 import { describeTake, idleTtlMs } from '../token-bucket.js';
 

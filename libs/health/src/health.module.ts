@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
-import { ErrorEnvelopeFilter } from '../errors/error-envelope.filter.js';
+import { ErrorEnvelopeFilter } from '@cdp/http-common';
 import { HealthController } from './health.controller.js';
 import { MetricsController } from './metrics.controller.js';
 

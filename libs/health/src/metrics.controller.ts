@@ -1,7 +1,7 @@
 import { Controller, Get, Header } from '@nestjs/common';
 import { ApiProduces, ApiTags } from '@nestjs/swagger';
 import { Metrics } from '@cdp/metrics';
-import { Auth } from '../auth/auth.decorator.js';
+import { Auth } from '@cdp/http-common';
 
 /**
  * `GET /metrics`: the process's metrics in the Prometheus text format, for a scraper on the operators'

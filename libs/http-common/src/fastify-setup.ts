@@ -6,8 +6,8 @@ import type { FastifyInstance, FastifyReply, FastifyServerOptions } from 'fastif
 import type { AppConfig } from '@cdp/config';
 import { ApiError, envelope, parseJsonBody, statusTitle } from '@cdp/contracts';
 import type { Logger } from '@cdp/logger';
-import { installRequestHashing } from './idempotency/request-hash.js';
-import { sendError } from './errors/error-envelope.filter.js';
+import { installRequestHashing } from './request-hash.js';
+import { sendError } from './error-envelope.filter.js';
 
 /** Fastify options: the request id doubles as the bus message id; the body limit counts decompressed bytes. */
 export function fastifyOptions(config: AppConfig, logger: Logger): FastifyServerOptions {

@@ -10,7 +10,7 @@ import { MetadataStore } from '@cdp/metadata';
 import { RateLimiter } from '@cdp/rate-limits';
 import { OrderState } from '@cdp/orders';
 import { AnalyticStore } from '@cdp/store';
-import { Auth } from '../auth/auth.decorator.js';
+import { Auth } from '@cdp/http-common';
 
 /**
  * Liveness (the process answers) and readiness (every port's driver answers). 503 when not ready.

@@ -1,0 +1,1 @@
+export * from './local-log-event-bus.adapter.js';

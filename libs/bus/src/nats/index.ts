@@ -1,0 +1,1 @@
+export * from './nats-event-bus.adapter.js';

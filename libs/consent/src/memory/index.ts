@@ -1,0 +1,1 @@
+export * from './memory-consent-state.adapter.js';

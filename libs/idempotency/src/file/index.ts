@@ -1,0 +1,1 @@
+export * from './file-idempotency-store.adapter.js';

@@ -1,0 +1,3 @@
+export * from './redis-identity-index.adapter.js';
+export * from './redis-profile-state.adapter.js';
+export { loadFunctions as loadIdentityFunctions } from './redis-functions-loader.js';

@@ -1,0 +1,1 @@
+export * from './file-metadata-store.adapter.js';

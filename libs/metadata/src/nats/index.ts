@@ -1,0 +1,1 @@
+export * from './nats-kv-metadata-store.adapter.js';

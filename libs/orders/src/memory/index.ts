@@ -1,0 +1,1 @@
+export * from './memory-order-state.adapter.js';

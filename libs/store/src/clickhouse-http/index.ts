@@ -1,0 +1,1 @@
+export * from './clickhouse-http.transport.js';
