@@ -1,5 +1,4 @@
 import { jest } from '@jest/globals';
-import { connect } from 'node:net';
 import { ChildApp } from './support/child-process.js';
 import { ask, ClientLoad, isProperRefusal, type Answer } from './support/client-load.js';
 import type { TestAccount } from './support/embedded.js';
@@ -212,7 +211,7 @@ describe('engine faults under load (scaled-out wiring)', () => {
     // Three times, at different moments of the processor's work (a batch resolved but not yet written,
     // a rebuild under way, ...).
     for (let i = 0; i < 3; i++) {
-      await flushRedis(p.redis.port);
+      await p.redis.flush();
       await l.acceptedMore(15);
     }
     const flushed = Date.now();
@@ -263,17 +262,4 @@ function summarize(answers: Answer[]): string {
   for (const a of answers) by.set(`${a.path} ${a.status}`, (by.get(`${a.path} ${a.status}`) ?? 0) + 1);
   const slowest = Math.max(0, ...answers.map((a) => a.ms));
   return `${[...by].map(([k, n]) => `${k}: ${n}`).join(', ') || 'none'}; slowest ${slowest} ms`;
-}
-
-/** FLUSHALL over a raw socket: the test needs no Redis client of its own for one command. */
-function flushRedis(port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => socket.write('*1\r\n$8\r\nFLUSHALL\r\n'));
-    socket.once('data', (d) => {
-      socket.destroy();
-      if (d.toString().startsWith('+OK')) resolve();
-      else reject(new Error(d.toString()));
-    });
-    socket.once('error', reject);
-  });
 }

@@ -1,6 +1,5 @@
 import { jest } from '@jest/globals';
 import { readFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { basename } from 'node:path';
 import type { TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
@@ -186,7 +185,7 @@ describe('scaled-out wiring (API and processor processes, NATS, Redis, chDB)', (
     expect(merged).toEqual({ attributes: { city: 'Oslo', email: 'mg-b@x.com', first_name: 'B', name: 'B' } });
     await load(30, 50, 3, async () => {
       await eventually(() => batchNo >= 10);
-      await flushRedis(p.redis.port);
+      await p.redis.flush();
     });
     await post('/v3/events', { type: 'marker', identifiers: { vuid: 'sc-1' } });
     // The processor finds the account cold at its next batch and rebuilds it before going on.
@@ -212,16 +211,3 @@ describe('scaled-out wiring (API and processor processes, NATS, Redis, chDB)', (
     expect(split).toEqual([]);
   });
 });
-
-/** FLUSHALL over a raw socket: the test needs no Redis client of its own for one command. */
-function flushRedis(port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => socket.write('*1\r\n$8\r\nFLUSHALL\r\n'));
-    socket.once('data', (d) => {
-      socket.destroy();
-      if (d.toString().startsWith('+OK')) resolve();
-      else reject(new Error(d.toString()));
-    });
-    socket.once('error', reject);
-  });
-}

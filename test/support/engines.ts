@@ -55,6 +55,20 @@ export class EngineProcess {
     }
   }
 
+  /** FLUSHALL on this redis-server, over a raw socket: a test needs no Redis client of its own for one command. */
+  flush(): Promise<void> {
+    if (this.kind !== 'redis') throw new Error('only a redis-server can be flushed');
+    return new Promise((resolve, reject) => {
+      const socket = connect(this.port, '127.0.0.1', () => socket.write('*1\r\n$8\r\nFLUSHALL\r\n'));
+      socket.once('data', (d) => {
+        socket.destroy();
+        if (d.toString().startsWith('+OK')) resolve();
+        else reject(new Error(d.toString()));
+      });
+      socket.once('error', reject);
+    });
+  }
+
   /** Stops the server (SIGTERM: NATS flushes its stream files) and waits for it to be gone. */
   async down(): Promise<void> {
     const proc = this.proc;
