@@ -210,7 +210,10 @@ export abstract class AnalyticStore {
    * rebuild makes (identity graph, profiles, memberships, order changes, opt-out pool) leaves its rows
    * out, so the rebuilt state is that of the committed messages exactly, and the message's redelivery
    * resolves as it did the first time and completes every table. Rows written outside a bracket
-   * (older data) always count.
+   * (older data) always count. One exception, profiles (`currentProfiles`): the engine may fold a
+   * customer's snapshots into an unfinished message's newer one, so a customer the committed messages
+   * know is rebuilt from its newest snapshot, unfinished or not (the redelivery applies the same
+   * changes again, to the same result).
    */
   abstract begin(account: string, messages: readonly string[]): Promise<void>;
   /** The last write of these messages: from now on rebuilds count their rows. */

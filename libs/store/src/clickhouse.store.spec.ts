@@ -153,8 +153,14 @@ describe('ClickHouseStore on chDB', () => {
       for await (const id of store.optOutPool(a)) pool.push(id.value);
       return { links, merges, profiles: profiles.sort(), consent, pool };
     };
-    // The customer's earlier snapshot stands in for the one the cut message wrote.
-    expect(await read()).toEqual({ links: ['k1c'], merges: [], profiles: ['k1c@1'], consent: [], pool: [] });
+    // A customer the committed messages know is read from its newest snapshot, the cut message's: the
+    // engine may fold the earlier ones into it whenever it merges parts (customers is a
+    // ReplacingMergeTree), and the redelivery applies the same changes again. The customer only the cut
+    // message knows is left out, as the identity graph leaves it out.
+    const cutShort = { links: ['k1c'], merges: [], profiles: ['k1c@2'], consent: [], pool: [] };
+    expect(await read()).toEqual(cutShort);
+    await store.query(a, 'OPTIMIZE TABLE {db}.customers FINAL');
+    expect(await read()).toEqual(cutShort);
     await store.commit(a, ['k2']);
     expect(await store.unfinishedMessages(a)).toEqual([]);
     expect(await read()).toEqual({

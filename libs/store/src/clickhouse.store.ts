@@ -299,13 +299,25 @@ export class ClickHouseStore extends AnalyticStore {
         : sqlName(c.name),
     );
     const columns = [...CUSTOMER_COLUMNS, ...custom.map((c) => c.name)];
-    // Each customer's latest counted snapshot (what FINAL would keep, after leaving out the snapshots
-    // of unfinished messages), if it is not merged away.
+    // Each customer's latest snapshot (what FINAL keeps), if it is not merged away. Snapshots of
+    // unfinished messages cannot simply be left out here: the table is a ReplacingMergeTree, and a
+    // background merge may at any time fold a customer's older, counted snapshots into the newest one,
+    // which may be an unfinished message's (leaving it out would lose the customer, or bring back a
+    // stale snapshot). Such a snapshot is the finished state plus that message's own changes, which its
+    // redelivery applies again to the same result (attribute updates and merges are idempotent). So:
+    // - a counted latest snapshot counts as stored;
+    // - an unfinished latest snapshot counts for a customer the finished messages know (a counted
+    //   link), as live (a merge it records is unfinished: the redelivery makes it again); one of a
+    //   customer only unfinished messages know is left out, as the index leaves that customer out.
     const rows = this.transport.stream<Record<string, string | boolean | number | null>>(
       `SELECT * FROM (
-         SELECT ${['svc_id', 'version', 'redacted', 'merged_into', ...CUSTOMER_COLUMNS, ...customSql].join(', ')}
-         FROM ${table} ${COUNTED} ORDER BY svc_id, version DESC LIMIT 1 BY svc_id
-       ) WHERE merged_into IS NULL`,
+         SELECT ${['svc_id', 'version', 'redacted', 'merged_into', ...CUSTOMER_COLUMNS, ...customSql].join(', ')},
+                msg_id IN {unfinished:Array(String)} AS unfinished_snapshot
+         FROM ${table} ORDER BY svc_id, version DESC, updated_at DESC LIMIT 1 BY svc_id
+       ) WHERE (NOT unfinished_snapshot AND merged_into IS NULL)
+            OR (unfinished_snapshot AND svc_id IN (
+                  SELECT svc_id FROM ${databaseName(account)}.identity_links ${COUNTED}
+                  AND svc_id IN (SELECT svc_id FROM ${table} WHERE msg_id IN {unfinished:Array(String)})))`,
       { unfinished },
     );
     for await (const row of rows) {
