@@ -1,7 +1,7 @@
 import { eventId, toStoreTime, type EventRecord } from '@cdp/domain';
 import type { IngestMessage } from '@cdp/contracts';
-import type { ClickHouseStore, EventRow, StoreBatch } from '@cdp/store';
-import { buildProcessor, deliveryOf, tempChdbStore } from './testing/processor-harness.js';
+import type { ClickHouseStore, EventRow } from '@cdp/store';
+import { buildProcessor, deliveryOf, emptyStoreBatch, tempChdbStore } from './testing/processor-harness.js';
 
 const NOW = '2026-11-22 10:00:00.000';
 const T0 = Date.parse('2026-11-22T09:00:00Z');
@@ -43,14 +43,6 @@ function orderEvents(
   return { delivery: deliveryOf(message), message, rows };
 }
 
-const emptyBatch = (): StoreBatch => ({
-  identityLinks: [],
-  merges: [],
-  conflicts: [],
-  customers: [],
-  events: [],
-});
-
 /** OrdersStep on the memory order state, its rows written to chDB and read back. */
 describe('OrdersStep', () => {
   let store: ClickHouseStore;
@@ -76,7 +68,7 @@ describe('OrdersStep', () => {
       { action: 'purchase', order: purchase, ts: T0 },
       { action: 'purchase', order: { ...purchase, subtotal: 999 }, ts: T0 + 1000 },
     ]);
-    const batch = emptyBatch();
+    const batch = emptyStoreBatch();
     const orders = ordersStep.begin(account);
     // Order events are taken over; any other event stays with the caller.
     first.message.records.forEach((r, i) => expect(orders.take(first.rows[i]!, r)).toBe(true));
@@ -109,7 +101,7 @@ describe('OrdersStep', () => {
         ts: T0 + 2000,
       },
     ]);
-    const next = emptyBatch();
+    const next = emptyStoreBatch();
     const more = ordersStep.begin(account);
     expect(more.take(second.rows[0]!, second.message.records[0]!)).toBe(true);
     await more.finish([second.delivery], next, NOW);
@@ -145,7 +137,7 @@ describe('OrdersStep', () => {
         receivedAt: T0 + 5000,
         records: [{ order_id: orderId, fields: { coupon_code: 'LATE' } }],
       });
-    const nothing = emptyBatch();
+    const nothing = emptyStoreBatch();
     await ordersStep.begin(account).finish([update('u0', 'ghost')], nothing, NOW);
     expect(nothing.orderChanges).toEqual([]);
     expect(nothing.orders ?? []).toEqual([]);
@@ -153,7 +145,7 @@ describe('OrdersStep', () => {
     const bought = orderEvents('b1', account, [
       { action: 'purchase', order: { order_id: 'o2', subtotal: 10 }, ts: T0 },
     ]);
-    const batch = emptyBatch();
+    const batch = emptyStoreBatch();
     const orders = ordersStep.begin(account);
     orders.take(bought.rows[0]!, bought.message.records[0]!);
     await orders.finish([bought.delivery, update('u1', 'o2')], batch, NOW);
@@ -170,7 +162,7 @@ describe('OrdersStep', () => {
     ]);
 
     // The same messages again (a redelivery): the same sequence numbers, the order unchanged.
-    const again = emptyBatch();
+    const again = emptyStoreBatch();
     const replay = ordersStep.begin(account);
     replay.take(bought.rows[0]!, bought.message.records[0]!);
     await replay.finish([bought.delivery, update('u1', 'o2')], again, NOW);

@@ -1,6 +1,6 @@
 import type { IngestMessage } from '@cdp/contracts';
-import type { ClickHouseStore, StoreBatch } from '@cdp/store';
-import { buildProcessor, deliveryOf, tempChdbStore } from './testing/processor-harness.js';
+import type { ClickHouseStore } from '@cdp/store';
+import { buildProcessor, deliveryOf, emptyStoreBatch, tempChdbStore } from './testing/processor-harness.js';
 
 const NOW = '2026-11-22 10:00:00.000';
 
@@ -12,13 +12,6 @@ function products(
 ) {
   return deliveryOf({ id, account, kind: 'products', receivedAt, records } as IngestMessage);
 }
-const emptyBatch = (): StoreBatch => ({
-  identityLinks: [],
-  merges: [],
-  conflicts: [],
-  customers: [],
-  events: [],
-});
 
 /** ProductsStep on chDB: updates merged onto the stored row, in delivery order, versioned by arrival. */
 describe('ProductsStep', () => {
@@ -32,7 +25,7 @@ describe('ProductsStep', () => {
   it('merges a batch in delivery order into one row per product, versioned by the time the API took it', async () => {
     const account = `products${++n}`;
     const { productsStep } = buildProcessor(store);
-    const batch = emptyBatch();
+    const batch = emptyStoreBatch();
     await productsStep.apply(
       account,
       [
@@ -60,7 +53,7 @@ describe('ProductsStep', () => {
   it('keeps the stored fields an update does not name (additive, across batches)', async () => {
     const account = `products${++n}`;
     const { productsStep } = buildProcessor(store);
-    const first = emptyBatch();
+    const first = emptyStoreBatch();
     await productsStep.apply(
       account,
       [products('a1', account, 1_000, [{ product_id: 'p1', fields: { name: 'Shoe', price: 10 } }])],
@@ -68,7 +61,7 @@ describe('ProductsStep', () => {
       NOW,
     );
     await store.write(account, first, false);
-    const second = emptyBatch();
+    const second = emptyStoreBatch();
     await productsStep.apply(
       account,
       [products('a2', account, 3_000, [{ product_id: 'p1', fields: { price: 11 } }])],
@@ -87,7 +80,7 @@ describe('ProductsStep', () => {
   it('adds nothing for a batch without product updates', async () => {
     const account = `products${++n}`;
     const { productsStep } = buildProcessor(store);
-    const batch = emptyBatch();
+    const batch = emptyStoreBatch();
     await productsStep.apply(account, [], batch, NOW);
     expect(batch.products).toBeUndefined();
   });

@@ -9,7 +9,7 @@ import { createLogger } from '@cdp/logger';
 import { FileMetadataStore } from '@cdp/metadata/file';
 import { MemoryOrderState } from '@cdp/orders/memory';
 import { SchemaRegistry } from '@cdp/schema';
-import { AnalyticStore, ClickHouseStore } from '@cdp/store';
+import { AnalyticStore, ClickHouseStore, type StoreBatch } from '@cdp/store';
 import { ChdbTransport } from '@cdp/store/chdb';
 import { CustomColumns } from '../custom-columns.service.js';
 import { IdentityRebuild } from '../identity-rebuild.service.js';
@@ -89,4 +89,9 @@ export function eventsMessage(
       ...r,
     })),
   } as unknown as IngestMessage;
+}
+
+/** A store batch with nothing in it yet, as a step receives it. */
+export function emptyStoreBatch(): StoreBatch {
+  return { identityLinks: [], merges: [], conflicts: [], customers: [], events: [] };
 }
