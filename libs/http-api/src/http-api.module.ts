@@ -29,11 +29,13 @@ import { ObjectsController } from './objects/objects.controller.js';
 import { ObjectsIngest } from './objects/objects.ingest.js';
 
 import { OptOutController } from './optout/optout.controller.js';
+import { ActivityModule } from '@cdp/loader';
+import { ActivityController } from './activity/activity.controller.js';
 import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
 @Module({
-  imports: [AccountsModule, SchemaModule, ExportsApiModule],
+  imports: [AccountsModule, SchemaModule, ExportsApiModule, ActivityModule],
   controllers: [
     EventsController,
     ProfilesController,
@@ -49,6 +51,7 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
     CommerceObjectsController,
     ExportsController,
     OptOutController,
+    ActivityController,
   ],
   providers: [
     IngestPublisher,
