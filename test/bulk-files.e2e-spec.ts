@@ -83,6 +83,7 @@ const FILES: Record<string, string | Buffer> = {
 };
 
 const RESTART_FILE = 'svc_events_restart.csv';
+const UPLOADED = 'svc_events_uploaded.csv';
 const RESTART = lines(
   'type,email,page',
   ...Array.from({ length: 1500 }, (_, i) => `pageview,r${i % 50}@x.com,/restart`),
@@ -99,12 +100,28 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
   let buckets: Buckets;
   let second: BulkLoader | undefined;
   let s3: S3Server | undefined;
+  let upload: { url: string; path: string; method: string };
   let activity: Map<string, ActivityRecord>;
   const events: Row[] = [];
 
   const api = (path: string) => p.http().get(path).set('x-api-key', acc.privateKey);
   const put = (name: string, body: string | Buffer) =>
     buckets.write('incoming', `${acc.publicKey}/${name}`, body);
+  /** POST /v3/files/uploads over a real socket: the URL it issues must reach this very server. */
+  async function issueUpload(name: unknown, key = acc.privateKey): Promise<{ status: number; body: Row }> {
+    let base: string;
+    if (p instanceof EmbeddedPlatform) {
+      const server = p.app.getHttpServer();
+      if (!server.address()) await p.app.listen({ port: 0, host: '127.0.0.1' });
+      base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    } else base = p.api.baseUrl;
+    const res = await fetch(`${base}/v3/files/uploads`, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      body: JSON.stringify({ name }),
+    });
+    return { status: res.status, body: (await res.json()) as Row };
+  }
   async function entries(): Promise<Map<string, ActivityRecord>> {
     const res = await api('/v3/activity?limit=100');
     expect(res.status).toBe(200);
@@ -220,14 +237,40 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
       lines('type,email,page', 'pageview,d@x.com,/deep'),
     );
     for (const [name, body] of Object.entries(FILES)) await put(name, body);
-    await settled([...Object.keys(FILES), RESTART_FILE]);
+    // A file uploaded by a client through the URL the API issues (presigned by S3, or served by the API).
+    const issued = await issueUpload(UPLOADED);
+    expect(issued.status).toBe(200);
+    upload = issued.body as { url: string; path: string; method: string };
+    if (p instanceof EmbeddedPlatform) {
+      // The API's own URL names one file: another name under its signature is refused. (On S3 that is
+      // the object store's check; s3rver does not make it.)
+      const tampered = await fetch(upload.url.replace(UPLOADED, 'svc_events_other.csv'), {
+        method: 'PUT',
+        body: 'type,email,page\n',
+      });
+      expect(tampered.status).toBe(403);
+    }
+    const sent = await fetch(upload.url, {
+      method: 'PUT',
+      body: lines('type,email,page', 'pageview,u@x.com,/uploaded'),
+      headers: { 'content-type': 'text/csv' },
+    });
+    expect(sent.status).toBe(200);
+    await settled([...Object.keys(FILES), RESTART_FILE, UPLOADED]);
     // The same file dropped again under its name, then a last file: the duplicate is looked at first.
     await put('svc_events_1.csv', FILES['svc_events_1.csv']!);
     await put('svc_events_z_last.csv', lines('type,email,page', 'pageview,z@x.com,/last'));
-    activity = await settled([...Object.keys(FILES), RESTART_FILE, 'svc_events_z_last.csv']);
-    // A completed file is on the bus; its records are visible once the processor has drained it.
+    activity = await settled([...Object.keys(FILES), RESTART_FILE, UPLOADED, 'svc_events_z_last.csv']);
+    // A completed file is on the bus; its records are visible once the processor has settled them all.
     await eventually(
-      async () => /^0 message/.test((await p.http().get('/health')).body.drivers.bus.detail ?? ''),
+      async () => {
+        if (p instanceof EmbeddedPlatform) {
+          const backlog = await p.app.get(EventBus).backlog();
+          return backlog?.pending === 0 && backlog.inFlight === 0;
+        }
+        // JetStream's ingest stream keeps a message until it is acknowledged (work-queue retention).
+        return /^0 message/.test((await p.http().get('/health')).body.drivers.bus.detail ?? '');
+      },
       45_000,
       100,
     );
@@ -367,6 +410,28 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
     expect(activity.has('svc_events_scratch.csv')).toBe(false);
     expect(pages('/scratch')).toHaveLength(0);
     expect(pages('/deep')).toHaveLength(0);
+  });
+
+  it('issues upload URLs into the own prefix of the account only', async () => {
+    expect(upload).toMatchObject({
+      method: 'PUT',
+      path: expect.stringMatching(new RegExp(`/${acc.publicKey}/${UPLOADED}$`)),
+    });
+    expect(activity.get(UPLOADED)).toMatchObject({ state: 'completed', records: { loaded: 1 } });
+    expect(pages('/uploaded')).toHaveLength(1);
+    for (const name of [
+      '../other/svc_events_x.csv',
+      'sub/svc_events_x.csv',
+      '..',
+      'svc_events_x.txt',
+      '',
+      42,
+    ]) {
+      const res = await issueUpload(name);
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ detail: { invalids: [expect.objectContaining({ field: 'name' })] } });
+    }
+    expect((await issueUpload('svc_events_x.csv', acc.publicKey)).status).toBe(403);
   });
 
   it('rejects a file whose name is no bulk file name', () => {

@@ -31,6 +31,9 @@ import { ObjectsIngest } from './objects/objects.ingest.js';
 import { OptOutController } from './optout/optout.controller.js';
 import { ActivityModule } from '@cdp/loader';
 import { ActivityController } from './activity/activity.controller.js';
+import { UploadsController } from './files/uploads.controller.js';
+import { UploadRoute } from './files/upload.route.js';
+import { UploadSigner } from './files/upload-signer.js';
 import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
@@ -52,6 +55,7 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
     ExportsController,
     OptOutController,
     ActivityController,
+    UploadsController,
   ],
   providers: [
     IngestPublisher,
@@ -71,6 +75,12 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
         new IdempotencyRecords(store, config.idempotency),
     },
     IdempotencyInterceptor,
+    {
+      provide: UploadSigner,
+      inject: [APP_CONFIG],
+      useFactory: (config: AppConfig) => new UploadSigner(config.uploads.signingKey),
+    },
+    UploadRoute,
   ],
   exports: [ObjectsIngest],
 })
