@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { AccountsModule } from '@cdp/accounts';
 import { ListsService } from '@cdp/lists';
 import { RateLimitPolicy } from '@cdp/rate-limits';
@@ -29,11 +29,14 @@ import { ObjectsController } from './objects/objects.controller.js';
 import { ObjectsIngest } from './objects/objects.ingest.js';
 
 import { OptOutController } from './optout/optout.controller.js';
+import { BrowserRequests } from './browser/browser-requests.js';
+import { SdkAssets } from './sdk/sdk-assets.js';
+import { SdkController } from './sdk/sdk.controller.js';
 import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
 @Module({
-  imports: [AccountsModule, SchemaModule, ExportsApiModule],
+  imports: [AccountsModule, SchemaModule, ExportsApiModule, DiscoveryModule],
   controllers: [
     EventsController,
     ProfilesController,
@@ -49,6 +52,7 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
     CommerceObjectsController,
     ExportsController,
     OptOutController,
+    SdkController,
   ],
   providers: [
     IngestPublisher,
@@ -68,6 +72,8 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
         new IdempotencyRecords(store, config.idempotency),
     },
     IdempotencyInterceptor,
+    SdkAssets,
+    BrowserRequests,
   ],
   exports: [ObjectsIngest],
 })
