@@ -60,6 +60,18 @@ document.getElementById('subscribe').onsubmit = function (e) {
 </script></body></html>`;
 }
 
+/** A page that imports the ES module build from the platform instead of pasting the snippet. */
+function modulePage(api: string, trackerId: string): string {
+  return `<!doctype html><html><head><meta charset="utf-8"><title>Module</title></head><body>
+<script type="module">
+import { createTracker } from '${api}/sdk/v1/svc.mjs';
+const svc = createTracker({ trackerId: '${trackerId}', apiHost: '${api}' });
+svc.event('module_check');
+svc.flush();
+window.moduleVuid = svc.getVuid();
+</script></body></html>`;
+}
+
 describe.each(WIRINGS)('browser SDK (%s)', (_wiring, start) => {
   let p: EmbeddedPlatform | ScaledPlatform;
   let acc: TestAccount;
@@ -80,9 +92,15 @@ describe.each(WIRINGS)('browser SDK (%s)', (_wiring, start) => {
       .expect(201);
     shop = createServer((req, res) => {
       const path = (req.url ?? '/').split('?')[0];
-      if (path !== '/landing' && path !== '/lamps') return void res.writeHead(404).end();
+      const pages: Record<string, () => string> = {
+        '/landing': () => shopPage('Landing', api, acc.publicKey),
+        '/lamps': () => shopPage('Lamps', api, acc.publicKey),
+        '/module': () => modulePage(api, acc.publicKey),
+      };
+      const page = pages[path ?? ''];
+      if (!page) return void res.writeHead(404).end();
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-      res.end(shopPage(path === '/landing' ? 'Landing' : 'Lamps', api, acc.publicKey));
+      res.end(page());
     });
     await new Promise<void>((resolve) => shop.listen(0, 'localhost', resolve));
     shopUrl = `http://localhost:${(shop.address() as { port: number }).port}`;
@@ -261,6 +279,14 @@ describe.each(WIRINGS)('browser SDK (%s)', (_wiring, start) => {
       expect(queuedAtClose).toBe(2);
       await page.close({ runBeforeUnload: true });
 
+      // Another visitor's page uses the ES module build.
+      const other = await browser.newContext();
+      const modulePage = await other.newPage();
+      await modulePage.goto(`${shopUrl}/module`);
+      const moduleVuid = (await (
+        await modulePage.waitForFunction(() => window.moduleVuid)
+      ).jsonValue()) as string;
+
       // The profile the subscription wrote, found by the browser's vuid.
       await eventually(async () => {
         const res = await p.http().get('/v3/profiles').query({ vuid: id }).set('x-api-key', acc.privateKey);
@@ -294,13 +320,14 @@ describe.each(WIRINGS)('browser SDK (%s)', (_wiring, start) => {
           const all = await exportEvents();
           const missing = expected.filter((k) => !all.some((r) => r.channel === 'web' && key(r) === k));
           if (!all.some((r) => r.type === 'list')) missing.push('list/subscribe');
+          if (!all.some((r) => r.type === 'module_check')) missing.push('module_check');
           if (missing.length) throw new Error(`missing ${missing.join(', ')} in ${all.map(key).join(', ')}`);
           return all;
         },
         45_000,
         200,
       );
-      const web = rows.filter((r) => r.channel === 'web');
+      const web = rows.filter((r) => r.channel === 'web' && r.type !== 'module_check');
       expect(web.map(key).sort()).toEqual([...expected].sort()); // each once, nothing else
       for (const r of web) {
         expect(JSON.parse(r.identifiers!)).toEqual({ vuid: id });
@@ -339,7 +366,15 @@ describe.each(WIRINGS)('browser SDK (%s)', (_wiring, start) => {
       expect(one('ip_private').ip).toBe('6.6.6.6');
       expect(one('beacon_check').ip).toBe('127.0.0.1');
       expect(rows.filter((r) => r.type === 'key_check')).toHaveLength(2);
-      await context.close();
+      const moduleEvent = one('module_check');
+      expect(JSON.parse(moduleEvent.identifiers!)).toEqual({ vuid: moduleVuid });
+      expect(moduleEvent).toMatchObject({
+        channel: 'web',
+        page: '/module',
+        title: 'Module',
+        landing: 'true',
+      });
+      await Promise.all([context.close(), other.close()]);
     },
     90_000,
   );
@@ -373,6 +408,7 @@ declare const navigator: { userAgent: string; language: string };
 declare const localStorage: { getItem(key: string): string | null };
 
 interface SvcWindow {
+  moduleVuid?: string;
   svc: { getVuid?: () => string; flush: () => void; event: (type: string, fields?: object) => void };
 }
 
