@@ -69,6 +69,7 @@ const svc = createTracker({ trackerId: '${trackerId}', apiHost: '${api}' });
 svc.event('module_check');
 svc.flush();
 window.moduleVuid = svc.getVuid();
+window.svcModule = svc;
 </script></body></html>`;
 }
 
@@ -286,6 +287,13 @@ describe.each(WIRINGS)('browser SDK (%s)', (_wiring, start) => {
       const moduleVuid = (await (
         await modulePage.waitForFunction(() => window.moduleVuid)
       ).jsonValue()) as string;
+      // From now on this page's fetch fails (keepalive included): the event can only leave by the beacon
+      // the SDK falls back to when the page closes.
+      await modulePage.evaluate(() => {
+        window.fetch = () => Promise.reject(new TypeError('refused'));
+        window.svcModule!.event('beacon_fallback');
+      });
+      await modulePage.close({ runBeforeUnload: true });
 
       // The profile the subscription wrote, found by the browser's vuid.
       await eventually(async () => {
@@ -321,13 +329,16 @@ describe.each(WIRINGS)('browser SDK (%s)', (_wiring, start) => {
           const missing = expected.filter((k) => !all.some((r) => r.channel === 'web' && key(r) === k));
           if (!all.some((r) => r.type === 'list')) missing.push('list/subscribe');
           if (!all.some((r) => r.type === 'module_check')) missing.push('module_check');
+          if (!all.some((r) => r.type === 'beacon_fallback')) missing.push('beacon_fallback');
           if (missing.length) throw new Error(`missing ${missing.join(', ')} in ${all.map(key).join(', ')}`);
           return all;
         },
         45_000,
         200,
       );
-      const web = rows.filter((r) => r.channel === 'web' && r.type !== 'module_check');
+      const web = rows.filter(
+        (r) => r.channel === 'web' && !r.type!.endsWith('_check') && r.type !== 'beacon_fallback',
+      );
       expect(web.map(key).sort()).toEqual([...expected].sort()); // each once, nothing else
       for (const r of web) {
         expect(JSON.parse(r.identifiers!)).toEqual({ vuid: id });
@@ -409,6 +420,8 @@ declare const localStorage: { getItem(key: string): string | null };
 
 interface SvcWindow {
   moduleVuid?: string;
+  svcModule?: SvcWindow['svc'];
+  fetch: () => Promise<unknown>;
   svc: { getVuid?: () => string; flush: () => void; event: (type: string, fields?: object) => void };
 }
 
