@@ -116,21 +116,26 @@ describe('Tracker', () => {
     const sent = await records();
     await settle();
     const all = [...sent, ...(await records()).slice(sent.length)];
+    const update = (list_id: string, subscribed: boolean) =>
+      expect.objectContaining({ list_id, email: 'ann@example.com', subscribed });
     expect(all.map((s) => [s.path, s.body])).toEqual([
       [
         '/v3/profiles',
         [{ attributes: { first_name: 'Ann', email: 'ann@example.com', vuid: svc.getVuid() } }],
       ],
-      [
-        '/v3/lists/subscriptions',
-        [
-          { list_id: 'news', email: 'ann@example.com', subscribed: true },
-          { list_id: 'offers', email: 'ann@example.com', subscribed: true },
-        ],
-      ],
+      ['/v3/lists/subscriptions', [update('news', true), update('offers', true)]],
       ['/v3/profiles', [{ attributes: { email: 'ann@example.com', vuid: svc.getVuid() } }]],
-      ['/v3/lists/subscriptions', [{ list_id: 'offers', email: 'ann@example.com', subscribed: false }]],
+      ['/v3/lists/subscriptions', [update('offers', false)]],
     ]);
+    // Each update carries the page's fields and the further fields, for its list/subscribe event.
+    expect(all[1]!.body[0]).toMatchObject({
+      channel: 'web',
+      page: '/lamps',
+      source: 'news',
+      landing: true,
+      first_name: 'Ann',
+    });
+    expect(all[1]!.body[0]).not.toHaveProperty('ts');
     await close();
   });
 

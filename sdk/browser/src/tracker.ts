@@ -72,14 +72,7 @@ export class Tracker {
     this.visit.touch(now);
     const { action, ...rest } = fields;
     const identifiers: Fields = { vuid: this.vuid };
-    const data: Fields = {
-      ...pageFields(this.win),
-      ...this.visit.attribution,
-      landing: this.visit.landing,
-      ts: now / 1000,
-    };
-    if (this.visit.daysSinceLastVisit !== undefined)
-      data.days_since_last_visit = this.visit.daysSinceLastVisit;
+    const data: Fields = { ...this.inferred(), ts: now / 1000 };
     for (const [name, value] of Object.entries(rest)) (isIdentifier(name) ? identifiers : data)[name] = value;
     this.outbox.add('/v3/events', { type, ...(action ? { action } : {}), identifiers, data });
   }
@@ -140,6 +133,18 @@ export class Tracker {
     this.outbox.flush();
   }
 
+  /** The spec's inferred event fields: the page's, and the visit's (attribution, landing, days since last). */
+  private inferred(): Fields {
+    const fields: Fields = {
+      ...pageFields(this.win),
+      ...this.visit.attribution,
+      landing: this.visit.landing,
+    };
+    if (this.visit.daysSinceLastVisit !== undefined)
+      fields.days_since_last_visit = this.visit.daysSinceLastVisit;
+    return fields;
+  }
+
   private changeSubscription(options: SubscribeOptions, subscribed: boolean): void {
     const ids = subscriptionProblem(options);
     if (typeof ids === 'string') {
@@ -149,9 +154,13 @@ export class Tracker {
     const further: Fields = { ...options };
     for (const name of ['list_id', 'email', 'success', 'error']) delete further[name];
     const address = options.email.trim();
+    this.visit.touch(Date.now());
+    // The further fields go to the profile, and with the page's fields to each update's list/subscribe
+    // event (the API keeps the event fields among them).
     this.customer({ email: address }, further);
+    const event = { ...this.inferred(), ...further };
     for (const list_id of ids)
-      this.outbox.add('/v3/lists/subscriptions', { list_id, email: address, subscribed });
+      this.outbox.add('/v3/lists/subscriptions', { ...event, list_id, email: address, subscribed });
     options.success?.();
   }
 }
