@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 
 /** Which driver each port gets. Parsed once at boot; an unknown name fails the boot (no silent fallback). */
@@ -82,6 +83,11 @@ export interface AppConfig {
   s3: S3Settings;
   /** Signs upload URLs served by the API on local directories (`CDP_UPLOAD_SIGNING_KEY`). */
   uploads: { signingKey: string; expiresSeconds: number; publicUrl: string | undefined };
+  /**
+   * Proxies whose `X-Forwarded-For` is believed (`CDP_TRUSTED_PROXIES`: addresses or CIDR ranges, comma
+   * separated). The client address of a request (an event's `ip`) is the nearest address not in this list.
+   */
+  trustedProxies: string[];
   /** Test hooks only (`CDP_TEST_FAULTS`, @cdp/faults): where the write path fails or dies on purpose. */
   testFaults: string | undefined;
 }
@@ -186,6 +192,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
       expiresSeconds: integer(env, 'CDP_UPLOAD_EXPIRES_SECONDS', 900, 1, 7 * 86_400),
       publicUrl: env.CDP_PUBLIC_URL || undefined,
     },
+    trustedProxies: addressList(env, 'CDP_TRUSTED_PROXIES'),
     testFaults: env.CDP_TEST_FAULTS || undefined,
   };
 }
@@ -195,6 +202,24 @@ function sse(value: string | undefined): S3Settings['sse'] {
   if (value === 'none') return undefined;
   if (value === 'aws:kms') return value;
   throw new ConfigError(`CDP_S3_SSE=${value} must be AES256, aws:kms or none`);
+}
+
+/** IPv4 or IPv6 addresses, each optionally with a CIDR prefix length. */
+function addressList(env: Env, name: string): string[] {
+  const raw = env[name];
+  if (!raw) return [];
+  const entries = raw
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean);
+  for (const entry of entries) {
+    const [address = '', bits, extra] = entry.split('/');
+    const v4 = isIP(address) === 4;
+    const okBits = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (v4 ? 32 : 128));
+    if (!isIP(address) || !okBits || extra !== undefined)
+      throw new ConfigError(`${name}: ${entry} is not an IP address or CIDR range`);
+  }
+  return entries;
 }
 
 function natsPrefix(value: string): string {

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { AccountsModule } from '@cdp/accounts';
 import { ListsService } from '@cdp/lists';
 import { RateLimitPolicy } from '@cdp/rate-limits';
@@ -34,11 +34,14 @@ import { ActivityController } from './activity/activity.controller.js';
 import { UploadsController } from './files/uploads.controller.js';
 import { UploadRoute } from './files/upload.route.js';
 import { UploadSigner } from './files/upload-signer.js';
+import { BrowserRequests } from './browser/browser-requests.js';
+import { SdkAssets } from './sdk/sdk-assets.js';
+import { SdkController } from './sdk/sdk.controller.js';
 import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
 @Module({
-  imports: [AccountsModule, SchemaModule, ExportsApiModule, ActivityModule],
+  imports: [AccountsModule, SchemaModule, ExportsApiModule, DiscoveryModule, ActivityModule],
   controllers: [
     EventsController,
     ProfilesController,
@@ -56,6 +59,7 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
     OptOutController,
     ActivityController,
     UploadsController,
+    SdkController,
   ],
   providers: [
     IngestPublisher,
@@ -81,6 +85,8 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
       useFactory: (config: AppConfig) => new UploadSigner(config.uploads.signingKey),
     },
     UploadRoute,
+    SdkAssets,
+    BrowserRequests,
   ],
   exports: [ObjectsIngest],
 })
