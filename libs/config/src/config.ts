@@ -53,6 +53,12 @@ export interface AppConfig {
    * how long a request holds its key before another attempt may take over (`CDP_IDEMPOTENCY_LEASE_SECONDS`).
    */
   idempotency: { ttlMs: number; leaseMs: number };
+  /**
+   * The account console (`/console`): the HMAC secret of its session cookies (`CDP_CONSOLE_SECRET`; random
+   * per process when unset, so replicas behind one address need it set), their lifetime, where the built
+   * page is, and how many records per second the event inspector shows before it samples.
+   */
+  console: { secret: string | undefined; sessionTtlMs: number; assetsDir: string; inspectorBound: number };
   /** Test hooks only (`CDP_TEST_FAULTS`, @cdp/faults): where the write path fails or dies on purpose. */
   testFaults: string | undefined;
 }
@@ -133,7 +139,20 @@ export function loadConfig(env: Env = process.env): AppConfig {
       leaseMs: integer(env, 'CDP_IDEMPOTENCY_LEASE_SECONDS', 30, 1, 90) * 1000,
     },
     testFaults: env.CDP_TEST_FAULTS || undefined,
+    console: {
+      secret: consoleSecret(env.CDP_CONSOLE_SECRET),
+      sessionTtlMs: integer(env, 'CDP_CONSOLE_SESSION_MINUTES', 30, 1, 24 * 60) * 60_000,
+      assetsDir: resolve(env.CDP_CONSOLE_ASSETS_DIR || 'dist/console'),
+      inspectorBound: integer(env, 'CDP_INSPECTOR_MAX_PER_SECOND', 200, 1, 100_000),
+    },
   };
+}
+
+/** A session secret shorter than 32 characters would make forged cookies cheaper to find. */
+function consoleSecret(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  if (value.length < 32) throw new ConfigError('CDP_CONSOLE_SECRET must be at least 32 characters');
+  return value;
 }
 
 function natsPrefix(value: string): string {

@@ -8,6 +8,7 @@ import {
   type ProfileUpdate,
   type Resolution,
 } from '@cdp/identity';
+import { Inspector } from '@cdp/inspector';
 import { Metrics } from '@cdp/metrics';
 import { FAULT_POINTS, faultPoint } from '@cdp/faults';
 import type { CustomerRow, StoreBatch } from '@cdp/store';
@@ -41,6 +42,7 @@ export class IdentityStep {
     private readonly profiles: ProfileState,
     private readonly rebuild: IdentityRebuild,
     @Optional() private readonly metrics?: Metrics,
+    @Optional() private readonly inspector?: Inspector,
   ) {}
 
   /**
@@ -52,11 +54,32 @@ export class IdentityStep {
     items: readonly IdentifiedItem[],
     writesBefore: Promise<unknown> = Promise.resolve(),
   ): Promise<ResolvedBatch> {
-    if (!this.metrics || items.length === 0) return this.resolveBatch(account, items, writesBefore);
+    if (!this.metrics || items.length === 0) {
+      const resolved = await this.resolveBatch(account, items, writesBefore);
+      this.inspect(account, items, resolved.resolutions);
+      return resolved;
+    }
     const stop = this.metrics.identityResolveDuration.startTimer();
     const resolved = await this.resolveBatch(account, items, writesBefore);
     countResolved(this.metrics, resolved.resolutions, stop);
+    this.inspect(account, items, resolved.resolutions);
     return resolved;
+  }
+
+  /** The event inspector, when a console is open for the account: the customer each record resolved to. */
+  private inspect(account: string, items: readonly IdentifiedItem[], resolutions: Resolution[]): void {
+    this.inspector?.offer(account, () => {
+      const at = new Date().toISOString();
+      return items.map((item, i) => ({
+        type: 'resolution' as const,
+        at,
+        request_id: item.message.id,
+        index: item.index,
+        customer_id: resolutions[i]!.customerId,
+        created: resolutions[i]!.created,
+        merged: resolutions[i]!.merged,
+      }));
+    });
   }
 
   private async resolveBatch(
