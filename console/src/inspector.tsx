@@ -153,6 +153,22 @@ export function InspectorPage({ publicKey }: { publicKey: string }) {
   );
 }
 
+/** The identifier values of a record (or of a rejected request's records), for the row's headline. */
+function identifiersOf(body: unknown): string {
+  const records: unknown[] = Array.isArray(body) ? (body as unknown[]) : [body];
+  const values = new Set<string>();
+  for (const record of records.slice(0, 5)) {
+    if (typeof record !== 'object' || record === null) continue;
+    const ids = (record as { identifiers?: unknown }).identifiers ?? record;
+    if (typeof ids !== 'object' || ids === null) continue;
+    for (const [name, value] of Object.entries(ids as Record<string, unknown>)) {
+      if (typeof value !== 'string') continue;
+      if (/^(email|customer_id|vuid)$|_push_tokens$|^svc_alias_/.test(name)) values.add(value);
+    }
+  }
+  return [...values].slice(0, 3).join(', ');
+}
+
 function RowView({ row, publicKey }: { row: Row; publicKey: string }) {
   const [open, setOpen] = useState(false);
   const [copied, setCopied] = useState<string | null>(null);
@@ -162,6 +178,7 @@ function RowView({ row, publicKey }: { row: Row; publicKey: string }) {
     typeof body === 'object' && body !== null && typeof body.type === 'string'
       ? `${body.type}${typeof body.action === 'string' ? ` · ${body.action}` : ''}`
       : v.kind;
+  const who = identifiersOf(v.body);
   const copy = (text: string) => {
     setCopied(text);
     void navigator.clipboard?.writeText(text).catch(() => undefined);
@@ -173,6 +190,7 @@ function RowView({ row, publicKey }: { row: Row; publicKey: string }) {
           {v.verdict === 'accepted' ? `${v.status} accepted` : `${v.status} rejected`}
         </span>
         <span class="what">{what}</span>
+        {who && <span class="who">{who}</span>}
         <span class="route">{v.route}</span>
         <time>{v.at.slice(11, 23)}</time>
       </button>

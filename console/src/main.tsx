@@ -125,7 +125,10 @@ function App() {
       </header>
       <main>
         <h1>{title}</h1>
-        {page === 'inspector' && <InspectorPage publicKey={session.account.tracker_id} />}
+        {/* Kept open on the other pages: the inspector goes on collecting while keys or fields are looked at. */}
+        <div hidden={page !== 'inspector'}>
+          <InspectorPage publicKey={session.account.tracker_id} />
+        </div>
         {page === 'keys' && <KeysPage />}
         {page === 'apis' && <ApisPage />}
         {page === 'objects' && <ObjectsPage />}

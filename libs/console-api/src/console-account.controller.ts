@@ -153,7 +153,7 @@ function accountView(account: Account, sessionKey: string, now = Date.now()): Ac
         state: ends > now ? 'revoked' : 'expired',
         revoked_at: k.revokedAt,
         expires_at: new Date(ends).toISOString(),
-        grace_left_seconds: Math.max(0, Math.round((ends - now) / 1000)),
+        grace_left_seconds: Math.max(0, Math.floor((ends - now) / 1000)),
         this_session: k.id === sessionKey,
       };
     }),
