@@ -42,6 +42,8 @@ describe('console in a browser (embedded)', () => {
       headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
     });
+  /** Runs an expression in the page (a string: this file is type-checked without the DOM library). */
+  const inPage = <T = unknown>(expression: string) => page.evaluate<T>(expression);
   const row = (text: string) => page.locator('[data-testid=row]', { hasText: text });
   const go = async (name: (typeof PAGES)[number]) => {
     await page.getByRole('link', { name: TITLES[name], exact: true }).click();
@@ -77,11 +79,11 @@ describe('console in a browser (embedded)', () => {
     await page.keyboard.press('Enter');
     await page.getByTestId('live').filter({ hasText: 'live' }).waitFor({ timeout: WAIT });
     // The key is in no storage the page can read, and the session cookie is not readable by script.
-    const stored = await page.evaluate(
-      () => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie,
+    const stored = await inPage<string>(
+      'JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie',
     );
     expect(stored).not.toContain(account.privateKey.split('.')[1]);
-    expect(await page.evaluate(() => document.cookie)).toBe('');
+    expect(await inPage<string>('document.cookie')).toBe('');
   });
 
   it('shows events sent by HTTP as they arrive, newest on top, with the customer they resolved to', async () => {
@@ -164,12 +166,12 @@ describe('console in a browser (embedded)', () => {
     await mallory.getByTestId('json').waitFor();
     expect(await mallory.getByTestId('json').textContent()).toContain('<img src=x onerror=');
     expect(await mallory.locator('.row-head').textContent()).toContain('<img src=x onerror="alert(1)">');
-    const injected = await page.evaluate(() => ({
+    const injected = await inPage(`({
       imgs: document.querySelectorAll('main img').length,
       scripts: [...document.querySelectorAll('script')].map((s) => s.getAttribute('src')),
       bold: document.querySelectorAll('main b').length,
       title: document.title,
-    }));
+    })`);
     expect(injected).toEqual({ imgs: 0, scripts: ['/console/assets/app.js'], bold: 0, title: 'CDP console' });
     expect(dialogs).toEqual([]);
     await screenshot(page, 'console-inspector-hostile-1280');
@@ -325,7 +327,7 @@ describe('console in a browser (embedded)', () => {
       await screenshot(page, `console-${name}-phone`);
     }
     // Nothing overflows sideways on a phone: the page is as wide as the window.
-    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    expect(await inPage<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
     await page.emulateMedia({ colorScheme: 'dark' });
     await go('inspector');
     await screenshot(page, 'console-inspector-dark-phone');
