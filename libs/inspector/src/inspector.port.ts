@@ -1,5 +1,5 @@
 import type { InspectorEntry } from './inspector-entry.js';
-import { Sampler } from './sampler.js';
+import { Sampler, samplingKey } from './sampler.js';
 
 /** An open console's live view; `close` ends it (and, with the last view, the account's inspecting). */
 export interface InspectorView {
@@ -34,22 +34,27 @@ export abstract class Inspector {
   protected abstract send(account: string, entries: InspectorEntry[]): void;
 
   /**
-   * Offers entries for the account: `build` runs only when a console is open, and each entry it makes
-   * passes the account's sampler (verdicts and resolutions alike; notices always pass).
+   * Offers `count` entries for the account: each passes the account's sampler first, and only those that
+   * pass are built (`make(index)`), so a sampled-out record costs a counter, and an unwatched account
+   * nothing but the lookup.
    */
-  offer(account: string, build: () => InspectorEntry[]): void {
+  offer(
+    account: string,
+    count: number,
+    make: (index: number) => InspectorEntry,
+    /** The records' request: sampling then picks the same records in the API and in the processor. */
+    key?: (index: number) => { requestId: string; index: number },
+  ): void {
     if (!this.watching(account)) return;
     let sampler = this.samplers.get(account);
     if (!sampler) this.samplers.set(account, (sampler = new Sampler(this.bound)));
     const out: InspectorEntry[] = [];
-    for (const entry of build()) {
-      if (entry.type === 'notice') {
-        out.push(entry);
-        continue;
-      }
-      const { pass, every, notice } = sampler.take();
+    for (let index = 0; index < count; index++) {
+      const k = key?.(index);
+      const { pass, every, notice } = sampler.take(k && samplingKey(k.requestId, k.index));
       if (notice) out.push(notice);
       if (!pass) continue;
+      const entry = make(index);
       out.push(every > 1 && entry.type === 'verdict' ? { ...entry, sampled_every: every } : entry);
     }
     if (out.length) this.send(account, out);

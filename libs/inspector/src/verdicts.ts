@@ -12,16 +12,18 @@ export interface Received {
 }
 
 /**
- * One entry per accepted record, with the fields dropped from it. The API builds these from a 2xx;
- * the bulk-file loader (issue 15) builds them the same way for each file's records, with its own route.
+ * The entry of one accepted record, with the fields dropped from it. The API builds these from a 2xx;
+ * the bulk-file loader (issue 15) builds them the same way for each file's records, with its own route
+ * (`bulk <file>`), and offers them with `Inspector.offer(account, records.length, (i) => acceptedEntry(…))`.
  */
-export function acceptedEntries(
+export function acceptedEntry(
   received: Received,
-  records: readonly unknown[],
-  dropped: ReadonlyMap<number, string[]> = new Map(),
+  body: unknown,
+  index: number,
+  dropped?: string[],
   at = new Date().toISOString(),
-): InspectorVerdict[] {
-  return records.map((body, index) => ({
+): InspectorVerdict {
+  return {
     type: 'verdict',
     id: `${received.requestId}#${index}`,
     at,
@@ -32,8 +34,8 @@ export function acceptedEntries(
     status: received.status,
     verdict: 'accepted',
     body,
-    ...(dropped.get(index)?.length ? { dropped: dropped.get(index) } : {}),
-  }));
+    ...(dropped?.length ? { dropped } : {}),
+  };
 }
 
 /** One entry for a refused request: its 4xx, every invalid with its reason, and (the start of) its body. */

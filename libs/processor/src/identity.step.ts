@@ -68,18 +68,22 @@ export class IdentityStep {
 
   /** The event inspector, when a console is open for the account: the customer each record resolved to. */
   private inspect(account: string, items: readonly IdentifiedItem[], resolutions: Resolution[]): void {
-    this.inspector?.offer(account, () => {
-      const at = new Date().toISOString();
-      return items.map((item, i) => ({
-        type: 'resolution' as const,
+    if (!this.inspector) return;
+    const at = new Date().toISOString();
+    this.inspector.offer(
+      account,
+      items.length,
+      (i) => ({
+        type: 'resolution',
         at,
-        request_id: item.message.id,
-        index: item.index,
+        request_id: items[i]!.message.id,
+        index: items[i]!.index,
         customer_id: resolutions[i]!.customerId,
         created: resolutions[i]!.created,
         merged: resolutions[i]!.merged,
-      }));
-    });
+      }),
+      (i) => ({ requestId: items[i]!.message.id, index: items[i]!.index }),
+    );
   }
 
   private async resolveBatch(

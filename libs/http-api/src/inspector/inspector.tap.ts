@@ -1,7 +1,7 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Inspector, acceptedEntries, rejectedEntry, type InspectorVerdict } from '@cdp/inspector';
+import { Inspector, acceptedEntry, rejectedEntry, type InspectorVerdict } from '@cdp/inspector';
 import type { AuthedRequest } from '../auth/principal.js';
 
 /** The routes whose records the event inspector shows, and the kind it shows them as. */
@@ -37,34 +37,50 @@ export class InspectorTap implements OnModuleInit {
       if (account !== undefined && this.inspector.watching(account)) {
         const route = `${request.method} ${request.routeOptions.url ?? ''}`;
         const kind = INSPECTED[route];
-        if (kind)
-          this.inspector.offer(account, () => entries(request, reply.statusCode, payload, route, kind));
+        if (kind) offerVerdicts(this.inspector, account, request, reply.statusCode, payload, route, kind);
       }
       done(null, payload);
     });
   }
 }
 
-function entries(
+function offerVerdicts(
+  inspector: Inspector,
+  account: string,
   request: FastifyRequest,
   status: number,
   payload: unknown,
   route: string,
   kind: string,
-): InspectorVerdict[] {
+): void {
   const received = { requestId: request.id, route: routeOf(request, route), kind, status };
-  const answer = parse(payload);
   if (status >= 400) {
-    const detail = (answer?.detail ?? {}) as { invalids?: InspectorVerdict['invalids']; message?: string };
-    return [rejectedEntry(received, request.body, detail)];
+    const detail = (parse(payload)?.detail ?? {}) as {
+      invalids?: InspectorVerdict['invalids'];
+      message?: string;
+    };
+    return inspector.offer(account, 1, () => rejectedEntry(received, request.body, detail));
   }
-  if (status >= 300) return [];
+  if (status >= 300) return;
   const body = request.body;
-  const records = Array.isArray(body) ? body : [body];
-  const dropped = new Map<number, string[]>();
-  for (const d of (answer?.dropped ?? []) as { event: number; fields: string[] }[])
-    dropped.set(d.event, d.fields);
-  return acceptedEntries(received, records, dropped);
+  const records: unknown[] = Array.isArray(body) ? (body as unknown[]) : [body];
+  let dropped: Map<number, string[]> | undefined;
+  const at = new Date().toISOString();
+  inspector.offer(
+    account,
+    records.length,
+    (index) => {
+      // The 202's `dropped` is read once, and only when a record is shown.
+      dropped ??= new Map(
+        ((parse(payload)?.dropped ?? []) as { event: number; fields: string[] }[]).map((d) => [
+          d.event,
+          d.fields,
+        ]),
+      );
+      return acceptedEntry(received, records[index], index, dropped.get(index), at);
+    },
+    (index) => ({ requestId: request.id, index }),
+  );
 }
 
 /** The route as the sender wrote it (`POST /v3/objects/stores`), not its pattern. */

@@ -1,5 +1,5 @@
 import type { InspectorEntry } from '../inspector-entry.js';
-import { acceptedEntries } from '../verdicts.js';
+import { acceptedEntry } from '../verdicts.js';
 import { MemoryInspector, RING_SIZE } from './memory-inspector.adapter.js';
 
 const received = { requestId: 'r1', route: 'POST /v3/events', kind: 'events', status: 202 };
@@ -8,9 +8,9 @@ describe('MemoryInspector', () => {
   it('builds nothing for an account nobody watches', () => {
     const inspector = new MemoryInspector();
     let built = 0;
-    inspector.offer('a1', () => {
+    inspector.offer('a1', 3, (i) => {
       built++;
-      return [];
+      return acceptedEntry(received, {}, i);
     });
     expect(built).toBe(0);
     expect(inspector.watching('a1')).toBe(false);
@@ -22,8 +22,8 @@ describe('MemoryInspector', () => {
     const other: InspectorEntry[] = [];
     const view = inspector.open('a1', (e) => seen.push(e));
     const otherView = inspector.open('a2', (e) => other.push(e));
-    inspector.offer('a1', () =>
-      acceptedEntries(received, [{ type: 'x' }, { type: 'y' }], new Map([[1, ['z']]])),
+    inspector.offer('a1', 2, (i) =>
+      acceptedEntry(received, { type: 'xy'[i] }, i, i === 1 ? ['z'] : undefined),
     );
     expect(seen.map((e) => (e.type === 'verdict' ? [e.id, e.dropped] : e.type))).toEqual([
       ['r1#0', undefined],
@@ -46,12 +46,7 @@ describe('MemoryInspector', () => {
   it('keeps at most RING_SIZE entries', () => {
     const inspector = new MemoryInspector(100_000);
     const view = inspector.open('a1', () => undefined);
-    inspector.offer('a1', () =>
-      acceptedEntries(
-        received,
-        Array.from({ length: RING_SIZE + 20 }, (_, i) => i),
-      ),
-    );
+    inspector.offer('a1', RING_SIZE + 20, (i) => acceptedEntry(received, i, i));
     const replay: InspectorEntry[] = [];
     inspector.open('a1', (e) => replay.push(e));
     expect(replay).toHaveLength(RING_SIZE);
