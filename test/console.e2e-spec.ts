@@ -132,6 +132,29 @@ describe('console in a browser (embedded)', () => {
     await screenshot(page, 'console-inspector-1280');
   });
 
+  it('shows profiles, subscription updates and v2 calls with their kinds', async () => {
+    expect(
+      (await send('/v3/profiles', { attributes: { email: 'carol@shop.io', first_name: 'Carol' } })).status,
+    ).toBe(202);
+    expect(
+      (await send('/v3/lists/subscriptions', { list_id: 'svc_all', email: 'dave@shop.io', subscribed: true }))
+        .status,
+    ).toBe(200);
+    const v2 = await fetch(`${base}/v2/entities`, {
+      method: 'POST',
+      headers: { 'svc-tracker-id': account.publicKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'product', data: { product_id: 'p-v2', name: 'Mug' } }),
+    });
+    expect(v2.status).toBe(202);
+    await row('carol@shop.io').filter({ hasText: 'POST /v3/profiles' }).waitFor({ timeout: WAIT });
+    await row('carol@shop.io')
+      .getByTestId('resolution')
+      .filter({ hasText: 'created' })
+      .waitFor({ timeout: WAIT });
+    await row('dave@shop.io').filter({ hasText: 'POST /v3/lists/subscriptions' }).waitFor({ timeout: WAIT });
+    await row('POST /v2/entities').filter({ hasText: 'product' }).waitFor({ timeout: WAIT });
+  });
+
   it('shows a rejected batch with its 400 and every invalid with its reason', async () => {
     const res = await send('/v3/events', [
       { type: 'ok', identifiers: { email: 'rejected-batch@shop.io' } },

@@ -159,7 +159,9 @@ function identifiersOf(body: unknown): string {
   const values = new Set<string>();
   for (const record of records.slice(0, 5)) {
     if (typeof record !== 'object' || record === null) continue;
-    const ids = (record as { identifiers?: unknown }).identifiers ?? record;
+    // events carry `identifiers`, profiles `attributes`; v2 and objects name them at the top level
+    const r = record as { identifiers?: unknown; attributes?: unknown };
+    const ids = r.identifiers ?? r.attributes ?? record;
     if (typeof ids !== 'object' || ids === null) continue;
     for (const [name, value] of Object.entries(ids as Record<string, unknown>)) {
       if (typeof value !== 'string') continue;
