@@ -22,6 +22,7 @@ export function buildIfNeeded(entries) {
     newest(join(root, 'apps')),
     newest(join(root, 'libs')),
     newest(join(root, 'console')),
+    newest(join(root, 'sdk')),
     statSync(join(root, 'package.json')).mtimeMs,
   );
   const missing = entries.some((e) => !existsSync(join(root, 'dist', e)));

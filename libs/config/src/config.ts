@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 
 /** Which driver each port gets. Parsed once at boot; an unknown name fails the boot (no silent fallback). */
@@ -59,6 +60,11 @@ export interface AppConfig {
    * page is, and how many records per second the event inspector shows before it samples.
    */
   console: { secret: string | undefined; sessionTtlMs: number; assetsDir: string; inspectorBound: number };
+  /**
+   * Proxies whose `X-Forwarded-For` is believed (`CDP_TRUSTED_PROXIES`: addresses or CIDR ranges, comma
+   * separated). The client address of a request (an event's `ip`) is the nearest address not in this list.
+   */
+  trustedProxies: string[];
   /** Test hooks only (`CDP_TEST_FAULTS`, @cdp/faults): where the write path fails or dies on purpose. */
   testFaults: string | undefined;
 }
@@ -138,6 +144,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
       // Well inside JetStream's two-minute duplicate window: a takeover's publish is still deduplicated.
       leaseMs: integer(env, 'CDP_IDEMPOTENCY_LEASE_SECONDS', 30, 1, 90) * 1000,
     },
+    trustedProxies: addressList(env, 'CDP_TRUSTED_PROXIES'),
     testFaults: env.CDP_TEST_FAULTS || undefined,
     console: {
       secret: consoleSecret(env.CDP_CONSOLE_SECRET),
@@ -153,6 +160,24 @@ function consoleSecret(value: string | undefined): string | undefined {
   if (!value) return undefined;
   if (value.length < 32) throw new ConfigError('CDP_CONSOLE_SECRET must be at least 32 characters');
   return value;
+}
+
+/** IPv4 or IPv6 addresses, each optionally with a CIDR prefix length. */
+function addressList(env: Env, name: string): string[] {
+  const raw = env[name];
+  if (!raw) return [];
+  const entries = raw
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean);
+  for (const entry of entries) {
+    const [address = '', bits, extra] = entry.split('/');
+    const v4 = isIP(address) === 4;
+    const okBits = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (v4 ? 32 : 128));
+    if (!isIP(address) || !okBits || extra !== undefined)
+      throw new ConfigError(`${name}: ${entry} is not an IP address or CIDR range`);
+  }
+  return entries;
 }
 
 function natsPrefix(value: string): string {

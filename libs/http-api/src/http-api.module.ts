@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { AccountsModule } from '@cdp/accounts';
 import { ListsService } from '@cdp/lists';
 import { RateLimitPolicy } from '@cdp/rate-limits';
@@ -30,12 +30,15 @@ import { ObjectsController } from './objects/objects.controller.js';
 import { ObjectsIngest } from './objects/objects.ingest.js';
 
 import { OptOutController } from './optout/optout.controller.js';
+import { BrowserRequests } from './browser/browser-requests.js';
+import { SdkAssets } from './sdk/sdk-assets.js';
+import { SdkController } from './sdk/sdk.controller.js';
 import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
 import { InspectorTap } from './inspector/inspector.tap.js';
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
 @Module({
-  imports: [AccountsModule, SchemaModule, ExportsApiModule, ConsoleApiModule],
+  imports: [AccountsModule, SchemaModule, ExportsApiModule, DiscoveryModule, ConsoleApiModule],
   controllers: [
     EventsController,
     ProfilesController,
@@ -51,6 +54,7 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     CommerceObjectsController,
     ExportsController,
     OptOutController,
+    SdkController,
   ],
   providers: [
     IngestPublisher,
@@ -71,6 +75,8 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     },
     IdempotencyInterceptor,
     InspectorTap,
+    SdkAssets,
+    BrowserRequests,
   ],
   exports: [ObjectsIngest],
 })

@@ -21,6 +21,7 @@ import { requireExistingOrders } from './existing-orders.js';
 import { EventsIngest } from '../events/events.ingest.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
+import { inferClientIp } from '../events/client-ip.js';
 
 /** The v2 ingestion endpoints; the guard reads their key from `Svc-Tracker-Id` (spec "Authentication" rule 2). */
 @ApiTags('v2')
@@ -84,6 +85,7 @@ export class V2Controller {
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<AcceptedBody> {
+    inferClientIp(batch.records, principal, request.ip);
     return this.eventsIngest.accept(batch, request.id, principal.account);
   }
 }
