@@ -43,7 +43,14 @@ import { InspectorTap } from './inspector/inspector.tap.js';
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
 @Module({
-  imports: [AccountsModule, SchemaModule, ExportsApiModule, DiscoveryModule, ConsoleApiModule, ActivityModule],
+  imports: [
+    AccountsModule,
+    SchemaModule,
+    ExportsApiModule,
+    DiscoveryModule,
+    ConsoleApiModule,
+    ActivityModule,
+  ],
   controllers: [
     EventsController,
     ProfilesController,
