@@ -29,6 +29,11 @@ import { ObjectsController } from './objects/objects.controller.js';
 import { ObjectsIngest } from './objects/objects.ingest.js';
 
 import { OptOutController } from './optout/optout.controller.js';
+import { IdentifiersController } from './identifiers/identifiers.controller.js';
+import { IdentifierLookup } from './identifiers/identifier-lookup.service.js';
+import { SchemaModulesController } from './schema/schema-modules.controller.js';
+import { AdminModulesController } from './admin/admin-modules.controller.js';
+import { ModuleGate } from './schema/requires-module.js';
 import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
@@ -49,12 +54,17 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
     CommerceObjectsController,
     ExportsController,
     OptOutController,
+    IdentifiersController,
+    SchemaModulesController,
+    AdminModulesController,
   ],
   providers: [
     IngestPublisher,
     EventsIngest,
     ProfileLookup,
     ObjectsIngest,
+    IdentifierLookup,
+    ModuleGate,
     { provide: APP_GUARD, useClass: ApiKeyGuard },
     { provide: APP_FILTER, useClass: ErrorEnvelopeFilter },
     RateLimitPolicy,

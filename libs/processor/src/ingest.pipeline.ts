@@ -25,6 +25,7 @@ import {
 import { OrdersStep } from './orders.step.js';
 import { ProductsStep } from './products.step.js';
 import { isOptOutDelivery, OptOutStep } from './optout.step.js';
+import { IdentifierUpdatesStep, isIdentifierUpdatesDelivery } from './identifier-updates.step.js';
 
 interface Item {
   message: IngestMessage;
@@ -48,6 +49,7 @@ export class IngestPipeline {
     private readonly ordersStep: OrdersStep,
     private readonly productsStep: ProductsStep,
     private readonly optout: OptOutStep,
+    private readonly identifierUpdates: IdentifierUpdatesStep,
   ) {}
 
   /** The last batch's preparation: the next one starts after it (identity resolves in arrival order). */
@@ -126,6 +128,9 @@ export class IngestPipeline {
       } else if (run.every(isOptOutDelivery)) {
         for (const [account, deliveries] of groupByAccount(run))
           await this.optout.process(account, deliveries);
+      } else if (run.every(isIdentifierUpdatesDelivery)) {
+        for (const [account, deliveries] of groupByAccount(run))
+          await this.identifierUpdates.process(account, deliveries);
       } else {
         for (const write of await this.prepareIngest(run)) await write();
       }

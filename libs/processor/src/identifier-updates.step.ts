@@ -1,0 +1,204 @@
+import { Injectable } from '@nestjs/common';
+import { mayBeStored, type Delivery } from '@cdp/bus';
+import { ConsentState, IdentifierState, changeBody, type IdentifierChange } from '@cdp/consent';
+import type { IdentifierUpdatesMessage } from '@cdp/contracts';
+import {
+  eventId,
+  isProfileIdentifier,
+  SVC_ALL,
+  toStoreTime,
+  type AttributeUpdate,
+  type EventRecord,
+  type IdentifierUpdate,
+} from '@cdp/domain';
+import type { ProfileUpdate } from '@cdp/identity';
+import { AnalyticStore, type EventRow, type StoreBatch } from '@cdp/store';
+import { CustomColumns } from './custom-columns.service.js';
+import { IdentityStep, withMerges } from './identity.step.js';
+
+interface Item {
+  message: IdentifierUpdatesMessage;
+  index: number;
+  record: IdentifierUpdate & { identifiers: Record<string, string> };
+}
+
+/** Where a consent history row came from: email consent is the channel opt-in (rebuilt into `svc_all`). */
+export const EMAIL_CONSENT_SOURCE = 'consent';
+/** Consent of another messaging identifier: kept per identifier, never a list membership. */
+export const IDENTIFIER_CONSENT_SOURCE = 'identifier_consent';
+
+export function isIdentifierUpdatesDelivery(
+  d: Delivery,
+): d is Delivery & { message: IdentifierUpdatesMessage } {
+  return d.message.kind === 'identifier-updates';
+}
+
+/**
+ * Per-identifier state changes of one account (`POST /v3/consent`, `/v3/reachability`,
+ * `/v3/identifiers`). Each record resolves its identifier to a customer as any record would (an
+ * unknown one makes a customer), changes the identifier's hot state, and is stored as an
+ * `identifier_updates` row. Consent and reachability changes are also events (`consent` opt-in /
+ * opt-out, `reachability` reachable / unreachable) and consent changes consent-history rows.
+ *
+ * Email consent is the channel opt-in (spec "Consent and subscription"): it changes the profile's
+ * `opted_in` and the `svc_all` membership exactly as `{opted_in, email}` on `/v3/lists/subscriptions`
+ * does, so the three read the same.
+ */
+@Injectable()
+export class IdentifierUpdatesStep {
+  constructor(
+    private readonly identityStep: IdentityStep,
+    private readonly identifiers: IdentifierState,
+    private readonly consent: ConsentState,
+    private readonly columns: CustomColumns,
+    private readonly store: AnalyticStore,
+  ) {}
+
+  async process(
+    account: string,
+    deliveries: readonly (Delivery & { message: IdentifierUpdatesMessage })[],
+  ): Promise<void> {
+    const items: Item[] = deliveries.flatMap((d) =>
+      d.message.records.map((record, index) => ({
+        message: d.message,
+        index,
+        record: { ...record, identifiers: { [record.field]: record.value } },
+      })),
+    );
+    const resolved = await this.identityStep.resolve(account, items);
+    const { resolutions } = resolved;
+    const now = toStoreTime(Date.now());
+    const batch: StoreBatch = {
+      identityLinks: [],
+      merges: [],
+      conflicts: [],
+      customers: [],
+      events: [],
+      consentHistory: [],
+      identifierUpdates: [],
+    };
+    const updates: ProfileUpdate[] = [];
+    const lastMessageOf = new Map<string, string>();
+
+    const versions = await this.identifiers.apply(
+      account,
+      items.map(({ record }) => changeOf(record)),
+    );
+    const emailConsent = items.flatMap((item, i) =>
+      item.record.type === 'consent' && item.record.field === 'email' ? [i] : [],
+    );
+    const optIns = await this.consent.apply(
+      account,
+      emailConsent.map((i) => ({
+        customerId: resolutions[i]!.customerId,
+        listId: SVC_ALL,
+        subscribed: (items[i]!.record as { consent: boolean }).consent,
+      })),
+    );
+    const optInVersion = new Map(emailConsent.map((i, n) => [i, optIns[n]!.version]));
+
+    items.forEach((item, i) => {
+      const resolution = resolutions[i]!;
+      const { customerId, created, linked, merged } = resolution;
+      const { message, record, index } = item;
+      this.identityStep.recordEffects(batch, item, resolution, now);
+      for (const loser of merged) lastMessageOf.set(loser, message.id);
+      const update: AttributeUpdate = {};
+      for (const id of linked) if (isProfileIdentifier(id.kind)) update[id.kind] = id.value;
+      if (record.type === 'consent' && record.field === 'email') update.opted_in = record.consent;
+      if (created || merged.length || Object.keys(update).length > 0) {
+        updates.push(withMerges(customerId, update, merged));
+        lastMessageOf.set(customerId, message.id);
+      }
+      const changedAt = toStoreTime(record.ts);
+      batch.identifierUpdates!.push({
+        field: record.field,
+        value: record.value,
+        version: versions[i]!,
+        type: record.type,
+        change: changeBody(changeOf(record)),
+        svc_id: customerId,
+        api_key: message.key,
+        msg_id: message.id,
+        changed_at: changedAt,
+        stored_at: now,
+      });
+      if (record.type === 'metadata') return;
+      if (record.type === 'consent') {
+        const email = record.field === 'email';
+        batch.consentHistory!.push({
+          svc_id: customerId,
+          list_id: email ? SVC_ALL : record.field,
+          subscribed: record.consent,
+          version: email ? optInVersion.get(i)! : versions[i]!,
+          identifier_kind: record.field,
+          identifier_value: record.value,
+          api_key: message.key,
+          source: email ? EMAIL_CONSENT_SOURCE : IDENTIFIER_CONSENT_SOURCE,
+          msg_id: message.id,
+          changed_at: changedAt,
+          stored_at: now,
+        });
+      }
+      batch.events.push(eventRow(record.event, message.id, index, customerId, message.receivedAt));
+    });
+
+    this.identityStep.redactOptedOut(items, resolved, updates, lastMessageOf);
+    batch.customers.push(
+      ...(await this.identityStep.applyProfiles(account, updates, (c) => lastMessageOf.get(c)!, now)),
+    );
+    await this.columns.prepare(account, batch);
+    const messages = deliveries.map((d) => d.message.id);
+    await this.store.begin(account, messages);
+    await this.store.write(account, batch, deliveries.some(mayBeStored));
+    await this.store.commit(account, messages);
+    await this.identityStep.settle(
+      account,
+      deliveries.map((d) => d.message),
+    );
+  }
+}
+
+/** The state change of a record (what IdentifierState applies and the store keeps). */
+function changeOf(record: IdentifierUpdate): IdentifierChange {
+  const base = { field: record.field, value: record.value, ts: record.ts };
+  switch (record.type) {
+    case 'consent':
+      return { ...base, type: 'consent', consent: record.consent, reason: record.reason };
+    case 'reachability':
+      return {
+        ...base,
+        type: 'reachability',
+        reachable: record.reachable,
+        update_type: record.update_type,
+        reason: record.reason,
+      };
+    case 'metadata':
+      return { ...base, type: 'metadata', metadata: record.metadata };
+  }
+}
+
+function eventRow(
+  e: EventRecord,
+  msgId: string,
+  index: number,
+  customerId: string,
+  receivedAt: number,
+): EventRow {
+  const identifiers: Record<string, string> = {};
+  for (const [kind, value] of Object.entries(e.identifiers))
+    identifiers[kind] = Array.isArray(value) ? value.join(',') : value;
+  return {
+    event_id: eventId(msgId, index),
+    msg_id: msgId,
+    svc_id: customerId,
+    ts: toStoreTime(e.ts),
+    received_at: toStoreTime(receivedAt),
+    type: e.type,
+    action: e.action,
+    channel: e.channel,
+    identifiers,
+    data: e.data,
+    order: null,
+  };
+}
