@@ -170,6 +170,29 @@ describe.each(WIRINGS)('consent, reachability, identifier metadata and schema mo
       });
     });
 
+    it('of a phone is the phone’s own, kept exactly as sent; the customers with that phone get the event', async () => {
+      expect(
+        (await post('/v3/profiles', { attributes: { email: 'phoned@x.com', phone: '+47 555 0100' } })).status,
+      ).toBe(202);
+      await eventually(async () => (await get('/v3/profiles?email=phoned@x.com')).status === 200);
+      const res = await post('/v3/consent', {
+        identifier_field_name: 'phone',
+        identifier_value: '+47 555 0100',
+        consent: true,
+      });
+      expect(res.status).toBe(202);
+      await eventually(async () => (await consentOf('phone', '+47 555 0100')).consent === true);
+      expect((await consentOf('phone', '+4755501 00')).consent).toBeNull();
+      // A phone's consent is not the email channel's.
+      expect((await optedIn('phoned@x.com')).opted_in).toBe(false);
+      await store.check(async (query) => {
+        const events = await query<{ email: string | null }>(
+          "SELECT c.email AS email FROM {db}.events AS e INNER JOIN (SELECT svc_id, email FROM {db}.customers FINAL) AS c ON c.svc_id = e.svc_id WHERE e.type = 'consent' AND e.identifiers['phone'] = '+47 555 0100'",
+        );
+        expect(events).toEqual([{ email: 'phoned@x.com' }]);
+      });
+    });
+
     it('answers null for an identifier nobody sent, and refuses bad requests before the 202', async () => {
       expect(await consentOf('android_push_tokens', 'never-seen')).toEqual({
         identifier_field_name: 'android_push_tokens',
@@ -201,9 +224,9 @@ describe.each(WIRINGS)('consent, reachability, identifier metadata and schema mo
         {
           event: 1,
           field: 'identifier_field_name',
-          reason: 'must be a messaging identifier: email or a *_push_tokens field',
+          reason: 'must be a messaging identifier: email, phone or a *_push_tokens field',
           message:
-            'record 1: identifier_field_name must be a messaging identifier: email or a *_push_tokens field',
+            'record 1: identifier_field_name must be a messaging identifier: email, phone or a *_push_tokens field',
         },
         { event: 2, field: 'identifier_value', reason: expect.any(String), message: expect.any(String) },
         { event: 3, field: 'consent', reason: 'is required', message: 'record 3: consent is required' },
@@ -225,7 +248,7 @@ describe.each(WIRINGS)('consent, reachability, identifier metadata and schema mo
       });
       expect((await post('/v3/consent', [])).status).toBe(400);
 
-      const notAnIdentifier = await get('/v3/consent/phone?id=123');
+      const notAnIdentifier = await get('/v3/consent/customer_id?id=123');
       expect(notAnIdentifier.status).toBe(400);
       expect(notAnIdentifier.body.detail.invalids).toEqual([
         { field: 'identifier_field_name', reason: expect.stringContaining('messaging identifier') },

@@ -1,6 +1,6 @@
 import type { CustomValue } from './custom-fields.js';
 import type { EventRecord } from './events.js';
-import { isIdentifierField, PUSH_TOKENS_SUFFIX } from './identifiers.js';
+import { isIdentifierField, normalizeIdentifierValue, PUSH_TOKENS_SUFFIX } from './identifiers.js';
 
 /**
  * State kept per identifier value rather than per customer (the original API's `/v3/consent`,
@@ -23,11 +23,35 @@ export const REACHABILITY_UPDATE_TYPES = [
 export type ReachabilityUpdateType = (typeof REACHABILITY_UPDATE_TYPES)[number];
 
 /**
- * Identifiers a message is sent to: email and push tokens. Consent is asked of these only; the
+ * `phone` is no identifier of identity resolution (a profile field kept exactly as sent), but messages
+ * are sent to it: it has consent, reachability and metadata like the identifiers, its value kept as sent
+ * and matched exactly against profiles (as the compliance opt-out matches it).
+ */
+export const PHONE = 'phone';
+
+/** Fields whose values can hold per-identifier state: every identifier field, and phone. */
+export function isStateIdentifier(field: string): boolean {
+  return isIdentifierField(field) || field === PHONE;
+}
+
+export const STATE_IDENTIFIERS_TEXT =
+  'customer_id, email, vuid, phone, a *_push_tokens field or a svc_alias_* field';
+
+/**
+ * Identifiers a message is sent to: email, phone and push tokens. Consent is asked of these only; the
  * others (customer_id, vuid, aliases) address no one.
  */
 export function isMessagingIdentifier(field: string): boolean {
-  return field === 'email' || (isIdentifierField(field) && field.endsWith(PUSH_TOKENS_SUFFIX));
+  return (
+    field === 'email' || field === PHONE || (isIdentifierField(field) && field.endsWith(PUSH_TOKENS_SUFFIX))
+  );
+}
+
+export const MESSAGING_IDENTIFIERS_TEXT = 'email, phone or a *_push_tokens field';
+
+/** A value as its state is keyed: identifiers as resolution normalizes them, a phone exactly as sent. */
+export function normalizeStateValue(field: string, value: string): string {
+  return field === PHONE ? value : normalizeIdentifierValue(field, value);
 }
 
 interface IdentifierUpdateBase {

@@ -44,6 +44,7 @@ describe('IdentifierUpdatesStep', () => {
       consent,
       new CustomColumns(new SchemaRegistry(metadata), store, logger),
       store,
+      profiles,
     );
   });
 
@@ -89,6 +90,37 @@ describe('IdentifierUpdatesStep', () => {
       reason: 'test',
       ts: 1_700_000_000_000,
     });
+  });
+
+  it('takes a phone’s changes to the customers whose profile has it, and keeps one nobody has', async () => {
+    await profiles.apply('ic', [
+      { customerId: 'p1', update: { phone: '+47 555' } },
+      { customerId: 'p2', update: { phone: '+47 555' } },
+    ]);
+    await step.process('ic', [
+      delivery('m4', 'ic', [consentOf('phone', '+47 555', false), consentOf('phone', '+1 nobody', true)]),
+    ]);
+    expect((await state.get('ic', 'phone', '+47 555'))!.consent!.consent).toBe(false);
+    expect((await state.get('ic', 'phone', '+1 nobody'))!.consent!.consent).toBe(true);
+    // No customer is made of a phone: resolution does not know it.
+    expect(await identity.lookup('ic', { kind: 'phone', value: '+1 nobody' })).toBeUndefined();
+    const history = await store.query<{ svc_id: string; identifier_value: string }>(
+      'ic',
+      'SELECT svc_id, identifier_value FROM {db}.consent_history ORDER BY identifier_value, svc_id',
+    );
+    expect(history).toEqual([
+      { svc_id: '', identifier_value: '+1 nobody' },
+      { svc_id: 'p1', identifier_value: '+47 555' },
+      { svc_id: 'p2', identifier_value: '+47 555' },
+    ]);
+    const events = await store.query<{ event_id: string; svc_id: string; action: string }>(
+      'ic',
+      "SELECT event_id, svc_id, action FROM {db}.events WHERE type = 'consent' ORDER BY event_id",
+    );
+    expect(events).toEqual([
+      { event_id: 'm4-0', svc_id: 'p1', action: 'opt-out' },
+      { event_id: 'm4-0.1', svc_id: 'p2', action: 'opt-out' },
+    ]);
   });
 
   it('stores a redelivered message once, and the state rebuilt from the store equals the live one', async () => {

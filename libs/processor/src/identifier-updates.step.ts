@@ -5,13 +5,14 @@ import type { IdentifierUpdatesMessage } from '@cdp/contracts';
 import {
   eventId,
   isProfileIdentifier,
+  PHONE,
   SVC_ALL,
   toStoreTime,
   type AttributeUpdate,
   type EventRecord,
   type IdentifierUpdate,
 } from '@cdp/domain';
-import type { ProfileUpdate } from '@cdp/identity';
+import { ProfileState, type ProfileUpdate, type Resolution } from '@cdp/identity';
 import { AnalyticStore, type EventRow, type StoreBatch } from '@cdp/store';
 import { CustomColumns } from './custom-columns.service.js';
 import { IdentityStep, withMerges } from './identity.step.js';
@@ -36,7 +37,8 @@ export function isIdentifierUpdatesDelivery(
 /**
  * Per-identifier state changes of one account (`POST /v3/consent`, `/v3/reachability`,
  * `/v3/identifiers`). Each record resolves its identifier to a customer as any record would (an
- * unknown one makes a customer), changes the identifier's hot state, and is stored as an
+ * unknown one makes a customer; a phone, which resolution does not know, goes to the customers whose
+ * profile has it, if any), changes the identifier's hot state, and is stored as an
  * `identifier_updates` row. Consent and reachability changes are also events (`consent` opt-in /
  * opt-out, `reachability` reachable / unreachable) and consent changes consent-history rows.
  *
@@ -52,6 +54,7 @@ export class IdentifierUpdatesStep {
     private readonly consent: ConsentState,
     private readonly columns: CustomColumns,
     private readonly store: AnalyticStore,
+    private readonly profiles: ProfileState,
   ) {}
 
   async process(
@@ -65,8 +68,22 @@ export class IdentifierUpdatesStep {
         record: { ...record, identifiers: { [record.field]: record.value } },
       })),
     );
-    const resolved = await this.identityStep.resolve(account, items);
-    const { resolutions } = resolved;
+    // Phones are matched against profiles, every other identifier is resolved (in one index call).
+    const resolvable = items.filter((item) => item.record.field !== PHONE);
+    const resolved = await this.identityStep.resolve(account, resolvable);
+    const resolutionOf = new Map<Item, Resolution>(
+      resolvable.map((item, i) => [item, resolved.resolutions[i]!]),
+    );
+    const customersOf = new Map<Item, string[]>();
+    for (const item of items) {
+      const resolution = resolutionOf.get(item);
+      customersOf.set(
+        item,
+        resolution
+          ? [resolution.customerId]
+          : await this.profiles.customersWithPhone(account, item.record.value),
+      );
+    }
     const now = toStoreTime(Date.now());
     const batch: StoreBatch = {
       identityLinks: [],
@@ -84,32 +101,35 @@ export class IdentifierUpdatesStep {
       account,
       items.map(({ record }) => changeOf(record)),
     );
-    const emailConsent = items.flatMap((item, i) =>
-      item.record.type === 'consent' && item.record.field === 'email' ? [i] : [],
+    const emailConsent = items.filter(
+      (item) => item.record.type === 'consent' && item.record.field === 'email',
     );
     const optIns = await this.consent.apply(
       account,
-      emailConsent.map((i) => ({
-        customerId: resolutions[i]!.customerId,
+      emailConsent.map((item) => ({
+        customerId: resolutionOf.get(item)!.customerId,
         listId: SVC_ALL,
-        subscribed: (items[i]!.record as { consent: boolean }).consent,
+        subscribed: (item.record as { consent: boolean }).consent,
       })),
     );
-    const optInVersion = new Map(emailConsent.map((i, n) => [i, optIns[n]!.version]));
+    const optInVersion = new Map(emailConsent.map((item, n) => [item, optIns[n]!.version]));
 
     items.forEach((item, i) => {
-      const resolution = resolutions[i]!;
-      const { customerId, created, linked, merged } = resolution;
       const { message, record, index } = item;
-      this.identityStep.recordEffects(batch, item, resolution, now);
-      for (const loser of merged) lastMessageOf.set(loser, message.id);
-      const update: AttributeUpdate = {};
-      for (const id of linked) if (isProfileIdentifier(id.kind)) update[id.kind] = id.value;
-      if (record.type === 'consent' && record.field === 'email') update.opted_in = record.consent;
-      if (created || merged.length || Object.keys(update).length > 0) {
-        updates.push(withMerges(customerId, update, merged));
-        lastMessageOf.set(customerId, message.id);
+      const resolution = resolutionOf.get(item);
+      if (resolution) {
+        const { customerId, created, linked, merged } = resolution;
+        this.identityStep.recordEffects(batch, item, resolution, now);
+        for (const loser of merged) lastMessageOf.set(loser, message.id);
+        const update: AttributeUpdate = {};
+        for (const id of linked) if (isProfileIdentifier(id.kind)) update[id.kind] = id.value;
+        if (record.type === 'consent' && record.field === 'email') update.opted_in = record.consent;
+        if (created || merged.length || Object.keys(update).length > 0) {
+          updates.push(withMerges(customerId, update, merged));
+          lastMessageOf.set(customerId, message.id);
+        }
       }
+      const customers = customersOf.get(item)!;
       const changedAt = toStoreTime(record.ts);
       batch.identifierUpdates!.push({
         field: record.field,
@@ -117,7 +137,8 @@ export class IdentifierUpdatesStep {
         version: versions[i]!,
         type: record.type,
         change: changeBody(changeOf(record)),
-        svc_id: customerId,
+        // A phone may be several customers' (or nobody's yet): the first is named.
+        svc_id: customers[0] ?? '',
         api_key: message.key,
         msg_id: message.id,
         changed_at: changedAt,
@@ -126,24 +147,30 @@ export class IdentifierUpdatesStep {
       if (record.type === 'metadata') return;
       if (record.type === 'consent') {
         const email = record.field === 'email';
-        batch.consentHistory!.push({
-          svc_id: customerId,
-          list_id: email ? SVC_ALL : record.field,
-          subscribed: record.consent,
-          version: email ? optInVersion.get(i)! : versions[i]!,
-          identifier_kind: record.field,
-          identifier_value: record.value,
-          api_key: message.key,
-          source: email ? EMAIL_CONSENT_SOURCE : IDENTIFIER_CONSENT_SOURCE,
-          msg_id: message.id,
-          changed_at: changedAt,
-          stored_at: now,
-        });
+        // A phone nobody has yet still leaves its history row, under no customer.
+        for (const customerId of customers.length ? customers : ['']) {
+          batch.consentHistory!.push({
+            svc_id: customerId,
+            list_id: email ? SVC_ALL : record.field,
+            subscribed: record.consent,
+            version: email ? optInVersion.get(item)! : versions[i]!,
+            identifier_kind: record.field,
+            identifier_value: record.value,
+            api_key: message.key,
+            source: email ? EMAIL_CONSENT_SOURCE : IDENTIFIER_CONSENT_SOURCE,
+            msg_id: message.id,
+            changed_at: changedAt,
+            stored_at: now,
+          });
+        }
       }
-      batch.events.push(eventRow(record.event, message.id, index, customerId, message.receivedAt));
+      customers.forEach((customerId, n) => {
+        const id = n === 0 ? eventId(message.id, index) : `${eventId(message.id, index)}.${n}`;
+        batch.events.push(eventRow(record.event, message.id, id, customerId, message.receivedAt));
+      });
     });
 
-    this.identityStep.redactOptedOut(items, resolved, updates, lastMessageOf);
+    this.identityStep.redactOptedOut(resolvable, resolved, updates, lastMessageOf);
     batch.customers.push(
       ...(await this.identityStep.applyProfiles(account, updates, (c) => lastMessageOf.get(c)!, now)),
     );
@@ -181,7 +208,7 @@ function changeOf(record: IdentifierUpdate): IdentifierChange {
 function eventRow(
   e: EventRecord,
   msgId: string,
-  index: number,
+  id: string,
   customerId: string,
   receivedAt: number,
 ): EventRow {
@@ -189,7 +216,7 @@ function eventRow(
   for (const [kind, value] of Object.entries(e.identifiers))
     identifiers[kind] = Array.isArray(value) ? value.join(',') : value;
   return {
-    event_id: eventId(msgId, index),
+    event_id: id,
     msg_id: msgId,
     svc_id: customerId,
     ts: toStoreTime(e.ts),

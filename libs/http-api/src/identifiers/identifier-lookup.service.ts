@@ -2,10 +2,12 @@ import { Injectable } from '@nestjs/common';
 import { IdentifierState, type IdentifierStatus, type MetadataValue } from '@cdp/consent';
 import { ApiError } from '@cdp/contracts';
 import {
-  isIdentifierField,
   isJunkIdentifierValue,
   isMessagingIdentifier,
-  normalizeIdentifierValue,
+  isStateIdentifier,
+  MESSAGING_IDENTIFIERS_TEXT,
+  normalizeStateValue,
+  STATE_IDENTIFIERS_TEXT,
 } from '@cdp/domain';
 import { IdentityIndex, ProfileState } from '@cdp/identity';
 
@@ -51,13 +53,13 @@ export class IdentifierLookup {
 
   /** Checks the path's field and the `id` query parameter before anything is read. */
   check(field: string, id: unknown, messaging = false): { field: string; sent: string; value: string } {
-    if (!isIdentifierField(field) || (messaging && !isMessagingIdentifier(field))) {
+    if (!isStateIdentifier(field) || (messaging && !isMessagingIdentifier(field))) {
       throw ApiError.invalid([
         {
           field: 'identifier_field_name',
           reason: messaging
-            ? 'must be a messaging identifier: email or a *_push_tokens field'
-            : 'must be an identifier field: customer_id, email, vuid, a *_push_tokens field or a svc_alias_* field',
+            ? `must be a messaging identifier: ${MESSAGING_IDENTIFIERS_TEXT}`
+            : `must be an identifier field: ${STATE_IDENTIFIERS_TEXT}`,
         },
       ]);
     }
@@ -65,7 +67,7 @@ export class IdentifierLookup {
       throw ApiError.invalid([
         { field: 'id', reason: 'is required: one identifier value of at most 1024 characters' },
       ]);
-    return { field, sent: id, value: normalizeIdentifierValue(field, id) };
+    return { field, sent: id, value: normalizeStateValue(field, id) };
   }
 
   private status(

@@ -1,10 +1,15 @@
 import { BatchValidator, type Invalid } from '@cdp/contracts';
 import {
   customerFieldProblem,
-  isIdentifierField,
   isJunkIdentifierValue,
   isMessagingIdentifier,
-  normalizeIdentifierValue,
+  isStateIdentifier,
+  MESSAGING_IDENTIFIERS_TEXT,
+  normalizeEvent,
+  normalizeStateValue,
+  readCustomFields,
+  standardEventProblems,
+  STATE_IDENTIFIERS_TEXT,
   parseTimestamp,
   readCustomValue,
   type ConsentUpdate,
@@ -16,7 +21,6 @@ import {
   type ReachabilityUpdateType,
 } from '@cdp/domain';
 import { BatchValidationPipe } from '../ingest/batch-validation.pipe.js';
-import { eventRule, type EventsContext } from '../events/events.validator.js';
 import {
   consentUpdateSchema,
   metadataUpdateSchema,
@@ -62,18 +66,17 @@ function readIdentifier(
   messaging: boolean,
 ): { field: string; value: string } {
   const field = input.identifier_field_name;
-  if (!isIdentifierField(field)) {
+  if (!isStateIdentifier(field)) {
     invalids.push({
       event: index,
       field: 'identifier_field_name',
-      reason:
-        'must be an identifier field: customer_id, email, vuid, a *_push_tokens field or a svc_alias_* field',
+      reason: `must be an identifier field: ${STATE_IDENTIFIERS_TEXT}`,
     });
   } else if (messaging && !isMessagingIdentifier(field)) {
     invalids.push({
       event: index,
       field: 'identifier_field_name',
-      reason: 'must be a messaging identifier: email or a *_push_tokens field',
+      reason: `must be a messaging identifier: ${MESSAGING_IDENTIFIERS_TEXT}`,
     });
   }
   if (isJunkIdentifierValue(input.identifier_value)) {
@@ -82,7 +85,7 @@ function readIdentifier(
     const problem = customerFieldProblem('email', input.identifier_value);
     if (problem) invalids.push({ event: index, field: 'identifier_value', reason: problem });
   }
-  return { field, value: normalizeIdentifierValue(field, input.identifier_value) };
+  return { field, value: normalizeStateValue(field, input.identifier_value) };
 }
 
 function readUpdateTs(
@@ -107,32 +110,39 @@ function readUpdateTs(
 
 /**
  * The event a consent or reachability change makes, `event_data` read exactly as an event's `data`
- * (custom fields by their type, undefined ones dropped); its invalids are named `event_data.<field>`.
+ * (as `eventRule` does: custom fields by their type, undefined ones dropped, `ts` readable); its
+ * invalids are named `event_data.<field>`. The identifier was checked already (a phone is none of
+ * resolution's, yet names the event).
  */
 function eventOf(
   type: string,
   action: string,
   id: { field: string; value: string },
-  data: Record<string, unknown> | null | undefined,
+  sent: Record<string, unknown> | null | undefined,
   index: number,
   context: IdentifierUpdatesContext,
   ts: number,
   invalids: Invalid[],
 ): EventRecord {
-  const events: EventsContext = { nowMs: ts, custom: context.eventFields };
-  const result = eventRule(
-    { type, action, identifiers: { [id.field]: id.value }, data: data ?? {} },
-    index,
-    events,
-  );
-  if (!Array.isArray(result)) return result;
-  for (const inv of result) {
-    const field = String(inv.field);
-    // The identifier's own problems are reported on identifier_value already.
-    if (field === 'identifiers' || field.startsWith('identifiers.')) continue;
-    invalids.push({ ...inv, field: field.startsWith('data.') ? `event_data.${field.slice(5)}` : field });
+  const data = sent ?? {};
+  const rename = (field: string | string[]) =>
+    typeof field === 'string' && field.startsWith('data.') ? `event_data.${field.slice(5)}` : field;
+  for (const problem of standardEventProblems(type, action, data))
+    invalids.push({ event: index, ...problem, field: rename(problem.field) });
+  const custom = readCustomFields(data, context.eventFields, 'data.');
+  for (const invalid of custom.invalids)
+    invalids.push({ event: index, ...invalid, field: rename(invalid.field) });
+  const identifiers = { [id.field]: id.value };
+  const record = normalizeEvent({ type, action, identifiers, data }, ts, custom.values);
+  if ('invalidTs' in record) {
+    invalids.push({
+      event: index,
+      field: rename(record.field ?? 'data.ts'),
+      reason: 'must be unix epoch seconds or an ISO 8601 date-time',
+    });
+    return { type, action, ts, channel: '', identifiers, data: {} };
   }
-  return { type, action, ts, channel: '', identifiers: {}, data: {} };
+  return { ...record, identifiers };
 }
 
 export function consentRule(

@@ -59,7 +59,7 @@ export function buildProcessor(store: AnalyticStore) {
     ordersStep,
     productsStep,
     new OptOutStep(identity, profiles, identityStep, store),
-    new IdentifierUpdatesStep(identityStep, identifierState, consent, columns, store),
+    new IdentifierUpdatesStep(identityStep, identifierState, consent, columns, store, profiles),
   );
   return { metadata, identity, profiles, orders, identityStep, ordersStep, productsStep, pipeline };
 }
