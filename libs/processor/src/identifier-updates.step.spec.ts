@@ -8,13 +8,13 @@ import type { IdentifierUpdate } from '@cdp/domain';
 import { MemoryIdentityIndex, MemoryProfileState } from '@cdp/identity/memory';
 import { createLogger } from '@cdp/logger';
 import { FileMetadataStore } from '@cdp/metadata/file';
-import { SchemaRegistry } from '@cdp/schema';
 import { ClickHouseStore } from '@cdp/store';
 import { ChdbTransport } from '@cdp/store/chdb';
-import { CustomColumns } from './custom-columns.service.js';
 import { IdentityRebuild } from './identity-rebuild.service.js';
 import { IdentityStep } from './identity.step.js';
 import { IdentifierUpdatesStep } from './identifier-updates.step.js';
+import { StepWriter } from './step-writer.js';
+import { unwrap } from './store-rows.js';
 
 /** The step on the embedded drivers and chDB: what identifier updates leave behind, and their rebuild. */
 describe('IdentifierUpdatesStep', () => {
@@ -24,7 +24,9 @@ describe('IdentifierUpdatesStep', () => {
   let consent: MemoryConsentState;
   let state: MemoryIdentifierState;
   let rebuild: IdentityRebuild;
-  let step: IdentifierUpdatesStep;
+  let step: {
+    process(account: string, deliveries: (Delivery & { message: IdentifierUpdatesMessage })[]): Promise<void>;
+  };
 
   beforeAll(() => {
     store = new ClickHouseStore(new ChdbTransport(mkdtempSync(join(tmpdir(), 'cdp-idupd-'))));
@@ -38,14 +40,14 @@ describe('IdentifierUpdatesStep', () => {
     const metadata = new FileMetadataStore(mkdtempSync(join(tmpdir(), 'cdp-idupd-meta-')));
     const logger = createLogger('silent');
     rebuild = new IdentityRebuild(identity, profiles, consent, store, metadata, logger, state);
-    step = new IdentifierUpdatesStep(
-      new IdentityStep(identity, profiles, rebuild),
-      state,
-      consent,
-      new CustomColumns(new SchemaRegistry(metadata), store, logger),
-      store,
-      profiles,
-    );
+    const identityStep = new IdentityStep(identity, profiles, rebuild);
+    const updates = new IdentifierUpdatesStep(identityStep, state, consent, profiles);
+    const writer = new StepWriter(store, identityStep);
+    // What the runner does with the step's rows (IngestPipeline): write them, bracketed, and settle.
+    step = {
+      process: async (account, deliveries) =>
+        writer.write(account, deliveries, unwrap(await updates.run({ account, deliveries }))),
+    };
   });
 
   const event = (type: string, action: string, identifiers: Record<string, string>) => ({

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { mayBeStored, type Delivery } from '@cdp/bus';
+import { ok, type Delivery, type Step, type StepResult } from '@cdp/bus';
 import { ConsentState, IdentifierState, changeBody, type IdentifierChange } from '@cdp/consent';
 import type { IdentifierUpdatesMessage } from '@cdp/contracts';
 import {
@@ -13,9 +13,14 @@ import {
   type IdentifierUpdate,
 } from '@cdp/domain';
 import { ProfileState, type ProfileUpdate, type Resolution } from '@cdp/identity';
-import { AnalyticStore, type EventRow, type StoreBatch } from '@cdp/store';
-import { CustomColumns } from './custom-columns.service.js';
+import type { EventRow, StoreBatch } from '@cdp/store';
 import { IdentityStep, withMerges } from './identity.step.js';
+import { collectRows, emptyBatch } from './store-rows.js';
+
+export interface IdentifierUpdatesInput {
+  account: string;
+  deliveries: readonly (Delivery & { message: IdentifierUpdatesMessage })[];
+}
 
 interface Item {
   message: IdentifierUpdatesMessage;
@@ -40,27 +45,23 @@ export function isIdentifierUpdatesDelivery(
  * unknown one makes a customer; a phone, which resolution does not know, goes to the customers whose
  * profile has it, if any), changes the identifier's hot state, and is stored as an
  * `identifier_updates` row. Consent and reachability changes are also events (`consent` opt-in /
- * opt-out, `reachability` reachable / unreachable) and consent changes consent-history rows.
+ * opt-out, `reachability` reachable / unreachable) and consent changes consent-history rows. The step
+ * returns the rows; the runner writes them.
  *
  * Email consent is the channel opt-in (spec "Consent and subscription"): it changes the profile's
  * `opted_in` and the `svc_all` membership exactly as `{opted_in, email}` on `/v3/lists/subscriptions`
  * does, so the three read the same.
  */
 @Injectable()
-export class IdentifierUpdatesStep {
+export class IdentifierUpdatesStep implements Step<IdentifierUpdatesInput, StoreBatch> {
   constructor(
     private readonly identityStep: IdentityStep,
     private readonly identifiers: IdentifierState,
     private readonly consent: ConsentState,
-    private readonly columns: CustomColumns,
-    private readonly store: AnalyticStore,
     private readonly profiles: ProfileState,
   ) {}
 
-  async process(
-    account: string,
-    deliveries: readonly (Delivery & { message: IdentifierUpdatesMessage })[],
-  ): Promise<void> {
+  async run({ account, deliveries }: IdentifierUpdatesInput): Promise<StepResult<StoreBatch>> {
     const items: Item[] = deliveries.flatMap((d) =>
       d.message.records.map((record, index) => ({
         message: d.message,
@@ -70,7 +71,9 @@ export class IdentifierUpdatesStep {
     );
     // Phones are matched against profiles, every other identifier is resolved (in one index call).
     const resolvable = items.filter((item) => item.record.field !== PHONE);
-    const resolved = await this.identityStep.resolve(account, resolvable);
+    const resolution = await this.identityStep.run({ account, items: resolvable });
+    if (resolution.type !== 'ok') return resolution;
+    const resolved = resolution.value;
     const resolutionOf = new Map<Item, Resolution>(
       resolvable.map((item, i) => [item, resolved.resolutions[i]!]),
     );
@@ -85,15 +88,7 @@ export class IdentifierUpdatesStep {
       );
     }
     const now = toStoreTime(Date.now());
-    const batch: StoreBatch = {
-      identityLinks: [],
-      merges: [],
-      conflicts: [],
-      customers: [],
-      events: [],
-      consentHistory: [],
-      identifierUpdates: [],
-    };
+    const batch: StoreBatch = { ...emptyBatch(), consentHistory: [], identifierUpdates: [] };
     const updates: ProfileUpdate[] = [];
     const lastMessageOf = new Map<string, string>();
 
@@ -119,7 +114,7 @@ export class IdentifierUpdatesStep {
       const resolution = resolutionOf.get(item);
       if (resolution) {
         const { customerId, created, linked, merged } = resolution;
-        this.identityStep.recordEffects(batch, item, resolution, now);
+        collectRows(batch, this.identityStep.effectRows(item, resolution, now));
         for (const loser of merged) lastMessageOf.set(loser, message.id);
         const update: AttributeUpdate = {};
         for (const id of linked) if (isProfileIdentifier(id.kind)) update[id.kind] = id.value;
@@ -174,15 +169,7 @@ export class IdentifierUpdatesStep {
     batch.customers.push(
       ...(await this.identityStep.applyProfiles(account, updates, (c) => lastMessageOf.get(c)!, now)),
     );
-    await this.columns.prepare(account, batch);
-    const messages = deliveries.map((d) => d.message.id);
-    await this.store.begin(account, messages);
-    await this.store.write(account, batch, deliveries.some(mayBeStored));
-    await this.store.commit(account, messages);
-    await this.identityStep.settle(
-      account,
-      deliveries.map((d) => d.message),
-    );
+    return ok(batch);
   }
 }
 

@@ -12,6 +12,7 @@ import { OrdersStep } from './orders.step.js';
 import { ProductsStep } from './products.step.js';
 import { OptOutStep } from './optout.step.js';
 import { IdentifierUpdatesStep } from './identifier-updates.step.js';
+import { StepWriter } from './step-writer.js';
 
 /**
  * The processor role: consumes ingest messages, resolves identities, writes the store. Its ports
@@ -31,6 +32,7 @@ import { IdentifierUpdatesStep } from './identifier-updates.step.js';
     OrdersStep,
     ProductsStep,
     OptOutStep,
+    StepWriter,
     IdentifierUpdatesStep,
   ],
   exports: [IdentityRebuild, CustomColumns, OrdersRebuild],
