@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { AccountsModule } from '@cdp/accounts';
 import { ListsService } from '@cdp/lists';
 import { RateLimitPolicy } from '@cdp/rate-limits';
@@ -34,11 +34,14 @@ import { IdentifierLookup } from './identifiers/identifier-lookup.service.js';
 import { SchemaModulesController } from './schema/schema-modules.controller.js';
 import { AdminModulesController } from './admin/admin-modules.controller.js';
 import { ModuleGate } from './schema/requires-module.js';
+import { BrowserRequests } from './browser/browser-requests.js';
+import { SdkAssets } from './sdk/sdk-assets.js';
+import { SdkController } from './sdk/sdk.controller.js';
 import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
 @Module({
-  imports: [AccountsModule, SchemaModule, ExportsApiModule],
+  imports: [AccountsModule, SchemaModule, ExportsApiModule, DiscoveryModule],
   controllers: [
     EventsController,
     ProfilesController,
@@ -57,6 +60,7 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
     IdentifiersController,
     SchemaModulesController,
     AdminModulesController,
+    SdkController,
   ],
   providers: [
     IngestPublisher,
@@ -78,6 +82,8 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
         new IdempotencyRecords(store, config.idempotency),
     },
     IdempotencyInterceptor,
+    SdkAssets,
+    BrowserRequests,
   ],
   exports: [ObjectsIngest],
 })
