@@ -10,6 +10,7 @@ import { Idempotent } from '../idempotency/idempotent.decorator.js';
 import { BatchBody, type ValidatedBatch } from '../ingest/batch-validation.pipe.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { EnvelopeValidation } from '../validation/envelope-validation.pipe.js';
+import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 import { IdentifierQueryDto } from './identifier-query.dto.js';
 import {
   IdentifierLookup,
@@ -33,6 +34,8 @@ const FIELD = { name: 'identifier_field_name', description: 'an identifier field
  */
 @ApiTags('identifiers')
 @ApiHeader({ name: 'x-api-key', required: true })
+// Consent and reachability are what messaging to lists relies on: the lists family's plan counts them.
+@RateLimit('lists')
 @UsePipes(EnvelopeValidation)
 @Controller('v3')
 export class IdentifiersController {

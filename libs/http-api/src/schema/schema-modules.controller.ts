@@ -6,6 +6,7 @@ import { AccountModules, SCHEMA_MODULE_NAMES, type SchemaModuleName } from '@cdp
 import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { EnvelopeValidation } from '../validation/envelope-validation.pipe.js';
+import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 
 /** `POST /v3/schema/modules`: the module to enable. */
 export class EnableModuleDto {
@@ -20,6 +21,7 @@ export class EnableModuleDto {
  */
 @ApiTags('schema')
 @ApiHeader({ name: 'x-api-key', description: 'private key', required: true })
+@RateLimit('schema')
 @UsePipes(EnvelopeValidation)
 @Controller('v3/schema/modules')
 @Auth('private')

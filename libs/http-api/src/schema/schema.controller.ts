@@ -16,6 +16,7 @@ import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { FieldDefDto, NewFieldsDto, ObjectDefDto, RelationDefDto } from './schema.dto.js';
 import { RequiresModule } from './requires-module.js';
+import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 
 /**
  * The schema API (spec "Schema API (beta)"): objects, their fields and relations. Creation answers 201
@@ -25,6 +26,7 @@ import { RequiresModule } from './requires-module.js';
 @ApiTags('schema')
 @ApiExtraModels(FieldDefDto, NewFieldsDto)
 @ApiHeader({ name: 'x-api-key', description: 'private key', required: true })
+@RateLimit('schema')
 @Controller('v3/schema/objects')
 @Auth('private')
 export class SchemaController {
