@@ -35,6 +35,11 @@ import { IdentifierLookup } from './identifiers/identifier-lookup.service.js';
 import { SchemaModulesController } from './schema/schema-modules.controller.js';
 import { AdminModulesController } from './admin/admin-modules.controller.js';
 import { ModuleGate } from './schema/requires-module.js';
+import { ActivityModule } from '@cdp/loader';
+import { ActivityController } from './activity/activity.controller.js';
+import { UploadsController } from './files/uploads.controller.js';
+import { UploadRoute } from './files/upload.route.js';
+import { UploadSigner } from './files/upload-signer.js';
 import { BrowserRequests } from './browser/browser-requests.js';
 import { SdkAssets } from './sdk/sdk-assets.js';
 import { SdkController } from './sdk/sdk.controller.js';
@@ -43,7 +48,14 @@ import { InspectorTap } from './inspector/inspector.tap.js';
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
 @Module({
-  imports: [AccountsModule, SchemaModule, ExportsApiModule, DiscoveryModule, ConsoleApiModule],
+  imports: [
+    AccountsModule,
+    SchemaModule,
+    ExportsApiModule,
+    DiscoveryModule,
+    ConsoleApiModule,
+    ActivityModule,
+  ],
   controllers: [
     EventsController,
     ProfilesController,
@@ -62,6 +74,8 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     IdentifiersController,
     SchemaModulesController,
     AdminModulesController,
+    ActivityController,
+    UploadsController,
     SdkController,
   ],
   providers: [
@@ -84,6 +98,12 @@ import { InspectorTap } from './inspector/inspector.tap.js';
         new IdempotencyRecords(store, config.idempotency),
     },
     IdempotencyInterceptor,
+    {
+      provide: UploadSigner,
+      inject: [APP_CONFIG],
+      useFactory: (config: AppConfig) => new UploadSigner(config.uploads.signingKey),
+    },
+    UploadRoute,
     InspectorTap,
     SdkAssets,
     BrowserRequests,
