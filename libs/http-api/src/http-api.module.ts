@@ -30,6 +30,11 @@ import { ObjectsController } from './objects/objects.controller.js';
 import { ObjectsIngest } from './objects/objects.ingest.js';
 
 import { OptOutController } from './optout/optout.controller.js';
+import { IdentifiersController } from './identifiers/identifiers.controller.js';
+import { IdentifierLookup } from './identifiers/identifier-lookup.service.js';
+import { SchemaModulesController } from './schema/schema-modules.controller.js';
+import { AdminModulesController } from './admin/admin-modules.controller.js';
+import { ModuleGate } from './schema/requires-module.js';
 import { ActivityModule } from '@cdp/loader';
 import { ActivityController } from './activity/activity.controller.js';
 import { UploadsController } from './files/uploads.controller.js';
@@ -66,6 +71,9 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     CommerceObjectsController,
     ExportsController,
     OptOutController,
+    IdentifiersController,
+    SchemaModulesController,
+    AdminModulesController,
     ActivityController,
     UploadsController,
     SdkController,
@@ -75,6 +83,8 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     EventsIngest,
     ProfileLookup,
     ObjectsIngest,
+    IdentifierLookup,
+    ModuleGate,
     { provide: APP_GUARD, useClass: ApiKeyGuard },
     { provide: APP_FILTER, useClass: ErrorEnvelopeFilter },
     RateLimitPolicy,
