@@ -6,6 +6,7 @@ import { ExportWorkerModule } from '@cdp/exports/worker';
 import { HttpApiModule } from '@cdp/http-api';
 import type { Logger } from '@cdp/logger';
 import { ProcessorModule } from '@cdp/processor';
+import { RecommendationsWorkerModule } from '@cdp/recommendations';
 
 /** The all-in-one process: every role in one process, on the drivers the configuration names. */
 @Module({})
@@ -20,6 +21,7 @@ export class CdpModule {
         HttpApiModule,
         ProcessorModule,
         ExportWorkerModule,
+        RecommendationsWorkerModule,
       ],
       providers: [AccountsBootstrap, { provide: CREATE_FIRST_ACCOUNT, useValue: true }],
     };

@@ -30,6 +30,9 @@ import { ObjectsIngest } from './objects/objects.ingest.js';
 
 import { OptOutController } from './optout/optout.controller.js';
 import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
+import { RecommendationRulesService } from '@cdp/recommendations';
+import { RecommendationsController } from './recommendations/recommendations.controller.js';
+import { AdminRecommendationRulesController } from './admin/admin-recommendation-rules.controller.js';
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
 @Module({
@@ -49,6 +52,8 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
     CommerceObjectsController,
     ExportsController,
     OptOutController,
+    RecommendationsController,
+    AdminRecommendationRulesController,
   ],
   providers: [
     IngestPublisher,
@@ -68,6 +73,7 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
         new IdempotencyRecords(store, config.idempotency),
     },
     IdempotencyInterceptor,
+    RecommendationRulesService,
   ],
   exports: [ObjectsIngest],
 })
