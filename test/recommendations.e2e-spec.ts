@@ -72,7 +72,6 @@ describe.each(WIRINGS)('recommendations (%s)', (_wiring, start) => {
   beforeAll(async () => {
     p = await start();
     acc = await p.createAccount('recs');
-    other = await p.createAccount('recs-other');
     for (const field of [
       { name: 'in_stock', type: 'boolean', display_name: 'In stock' },
       { name: 'rating', type: 'number', display_name: 'Rating' },
@@ -87,21 +86,22 @@ describe.each(WIRINGS)('recommendations (%s)', (_wiring, start) => {
     // Product ingestion keeps the base fields only (custom product fields are not taken in yet), so the
     // custom columns and their values are written to the store directly, as a newer version of each
     // product than any the API will write.
-    const execute = async (sql: string) =>
-      p instanceof EmbeddedPlatform
-        ? p.app.get(AnalyticStore).execute(acc.id, sql)
-        : p.withStore((store) => store.execute(acc.id, sql));
-    await execute(
-      'ALTER TABLE {db}.products ADD COLUMN IF NOT EXISTS in_stock Nullable(Bool), ADD COLUMN IF NOT EXISTS rating Nullable(Decimal(22, 4))',
-    );
     const literal = (v: string | number | boolean | undefined) =>
       v === undefined ? 'NULL' : typeof v === 'string' ? `'${v}'` : String(v);
-    await execute(
+    const statements = [
+      'ALTER TABLE {db}.products ADD COLUMN IF NOT EXISTS in_stock Nullable(Bool), ADD COLUMN IF NOT EXISTS rating Nullable(Decimal(22, 4))',
       `INSERT INTO {db}.products (product_id, version, msg_id, updated_at, category, price, image_url, in_stock, rating) VALUES ${PRODUCTS.map(
         (x) =>
           `(${[x.product_id, 9e15, 'test', '2026-01-01 00:00:00', x.category, x.price, x.image_url, x.in_stock, x.rating].map(literal).join(', ')})`,
       ).join(', ')}`,
-    );
+    ];
+    const write = async (store: AnalyticStore) => {
+      for (const sql of statements) await store.execute(acc.id, sql);
+    };
+    // Scaled out, chDB belongs to the processor: it is stopped for the write (one restart).
+    if (p instanceof EmbeddedPlatform) await write(p.app.get(AnalyticStore));
+    else await p.withStore(write);
+    other = await p.createAccount('recs-other');
     await send(
       acc.publicKey,
       '/v3/objects/products',
