@@ -11,8 +11,8 @@ import {
 /** Columns of `products` that are the platform's, not the product's. */
 export const INTERNAL_PRODUCT_COLUMNS = ['version', 'msg_id', 'updated_at'];
 
-/** Tiers of the rank, best first: related to the page's products, to the customer's, best sellers. */
-export const TIERS = ['contextual', 'personal', 'best_sellers'] as const;
+/** Small reads: one thread each, so that many requests at once do not fight over the cores. */
+const SMALL = 'SETTINGS max_threads = 1';
 
 /** Schema names are lower snake case; nothing else reaches SQL as a name. */
 function column(name: string): string {
@@ -52,74 +52,48 @@ export function rulesFilter(
   return { sql: where.length ? where.join(' AND ') : 'true', params };
 }
 
-/**
- * One request's ranking, in one statement: the customer (and whoever was merged into them), their
- * latest interactions as seeds, the page's products as context; related products from the affinity
- * table, normalised by popularity (cosine); the best sellers of the last days; the customer's purchases
- * of the last 180 days read straight from `line_items` (a purchase stored a moment ago counts); then the
- * product records that pass the rules, best tier first, best score first.
- */
-export function recommendationSql(filter: string): string {
-  return `WITH
-  customers AS (
-    SELECT {customer:String} AS svc_id WHERE svc_id != ''
+/** Who the customer is now: themselves and whoever was merged into them (two generations of merges). */
+const CUSTOMERS = `customers AS (
+    SELECT {customer:String} AS svc_id
     UNION ALL SELECT svc_id FROM {db}.customer_survivors WHERE survivor = {customer:String}
     UNION ALL SELECT svc_id FROM {db}.customer_survivors
       WHERE survivor IN (SELECT svc_id FROM {db}.customer_survivors WHERE survivor = {customer:String})
-  ),
-  seeds AS (
-    SELECT product_id, sum(w * exp2((toUnixTimestamp64Milli(ts) - ${DECAY_EPOCH_MS}) / ${HALF_LIFE_MS})) AS weight
-    FROM (
-      SELECT product_id, w, ts FROM {db}.rec_interactions WHERE svc_id IN (SELECT svc_id FROM customers)
-      ORDER BY ts DESC LIMIT ${SEED_INTERACTIONS}
-    ) GROUP BY product_id
-  ),
-  sources AS (
-    SELECT product_id, 1 AS tier, weight / (SELECT max(weight) FROM seeds) AS weight FROM seeds
-    UNION ALL SELECT arrayJoin({context:Array(String)}) AS product_id, 0 AS tier, 1. AS weight
-  ),
-  pairs AS (
-    SELECT product_id AS source, related_id, sum(score) AS score FROM {db}.rec_affinities
-    WHERE product_id IN (SELECT product_id FROM sources) GROUP BY source, related_id
-  ),
-  popularity AS (
-    SELECT product_id, sum(score) AS pop FROM {db}.rec_popularity
-    WHERE product_id IN (SELECT related_id FROM pairs UNION ALL SELECT product_id FROM sources)
-    GROUP BY product_id
-  ),
-  related AS (
-    SELECT product_id, tier, score, 0. AS revenue FROM (
-      SELECT pairs.related_id AS product_id, sources.tier AS tier,
-        sum(sources.weight * pairs.score / sqrt(ps.pop * pr.pop)) AS score
-      FROM pairs
-      INNER JOIN sources ON sources.product_id = pairs.source
-      INNER JOIN popularity AS ps ON ps.product_id = pairs.source
-      INNER JOIN popularity AS pr ON pr.product_id = pairs.related_id
-      GROUP BY product_id, tier
-      ORDER BY score DESC LIMIT ${CANDIDATES_PER_KIND} BY tier
-    )
-  ),
-  best AS (
-    SELECT product_id, 2 AS tier, sum(units) AS score, sum(revenue) AS revenue FROM {db}.rec_sales
-    WHERE hour >= toStartOfHour(now() - INTERVAL ${BEST_SELLER_DAYS} DAY)
-    GROUP BY product_id HAVING score > 0
-    ORDER BY score DESC, revenue DESC LIMIT ${CANDIDATES_PER_KIND}
-  ),
-  bought AS (
-    SELECT assumeNotNull(product_id) AS product_id FROM {db}.line_items
-    WHERE svc_id IN (SELECT svc_id FROM customers) AND action = 'purchase' AND product_id IS NOT NULL
-      AND ts >= now64(3) - INTERVAL ${BOUGHT_WINDOW_DAYS} DAY
-  ),
-  candidates AS (
-    SELECT product_id, min(tier) AS best_tier, argMin(score, tier) AS best_score, max(revenue) AS sold
-    FROM (SELECT * FROM related UNION ALL SELECT * FROM best)
-    WHERE product_id NOT IN (SELECT product_id FROM bought) AND product_id NOT IN {context:Array(String)}
-    GROUP BY product_id
-  )
-SELECT p.* EXCEPT (${INTERNAL_PRODUCT_COLUMNS.join(', ')}), c.best_tier AS _tier
-FROM {db}.products AS p FINAL
-INNER JOIN candidates AS c ON c.product_id = p.product_id
-WHERE p.product_id IN (SELECT product_id FROM candidates) AND (${filter})
-ORDER BY c.best_tier, c.best_score DESC, c.sold DESC, p.product_id
-LIMIT {limit:UInt32}`;
+  )`;
+
+/**
+ * The customer's seeds (their latest interactions, weighted by kind and decayed to the same scale as
+ * the affinities) and their purchases of the last 180 days, read straight from `line_items` so that a
+ * purchase stored a moment ago counts.
+ */
+export const CUSTOMER_SQL = `WITH ${CUSTOMERS}
+SELECT 'seed' AS kind, product_id, sum(w * exp2((toUnixTimestamp64Milli(ts) - ${DECAY_EPOCH_MS}) / ${HALF_LIFE_MS})) AS weight
+FROM (
+  SELECT product_id, w, ts FROM {db}.rec_interactions WHERE svc_id IN (SELECT svc_id FROM customers)
+  ORDER BY ts DESC LIMIT ${SEED_INTERACTIONS}
+) GROUP BY product_id
+UNION ALL
+SELECT DISTINCT 'bought' AS kind, assumeNotNull(product_id) AS product_id, 0. AS weight FROM {db}.line_items
+WHERE svc_id IN (SELECT svc_id FROM customers) AND action = 'purchase' AND product_id IS NOT NULL
+  AND ts >= now64(3) - INTERVAL ${BOUGHT_WINDOW_DAYS} DAY
+${SMALL}`;
+
+/** The affinities of the source products (seeds and the page's products). */
+export const PAIRS_SQL = `SELECT product_id AS source, related_id AS related, sum(score) AS score
+FROM {db}.rec_affinities WHERE product_id IN {sources:Array(String)}
+GROUP BY source, related ${SMALL}`;
+
+/** Decayed interest in these products: what affinities are normalised by. */
+export const POPULARITY_SQL = `SELECT product_id, sum(score) AS pop FROM {db}.rec_popularity
+WHERE product_id IN {ids:Array(String)} GROUP BY product_id ${SMALL}`;
+
+/** The best sellers of the last days: units, then revenue. */
+export const BEST_SELLERS_SQL = `SELECT product_id, sum(units) AS units, sum(revenue) AS revenue FROM {db}.rec_sales
+WHERE hour >= toStartOfHour(now() - INTERVAL ${BEST_SELLER_DAYS} DAY)
+GROUP BY product_id HAVING units > 0
+ORDER BY units DESC, revenue DESC, product_id LIMIT ${CANDIDATES_PER_KIND} ${SMALL}`;
+
+/** The product records of the candidates that pass the account's rules. */
+export function productsSql(filter: string): string {
+  return `SELECT p.* EXCEPT (${INTERNAL_PRODUCT_COLUMNS.join(', ')}) FROM {db}.products AS p FINAL
+WHERE p.product_id IN {candidates:Array(String)} AND (${filter}) ${SMALL}`;
 }
