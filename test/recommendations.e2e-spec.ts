@@ -212,6 +212,16 @@ describe.each(WIRINGS)('recommendations (%s)', (_wiring, start) => {
     expect(await all()).toEqual(without());
   });
 
+  it('is in the OpenAPI document', async () => {
+    const openapi = await p.http().get('/openapi.json');
+    expect(Object.keys(openapi.body.paths)).toEqual(
+      expect.arrayContaining([
+        '/v3/recommendations/products',
+        '/admin/v1/accounts/{id}/recommendation-rules',
+      ]),
+    );
+  });
+
   it('refuses rules it cannot apply', async () => {
     const res = await setRules({ require_true: ['rating'], min_price: 'x', colour: 'red' });
     expect(res.status).toBe(400);

@@ -3,17 +3,20 @@ import { LOGGER, type Logger } from '@cdp/logger';
 import { MetadataStore } from '@cdp/metadata';
 import { AnalyticStore } from '@cdp/store';
 import { RecommendationsRefresh } from './recommendations-refresh.js';
+import { RefreshLease } from './refresh-lease.js';
 
 /** How often accounts are checked for newly committed messages. */
 export const REFRESH_INTERVAL_MS = 1_000;
 
 /**
  * Runs beside the processor (the store's writer): every second, each account with messages committed
- * since its last refresh gets its recommendation tables brought up to date.
+ * since its last refresh gets its recommendation tables brought up to date — by one processor at a
+ * time (RefreshLease).
  */
 @Injectable()
 export class RecommendationsRefreshJob implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly refresh: RecommendationsRefresh;
+  private readonly lease: RefreshLease;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> = Promise.resolve();
   private stopped = false;
@@ -24,6 +27,7 @@ export class RecommendationsRefreshJob implements OnApplicationBootstrap, OnAppl
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     this.refresh = new RecommendationsRefresh(store);
+    this.lease = new RefreshLease(metadata);
   }
 
   onApplicationBootstrap(): void {
@@ -34,6 +38,7 @@ export class RecommendationsRefreshJob implements OnApplicationBootstrap, OnAppl
     this.stopped = true;
     clearTimeout(this.timer);
     await this.running;
+    await this.lease.release().catch(() => undefined);
   }
 
   private schedule(): void {
@@ -48,6 +53,7 @@ export class RecommendationsRefreshJob implements OnApplicationBootstrap, OnAppl
   async tick(): Promise<void> {
     let accounts: { id: string }[];
     try {
+      if (!(await this.lease.hold())) return; // another processor refreshes
       accounts = (await this.metadata.list<{ id: string }>('accounts')).map((a) => a.value);
     } catch (err) {
       this.logger.warn({ err }, 'recommendations: accounts could not be listed');

@@ -77,13 +77,14 @@ export const WATERMARKS = `SELECT
 
 /**
  * Takes in every committed message not yet taken, as generation {gen}. Commits are found from the
- * newest seen minus a margin, and the ones already taken in that margin are skipped by id.
+ * newest seen minus a margin, and the ones already taken in that margin are skipped by id (a message
+ * committed then was taken by a generation started after it: `gen` is its start, in the same clock).
  */
 export const TAKE_MESSAGES = `INSERT INTO {db}.rec_messages (msg_id, gen, commit_at)
 SELECT msg_id, {gen:UInt64}, max(at) FROM {db}.ingest_commits
 WHERE done = 1 AND at >= fromUnixTimestamp64Milli({since:Int64}, 'UTC')
   AND msg_id NOT IN (
-    SELECT msg_id FROM {db}.rec_messages WHERE commit_at >= fromUnixTimestamp64Milli({since:Int64} - ${LATE_COMMITS_MS}, 'UTC'))
+    SELECT msg_id FROM {db}.rec_messages WHERE gen >= {since:Int64} - ${LATE_COMMITS_MS})
 GROUP BY msg_id`;
 
 export { LATE_COMMITS_MS };
