@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { AccountsModule } from '@cdp/accounts';
 import { ListsService } from '@cdp/lists';
 import { RateLimitPolicy } from '@cdp/rate-limits';
@@ -29,6 +29,9 @@ import { ObjectsController } from './objects/objects.controller.js';
 import { ObjectsIngest } from './objects/objects.ingest.js';
 
 import { OptOutController } from './optout/optout.controller.js';
+import { BrowserRequests } from './browser/browser-requests.js';
+import { SdkAssets } from './sdk/sdk-assets.js';
+import { SdkController } from './sdk/sdk.controller.js';
 import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
 import { RecommendationRulesService } from '@cdp/recommendations';
 import { RecommendationsController } from './recommendations/recommendations.controller.js';
@@ -36,7 +39,7 @@ import { AdminRecommendationRulesController } from './admin/admin-recommendation
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
 @Module({
-  imports: [AccountsModule, SchemaModule, ExportsApiModule],
+  imports: [AccountsModule, SchemaModule, ExportsApiModule, DiscoveryModule],
   controllers: [
     EventsController,
     ProfilesController,
@@ -54,6 +57,7 @@ import { AdminRecommendationRulesController } from './admin/admin-recommendation
     OptOutController,
     RecommendationsController,
     AdminRecommendationRulesController,
+    SdkController,
   ],
   providers: [
     IngestPublisher,
@@ -74,6 +78,8 @@ import { AdminRecommendationRulesController } from './admin/admin-recommendation
     },
     IdempotencyInterceptor,
     RecommendationRulesService,
+    SdkAssets,
+    BrowserRequests,
   ],
   exports: [ObjectsIngest],
 })

@@ -13,6 +13,8 @@ import { ChdbTransport } from '@cdp/store/chdb';
 import { ClickHouseStore } from '@cdp/store';
 import { IdentityRebuild } from './identity-rebuild.service.js';
 import { isSubscriptionsDelivery, runsOfKind, SubscriptionsStep } from './subscriptions.step.js';
+import { StepWriter } from './step-writer.js';
+import { okValue } from './testing/processor-harness.js';
 
 /** The step on the embedded drivers and chDB: what a batch of consent changes leaves behind. */
 describe('SubscriptionsStep', () => {
@@ -21,7 +23,11 @@ describe('SubscriptionsStep', () => {
   let profiles: MemoryProfileState;
   let consent: MemoryConsentState;
   let step: SubscriptionsStep;
+  let writer: StepWriter;
   let rebuild: IdentityRebuild;
+  /** The step's rows, written as the pipeline writes them. */
+  const process = async (account: string, deliveries: (Delivery & { message: SubscriptionsMessage })[]) =>
+    writer.write(account, deliveries, okValue(await step.run({ account, deliveries })));
 
   beforeAll(() => {
     store = new ClickHouseStore(new ChdbTransport(mkdtempSync(join(tmpdir(), 'cdp-subs-'))));
@@ -39,7 +45,9 @@ describe('SubscriptionsStep', () => {
       new FileMetadataStore(mkdtempSync(join(tmpdir(), 'cdp-subs-meta-'))),
       createLogger('silent'),
     );
-    step = new SubscriptionsStep(new IdentityStep(identity, profiles, rebuild), consent, store);
+    const identityStep = new IdentityStep(identity, profiles, rebuild);
+    step = new SubscriptionsStep(identityStep, consent);
+    writer = new StepWriter(store, identityStep);
   });
 
   const change = (email: string, list: string, subscribed: boolean): SubscriptionRecord => ({
@@ -60,7 +68,7 @@ describe('SubscriptionsStep', () => {
   });
 
   it('changes memberships, opted_in on the profile, and stores history, events and the new customer', async () => {
-    await step.process('sa', [
+    await process('sa', [
       delivery('m1', 'sa', [change('a@x.com', 'news', true), change('a@x.com', 'svc_all', false)]),
     ]);
     const customerId = (await identity.lookup('sa', { kind: 'email', value: 'a@x.com' }))!;
@@ -90,11 +98,41 @@ describe('SubscriptionsStep', () => {
     ]);
   });
 
+  it('writes the event fields sent with an update (a page subscribing) to its event; offline without them', async () => {
+    const fromPage: SubscriptionRecord = {
+      ...change('p@x.com', 'news', true),
+      event_data: { channel: 'web', page: '/lamps', source: 'ads', landing: true, days_since_last_visit: 2 },
+    };
+    await process('sp', [delivery('m9', 'sp', [fromPage, change('p@x.com', 'promo', true)])]);
+    const events = await store.query<Record<string, unknown>>(
+      'sp',
+      'SELECT list_id, channel, page, source, landing, days_since_last_visit FROM {db}.events ORDER BY event_id',
+    );
+    expect(events).toEqual([
+      {
+        list_id: 'news',
+        channel: 'web',
+        page: '/lamps',
+        source: 'ads',
+        landing: true,
+        days_since_last_visit: 2,
+      },
+      {
+        list_id: 'promo',
+        channel: 'offline',
+        page: null,
+        source: null,
+        landing: null,
+        days_since_last_visit: null,
+      },
+    ]);
+  });
+
   it('stores a redelivered message once, and the hot state rebuilt from the store equals the live one', async () => {
     const first = delivery('m2', 'sb', [change('b@x.com', 'news', true)]);
-    await step.process('sb', [first]);
-    await step.process('sb', [{ ...first, deliveryCount: 2 }]);
-    await step.process('sb', [
+    await process('sb', [first]);
+    await process('sb', [{ ...first, deliveryCount: 2 }]);
+    await process('sb', [
       delivery('m3', 'sb', [change('b@x.com', 'promo', true), change('b@x.com', 'news', false)]),
     ]);
     expect(
