@@ -1,4 +1,4 @@
-import { rank, relatedScores } from './ranking.js';
+import { neighbourLists, rank, relatedScores } from './ranking.js';
 
 describe('ranking', () => {
   it('normalises affinity by popularity, so a product everyone touches does not win by being popular', () => {
@@ -11,9 +11,10 @@ describe('ranking', () => {
       ['mouse', 8],
       ['charger', 100],
     ]);
-    expect(relatedScores(pairs, new Map([['laptop', 1]]), popularity)).toEqual(['mouse', 'charger']);
+    const lists = neighbourLists(pairs, popularity);
+    expect(relatedScores(lists, new Map([['laptop', 1]]))).toEqual(['mouse', 'charger']);
     // Only the sources given count.
-    expect(relatedScores(pairs, new Map([['phone', 1]]), popularity)).toEqual([]);
+    expect(relatedScores(lists, new Map([['phone', 1]]))).toEqual([]);
   });
 
   it('ranks kinds in order, each product once under its first kind, never an excluded one', () => {

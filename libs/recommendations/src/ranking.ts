@@ -7,28 +7,51 @@ export interface Pair {
   score: number;
 }
 
+/** A product's related products, best first, with their normalised affinity. */
+export type Neighbours = [related: string, score: number][];
+
+/** How many related products a product keeps: the candidates never need more. */
+const NEIGHBOURS = CANDIDATES_PER_KIND;
+
 export interface Ranked {
   product_id: string;
   type: RecommendationType;
 }
 
 /**
- * Scores related products: Σ over sources of weight(source) · affinity(source, related) /
- * √(popularity(source) · popularity(related)) — cosine similarity of co-interest, so a product popular
- * with everyone does not relate to everything. The best `CANDIDATES_PER_KIND` are kept.
+ * Each source's related products by affinity(source, related) / √(popularity(source) ·
+ * popularity(related)) — cosine similarity of co-interest, so a product popular with everyone does not
+ * relate to everything — best first.
  */
-export function relatedScores(
+export function neighbourLists(
   pairs: readonly Pair[],
-  weights: ReadonlyMap<string, number>,
   popularity: ReadonlyMap<string, number>,
-): string[] {
-  const scores = new Map<string, number>();
+): Map<string, Neighbours> {
+  const lists = new Map<string, Neighbours>();
   for (const { source, related, score } of pairs) {
-    const weight = weights.get(source);
     const ps = popularity.get(source);
     const pr = popularity.get(related);
-    if (weight === undefined || !ps || !pr) continue;
-    scores.set(related, (scores.get(related) ?? 0) + (weight * score) / Math.sqrt(ps * pr));
+    if (!ps || !pr) continue;
+    let list = lists.get(source);
+    if (!list) lists.set(source, (list = []));
+    list.push([related, score / Math.sqrt(ps * pr)]);
+  }
+  for (const [source, list] of lists) {
+    lists.set(source, list.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, NEIGHBOURS));
+  }
+  return lists;
+}
+
+/** Σ over the sources of weight(source) · similarity(source, related): the best `CANDIDATES_PER_KIND`. */
+export function relatedScores(
+  neighbours: ReadonlyMap<string, Neighbours>,
+  weights: ReadonlyMap<string, number>,
+): string[] {
+  const scores = new Map<string, number>();
+  for (const [source, weight] of weights) {
+    for (const [related, score] of neighbours.get(source) ?? []) {
+      scores.set(related, (scores.get(related) ?? 0) + weight * score);
+    }
   }
   return [...scores.entries()]
     .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))

@@ -97,3 +97,17 @@ export function checkRules(
   }
   return problems.length ? { problems } : { rules };
 }
+
+/** Whether a product record passes the rules (applied to every answer, whichever kind). */
+export function passesRules(rules: RecommendationRules, product: Readonly<Record<string, unknown>>): boolean {
+  const category = typeof product.category === 'string' ? product.category : '';
+  if (rules.exclude_categories?.some((c) => category === c || category.startsWith(c + CATEGORY_DELIMITER)))
+    return false;
+  if (rules.require_image && !(typeof product.image_url === 'string' && product.image_url !== ''))
+    return false;
+  const price = product.price === null || product.price === undefined ? undefined : Number(product.price);
+  if (rules.require_price && price === undefined) return false;
+  if (rules.min_price !== undefined && !(price !== undefined && price >= rules.min_price)) return false;
+  if (rules.max_price !== undefined && !(price !== undefined && price <= rules.max_price)) return false;
+  return (rules.require_true ?? []).every((field) => product[field] === true || product[field] === 1);
+}

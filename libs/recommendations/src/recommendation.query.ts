@@ -1,4 +1,3 @@
-import type { RecommendationRules } from './recommendation-rules.js';
 import {
   BEST_SELLER_DAYS,
   BOUGHT_WINDOW_DAYS,
@@ -13,44 +12,6 @@ export const INTERNAL_PRODUCT_COLUMNS = ['version', 'msg_id', 'updated_at'];
 
 /** Small reads: one thread each, so that many requests at once do not fight over the cores. */
 const SMALL = 'SETTINGS max_threads = 1';
-
-/** Schema names are lower snake case; nothing else reaches SQL as a name. */
-function column(name: string): string {
-  if (!/^[a-z][a-z0-9_]{0,63}$/.test(name)) throw new Error(`not a field name: ${name}`);
-  return `p.${name}`;
-}
-
-/**
- * The filter of the account's rules over `products AS p`, with its parameters. `columns` are the
- * product table's columns: a required flag the table has no column for yet is true for no product.
- */
-export function rulesFilter(
-  rules: RecommendationRules,
-  columns: ReadonlySet<string>,
-): { sql: string; params: Record<string, unknown> } {
-  const where: string[] = [];
-  const params: Record<string, unknown> = {};
-  if (rules.exclude_categories?.length) {
-    where.push(
-      `NOT arrayExists(x -> ifNull(p.category, '') = x OR startsWith(ifNull(p.category, ''), concat(x, ' > ')), {excluded_categories:Array(String)})`,
-    );
-    params.excluded_categories = rules.exclude_categories;
-  }
-  if (rules.require_image) where.push(`ifNull(p.image_url, '') != ''`);
-  if (rules.require_price) where.push('p.price IS NOT NULL');
-  if (rules.min_price !== undefined) {
-    where.push('ifNull(p.price >= {min_price:Float64}, false)');
-    params.min_price = rules.min_price;
-  }
-  if (rules.max_price !== undefined) {
-    where.push('ifNull(p.price <= {max_price:Float64}, false)');
-    params.max_price = rules.max_price;
-  }
-  for (const flag of rules.require_true ?? []) {
-    where.push(columns.has(flag) ? `ifNull(${column(flag)}, false) = true` : 'false');
-  }
-  return { sql: where.length ? where.join(' AND ') : 'true', params };
-}
 
 /** Who the customer is now: themselves and whoever was merged into them (two generations of merges). */
 const CUSTOMERS = `customers AS (
@@ -92,8 +53,6 @@ WHERE hour >= toStartOfHour(now() - INTERVAL ${BEST_SELLER_DAYS} DAY)
 GROUP BY product_id HAVING units > 0
 ORDER BY units DESC, revenue DESC, product_id LIMIT ${CANDIDATES_PER_KIND} ${SMALL}`;
 
-/** The product records of the candidates that pass the account's rules. */
-export function productsSql(filter: string): string {
-  return `SELECT p.* EXCEPT (${INTERNAL_PRODUCT_COLUMNS.join(', ')}) FROM {db}.products AS p FINAL
-WHERE p.product_id IN {candidates:Array(String)} AND (${filter}) ${SMALL}`;
-}
+/** The records of these products, every base and custom field. */
+export const PRODUCTS_SQL = `SELECT * EXCEPT (${INTERNAL_PRODUCT_COLUMNS.join(', ')}) FROM {db}.products FINAL
+WHERE product_id IN {ids:Array(String)} ${SMALL}`;

@@ -1,14 +1,14 @@
 import { LRUCache } from 'lru-cache';
 import { AnalyticStore } from '@cdp/store';
-import { rank, relatedScores, type Pair } from './ranking.js';
+import { neighbourLists, rank, relatedScores, type Neighbours, type Pair } from './ranking.js';
 import {
   BEST_SELLERS_SQL,
   CUSTOMER_SQL,
   PAIRS_SQL,
   POPULARITY_SQL,
-  productsSql,
-  rulesFilter,
+  PRODUCTS_SQL,
 } from './recommendation.query.js';
+import { passesRules } from './recommendation-rules.js';
 import { RecommendationTables } from './recommendation-tables.js';
 import {
   Recommender,
@@ -17,38 +17,39 @@ import {
   type RecommendationType,
 } from './recommender.port.js';
 
-/** How long the product table's columns are used before they are read again (custom fields come and go). */
-const COLUMNS_TTL_MS = 5_000;
-/** How long an account's best sellers (a week's window, refreshed every second) are reused. */
-const BEST_SELLERS_TTL_MS = 2_000;
+/**
+ * How long what every customer shares is reused in this process: an account's best sellers, a
+ * product's related products, a product's record. The tables behind them are refreshed every second
+ * and the product feed changes rarely; what is the customer's own (seeds, purchases) is read fresh.
+ */
+export const SHARED_TTL_MS = 2_000;
+
+type ProductRecord = Record<string, unknown> & { product_id: string };
 
 /**
- * Recommendations from the store this process holds. A request reads precomputed rows only — the
- * customer's seeds and recent purchases, the affinities of a few dozen products, the best sellers —
- * ranks a few hundred candidates here, and reads the records of the best ones that pass the rules.
+ * Recommendations from the store this process holds. A request reads the customer's seeds and
+ * purchases (one small query), the related products of the seeds and the page's products and the
+ * best sellers (precomputed tables, reused a moment), ranks a few hundred candidates here, and answers
+ * the records of the best that pass the rules.
  */
 export class StoreRecommender extends Recommender {
-  private readonly columns: LRUCache<string, Set<string>>;
   private readonly bestSellers: LRUCache<string, string[]>;
+  /** `account/product` → related products (an empty list when none). */
+  private readonly neighbours = new LRUCache<string, Neighbours>({ max: 200_000, ttl: SHARED_TTL_MS });
+  /** `account/product` → its record, or null when the feed has none. */
+  private readonly records = new LRUCache<string, { record: ProductRecord | null }>({
+    max: 200_000,
+    ttl: SHARED_TTL_MS,
+  });
 
   constructor(
     private readonly store: AnalyticStore,
     private readonly tables = new RecommendationTables(store),
   ) {
     super();
-    this.columns = new LRUCache<string, Set<string>>({
-      max: 10_000,
-      ttl: COLUMNS_TTL_MS,
-      fetchMethod: async (account) =>
-        new Set(
-          (await this.store.query<{ name: string }>(account, 'DESCRIBE TABLE {db}.products')).map(
-            (c) => c.name,
-          ),
-        ),
-    });
     this.bestSellers = new LRUCache<string, string[]>({
       max: 10_000,
-      ttl: BEST_SELLERS_TTL_MS,
+      ttl: SHARED_TTL_MS,
       fetchMethod: async (account) =>
         (await this.store.query<{ product_id: string }>(account, BEST_SELLERS_SQL)).map((r) => r.product_id),
     });
@@ -57,30 +58,25 @@ export class StoreRecommender extends Recommender {
   async recommend(request: RecommendationRequest): Promise<RecommendedProduct[]> {
     const { account } = request;
     await this.tables.ensure(account);
-    const [history, best, columns] = await Promise.all([
+    const [history, best] = await Promise.all([
       this.history(account, request.customer),
       this.bestSellers.fetch(account),
-      this.columns.fetch(account),
     ]);
-    const { personal, contextual } = await this.related(account, history.seeds, request.productIds);
+    const neighbours = await this.neighboursOf(account, [...history.seeds.keys(), ...request.productIds]);
     const tiers: [RecommendationType, string[]][] = [
-      ['contextual', contextual],
-      ['personal', personal],
+      ['contextual', relatedScores(neighbours, new Map(request.productIds.map((id) => [id, 1])))],
+      ['personal', relatedScores(neighbours, history.seeds)],
       ['best_sellers', best ?? []],
     ];
     const ranked = rank(tiers, new Set([...history.bought, ...request.productIds]));
-    if (ranked.length === 0) return [];
-    const filter = rulesFilter(request.rules, columns ?? new Set());
-    const rows = await this.store.query<Record<string, unknown> & { product_id: string }>(
+    const records = await this.recordsOf(
       account,
-      productsSql(filter.sql),
-      { ...filter.params, candidates: ranked.map((r) => r.product_id) },
+      ranked.map((r) => r.product_id),
     );
-    const records = new Map(rows.map((r) => [r.product_id, r]));
     const top: RecommendedProduct[] = [];
     for (const { product_id, type } of ranked) {
       const record = records.get(product_id);
-      if (!record) continue; // no product record, or left out by the rules
+      if (!record || !passesRules(request.rules, record)) continue; // no record, or left out by the rules
       top.push({ ...record, recommendation_type: type });
       if (top.length === request.limit) break;
     }
@@ -108,29 +104,53 @@ export class StoreRecommender extends Recommender {
     return { seeds, bought };
   }
 
-  /** Products related to the customer's seeds and to the page's products, best first. */
-  private async related(
-    account: string,
-    seeds: ReadonlyMap<string, number>,
-    context: readonly string[],
-  ): Promise<{ personal: string[]; contextual: string[] }> {
-    const sources = [...new Set([...seeds.keys(), ...context])];
-    if (sources.length === 0) return { personal: [], contextual: [] };
-    const pairs = (await this.store.query<Pair>(account, PAIRS_SQL, { sources })).map((p) => ({
+  /** The related products of these products: reused ones, the others read in two queries. */
+  private async neighboursOf(account: string, products: readonly string[]): Promise<Map<string, Neighbours>> {
+    const out = new Map<string, Neighbours>();
+    const missing: string[] = [];
+    for (const id of new Set(products)) {
+      const cached = this.neighbours.get(`${account}/${id}`);
+      if (cached) out.set(id, cached);
+      else missing.push(id);
+    }
+    if (missing.length === 0) return out;
+    const pairs = (await this.store.query<Pair>(account, PAIRS_SQL, { sources: missing })).map((p) => ({
       ...p,
       score: Number(p.score),
     }));
-    if (pairs.length === 0) return { personal: [], contextual: [] };
-    const ids = [...new Set([...sources, ...pairs.map((p) => p.related)])];
+    const ids = [...new Set([...missing, ...pairs.map((p) => p.related)])];
     const popularity = new Map(
       (await this.store.query<{ product_id: string; pop: number }>(account, POPULARITY_SQL, { ids })).map(
         (r) => [r.product_id, Number(r.pop)],
       ),
     );
-    return {
-      personal: relatedScores(pairs, seeds, popularity),
-      contextual: relatedScores(pairs, new Map(context.map((id) => [id, 1])), popularity),
-    };
+    const lists = neighbourLists(pairs, popularity);
+    for (const id of missing) {
+      const list = lists.get(id) ?? [];
+      this.neighbours.set(`${account}/${id}`, list);
+      out.set(id, list);
+    }
+    return out;
+  }
+
+  /** The records of these products (those the feed has): reused ones, the others read in one query. */
+  private async recordsOf(account: string, products: readonly string[]): Promise<Map<string, ProductRecord>> {
+    const out = new Map<string, ProductRecord>();
+    const missing: string[] = [];
+    for (const id of products) {
+      const cached = this.records.get(`${account}/${id}`);
+      if (!cached) missing.push(id);
+      else if (cached.record) out.set(id, cached.record);
+    }
+    if (missing.length === 0) return out;
+    const rows = await this.store.query<ProductRecord>(account, PRODUCTS_SQL, { ids: missing });
+    const found = new Map(rows.map((r) => [r.product_id, r]));
+    for (const id of missing) {
+      const record = found.get(id) ?? null;
+      this.records.set(`${account}/${id}`, { record });
+      if (record) out.set(id, record);
+    }
+    return out;
   }
 }
 
