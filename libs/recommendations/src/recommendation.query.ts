@@ -13,28 +13,26 @@ export const INTERNAL_PRODUCT_COLUMNS = ['version', 'msg_id', 'updated_at'];
 /** Small reads: one thread each, so that many requests at once do not fight over the cores. */
 const SMALL = 'SETTINGS max_threads = 1';
 
-/** Who the customer is now: themselves and whoever was merged into them (two generations of merges). */
-const CUSTOMERS = `customers AS (
-    SELECT {customer:String} AS svc_id
-    UNION ALL SELECT svc_id FROM {db}.customer_survivors WHERE survivor = {customer:String}
-    UNION ALL SELECT svc_id FROM {db}.customer_survivors
-      WHERE survivor IN (SELECT svc_id FROM {db}.customer_survivors WHERE survivor = {customer:String})
-  )`;
+/** Whoever was merged into the customer (two generations of merges): their history is the customer's. */
+export const MERGED_SQL = `SELECT svc_id FROM {db}.customer_survivors WHERE survivor = {customer:String}
+UNION ALL SELECT svc_id FROM {db}.customer_survivors
+  WHERE survivor IN (SELECT svc_id FROM {db}.customer_survivors WHERE survivor = {customer:String})
+${SMALL}`;
 
 /**
  * The customer's seeds (their latest interactions, weighted by kind and decayed to the same scale as
  * the affinities) and their purchases of the last 180 days, read straight from `line_items` so that a
- * purchase stored a moment ago counts.
+ * purchase stored a moment ago counts. `{ids}`: the customer and whoever was merged into them.
  */
-export const CUSTOMER_SQL = `WITH ${CUSTOMERS}
-SELECT 'seed' AS kind, product_id, sum(w * exp2((toUnixTimestamp64Milli(ts) - ${DECAY_EPOCH_MS}) / ${HALF_LIFE_MS})) AS weight
+export const CUSTOMER_SQL = `SELECT 'seed' AS kind, product_id,
+  sum(w * exp2((toUnixTimestamp64Milli(ts) - ${DECAY_EPOCH_MS}) / ${HALF_LIFE_MS})) AS weight
 FROM (
-  SELECT product_id, w, ts FROM {db}.rec_interactions WHERE svc_id IN (SELECT svc_id FROM customers)
+  SELECT product_id, w, ts FROM {db}.rec_interactions WHERE svc_id IN {ids:Array(String)}
   ORDER BY ts DESC LIMIT ${SEED_INTERACTIONS}
 ) GROUP BY product_id
 UNION ALL
 SELECT DISTINCT 'bought' AS kind, assumeNotNull(product_id) AS product_id, 0. AS weight FROM {db}.line_items
-WHERE svc_id IN (SELECT svc_id FROM customers) AND action = 'purchase' AND product_id IS NOT NULL
+WHERE svc_id IN {ids:Array(String)} AND action = 'purchase' AND product_id IS NOT NULL
   AND ts >= now64(3) - INTERVAL ${BOUGHT_WINDOW_DAYS} DAY
 ${SMALL}`;
 

@@ -4,6 +4,7 @@ import { neighbourLists, rank, relatedScores, type Neighbours, type Pair } from 
 import {
   BEST_SELLERS_SQL,
   CUSTOMER_SQL,
+  MERGED_SQL,
   PAIRS_SQL,
   POPULARITY_SQL,
   PRODUCTS_SQL,
@@ -91,10 +92,11 @@ export class StoreRecommender extends Recommender {
     const seeds = new Map<string, number>();
     const bought: string[] = [];
     if (customer === undefined) return { seeds, bought };
+    const merged = await this.store.query<{ svc_id: string }>(account, MERGED_SQL, { customer });
     const rows = await this.store.query<{ kind: string; product_id: string; weight: number }>(
       account,
       CUSTOMER_SQL,
-      { customer },
+      { ids: [customer, ...merged.map((m) => m.svc_id)] },
     );
     const strongest = Math.max(0, ...rows.filter((r) => r.kind === 'seed').map((r) => Number(r.weight)));
     for (const r of rows) {
