@@ -4,6 +4,7 @@ import { checkWiring, type AppConfig } from '@cdp/config';
 import { DriversModule } from '@cdp/drivers';
 import { ExportWorkerModule } from '@cdp/exports/worker';
 import { HttpApiModule } from '@cdp/http-api';
+import { LoaderModule } from '@cdp/loader';
 import type { Logger } from '@cdp/logger';
 import { ProcessorModule } from '@cdp/processor';
 import { RecommendationsWorkerModule } from '@cdp/recommendations';
@@ -22,6 +23,7 @@ export class CdpModule {
         ProcessorModule,
         ExportWorkerModule,
         RecommendationsWorkerModule,
+        LoaderModule,
       ],
       providers: [AccountsBootstrap, { provide: CREATE_FIRST_ACCOUNT, useValue: true }],
     };

@@ -9,6 +9,7 @@ import { IdentityIndex, ProfileState } from '@cdp/identity';
 import { ConsentState } from '@cdp/consent';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { IdempotencyStore } from '@cdp/idempotency';
+import { Inspector } from '@cdp/inspector';
 import { MetadataStore } from '@cdp/metadata';
 import { RateLimiter } from '@cdp/rate-limits';
 import { OrderState } from '@cdp/orders';
@@ -88,7 +89,9 @@ export class DriversModule {
       {
         provide: Buckets,
         useFactory: async (): Promise<Buckets> =>
-          new (await import('@cdp/buckets/local')).LocalDirBuckets(config.buckets),
+          config.bucketStore === 's3'
+            ? new (await import('@cdp/buckets/s3')).S3Buckets(config.s3)
+            : new (await import('@cdp/buckets/local')).LocalDirBuckets(config.buckets),
       },
       { provide: Metrics, useFactory: () => new Metrics() },
       {
@@ -162,6 +165,18 @@ export class DriversModule {
             ? new (await import('@cdp/orders/redis')).RedisOrderState(redis!)
             : new (await import('@cdp/orders/memory')).MemoryOrderState(),
       },
+      {
+        // The event inspector's fan-out follows the bus: core NATS subjects scaled out, in-process embedded.
+        provide: Inspector,
+        inject: [NATS_CONNECTION],
+        useFactory: async (nc?: NatsConnection): Promise<Inspector> =>
+          config.bus === 'nats'
+            ? new (await import('@cdp/inspector/nats')).NatsInspector(nc!, {
+                prefix: config.natsPrefix,
+                bound: config.console.inspectorBound,
+              })
+            : new (await import('@cdp/inspector/memory')).MemoryInspector(config.console.inspectorBound),
+      },
       DriversLifecycle,
     ];
     if (options.openStore) {
@@ -214,6 +229,7 @@ export class DriversModule {
       ConsentState,
       OrderState,
       IdempotencyStore,
+      Inspector,
       Metrics,
       Recommender,
     ];

@@ -4,6 +4,7 @@ import { AccountsModule } from '@cdp/accounts';
 import { ListsService } from '@cdp/lists';
 import { RateLimitPolicy } from '@cdp/rate-limits';
 import { ExportsApiModule } from '@cdp/exports';
+import { ConsoleApiModule } from '@cdp/console-api';
 import { AdminController } from './admin/admin.controller.js';
 import { AdminRateLimitsController } from './admin/admin-rate-limits.controller.js';
 import { AdminDeadLettersController } from './admin/admin-dead-letters.controller.js';
@@ -29,6 +30,11 @@ import { ObjectsController } from './objects/objects.controller.js';
 import { ObjectsIngest } from './objects/objects.ingest.js';
 
 import { OptOutController } from './optout/optout.controller.js';
+import { ActivityModule } from '@cdp/loader';
+import { ActivityController } from './activity/activity.controller.js';
+import { UploadsController } from './files/uploads.controller.js';
+import { UploadRoute } from './files/upload.route.js';
+import { UploadSigner } from './files/upload-signer.js';
 import { BrowserRequests } from './browser/browser-requests.js';
 import { SdkAssets } from './sdk/sdk-assets.js';
 import { SdkController } from './sdk/sdk.controller.js';
@@ -36,10 +42,18 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
 import { RecommendationRulesService } from '@cdp/recommendations';
 import { RecommendationsController } from './recommendations/recommendations.controller.js';
 import { AdminRecommendationRulesController } from './admin/admin-recommendation-rules.controller.js';
+import { InspectorTap } from './inspector/inspector.tap.js';
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
 @Module({
-  imports: [AccountsModule, SchemaModule, ExportsApiModule, DiscoveryModule],
+  imports: [
+    AccountsModule,
+    SchemaModule,
+    ExportsApiModule,
+    DiscoveryModule,
+    ConsoleApiModule,
+    ActivityModule,
+  ],
   controllers: [
     EventsController,
     ProfilesController,
@@ -57,6 +71,8 @@ import { AdminRecommendationRulesController } from './admin/admin-recommendation
     OptOutController,
     RecommendationsController,
     AdminRecommendationRulesController,
+    ActivityController,
+    UploadsController,
     SdkController,
   ],
   providers: [
@@ -78,6 +94,13 @@ import { AdminRecommendationRulesController } from './admin/admin-recommendation
     },
     IdempotencyInterceptor,
     RecommendationRulesService,
+    {
+      provide: UploadSigner,
+      inject: [APP_CONFIG],
+      useFactory: (config: AppConfig) => new UploadSigner(config.uploads.signingKey),
+    },
+    UploadRoute,
+    InspectorTap,
     SdkAssets,
     BrowserRequests,
   ],

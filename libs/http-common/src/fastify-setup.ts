@@ -104,6 +104,9 @@ export function installHttpHooks(fastify: FastifyInstance): void {
     // Every body of this API is JSON (spec "Endpoints"); anything else is refused before parsing.
     const type = String(request.headers['content-type'] ?? '');
     if (!hasBody(request.headers)) return done(null, payload);
+    // A file upload (the API's own signed upload URL) streams its bytes as sent.
+    if ((request.routeOptions.config as { rawUpload?: boolean } | undefined)?.rawUpload)
+      return done(null, payload);
     if (!/^application\/json\s*(;|$)/i.test(type)) {
       return done(
         new ApiError(415, { message: 'request body must be sent with Content-Type: application/json' }),
