@@ -44,6 +44,9 @@ import { BrowserRequests } from './browser/browser-requests.js';
 import { SdkAssets } from './sdk/sdk-assets.js';
 import { SdkController } from './sdk/sdk.controller.js';
 import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
+import { RecommendationRulesService } from '@cdp/recommendations';
+import { RecommendationsController } from './recommendations/recommendations.controller.js';
+import { AdminRecommendationRulesController } from './admin/admin-recommendation-rules.controller.js';
 import { InspectorTap } from './inspector/inspector.tap.js';
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
@@ -74,6 +77,8 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     IdentifiersController,
     SchemaModulesController,
     AdminModulesController,
+    RecommendationsController,
+    AdminRecommendationRulesController,
     ActivityController,
     UploadsController,
     SdkController,
@@ -98,6 +103,7 @@ import { InspectorTap } from './inspector/inspector.tap.js';
         new IdempotencyRecords(store, config.idempotency),
     },
     IdempotencyInterceptor,
+    RecommendationRulesService,
     {
       provide: UploadSigner,
       inject: [APP_CONFIG],
