@@ -98,10 +98,16 @@ export function installHttpHooks(fastify: FastifyInstance): void {
     }
   });
 
+  // An unsubscribe link's one-click POST is a form (RFC 8058: `List-Unsubscribe=One-Click`, sent
+  // urlencoded or multipart), and so is its confirmation page's: read and ignored, the token says all.
+  for (const formType of ['application/x-www-form-urlencoded', 'multipart/form-data'])
+    fastify.addContentTypeParser(formType, { parseAs: 'buffer' }, (_request, _body, done) => done(null, {}));
+
   fastify.addHook('preParsing', (request, _reply, payload, done) => {
     // Every body of this API is JSON (spec "Endpoints"); anything else is refused before parsing.
     const type = String(request.headers['content-type'] ?? '');
     if (!hasBody(request.headers)) return done(null, payload);
+    if (FORM_BODY_PATH.test(request.url) && FORM_TYPE.test(type)) return done(null, payload);
     if (!/^application\/json\s*(;|$)/i.test(type)) {
       return done(
         new ApiError(415, { message: 'request body must be sent with Content-Type: application/json' }),
@@ -171,6 +177,10 @@ function drainOversizedBody(
   raw.once('error', finish);
   raw.resume();
 }
+
+/** The one route that takes a form body: an unsubscribe link (libs/http-api lists). */
+const FORM_BODY_PATH = /^\/v3\/lists\/unsubscribe(\?|$)/;
+const FORM_TYPE = /^(application\/x-www-form-urlencoded|multipart\/form-data)\s*(;|$)/i;
 
 function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
   const length = headers['content-length'];

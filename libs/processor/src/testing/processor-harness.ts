@@ -44,6 +44,8 @@ export function buildProcessor(store: AnalyticStore) {
     identity,
     profiles,
     new IdentityRebuild(identity, profiles, consent, store, metadata, logger),
+    undefined,
+    schema,
   );
   const ordersStep = new OrdersStep(orders, new OrdersRebuild(orders, store, metadata, logger));
   const productsStep = new ProductsStep(store);
