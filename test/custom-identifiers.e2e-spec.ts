@@ -175,6 +175,12 @@ describe.each(WIRINGS)('custom identifiers (%s)', (_wiring, start) => {
       loyalty_id: 'L-1',
     });
     expect(await profileWhen('email=ann@x.com', () => true)).toEqual(merged);
+    // An identifier an event links is the profile's field value, as email is.
+    await events({ type: 'pageview', identifiers: { email: 'dee@x.com', loyalty_id: ' L-2 ' } });
+    expect(await profileWhen('loyalty_id=L-2', () => true)).toEqual({
+      email: 'dee@x.com',
+      loyalty_id: 'L-2',
+    });
     // An identifier the account has not created is no identifier: the lookup names the ones it takes.
     const none = await lookup('member_id=L-1');
     expect(none.status).toBe(400);
