@@ -181,8 +181,7 @@ describe.each(WIRINGS)('email unsubscribe links (%s)', (_wiring, start) => {
       .http()
       .post(local(link.body.url as string))
       .set('accept', 'text/html')
-      .set('content-type', 'application/x-www-form-urlencoded')
-      .send('List-Unsubscribe=One-Click');
+      .field('List-Unsubscribe', 'One-Click'); // multipart/form-data, which RFC 8058 allows too
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(res.text).toContain('<strong>cat@x.com</strong> is unsubscribed from every message');
@@ -232,6 +231,14 @@ describe.each(WIRINGS)('email unsubscribe links (%s)', (_wiring, start) => {
       }
     }
     expect((await p.http().post('/v3/lists/unsubscribe').send({})).status).toBe(400);
+    // Only the link takes a form: anywhere else a form body is still a 415.
+    const elsewhere = await p
+      .http()
+      .post('/v3/lists/subscriptions')
+      .set('x-api-key', acc.publicKey)
+      .set('content-type', 'application/x-www-form-urlencoded')
+      .send('List-Unsubscribe=One-Click');
+    expect(elsewhere.status).toBe(415);
     // The same claims signed with the deployment's secret and still valid: accepted.
     const fresh = signUnsubscribeToken(SECRET, { ...claims, expiresAt: now + 60_000 });
     expect((await oneClick(`/v3/lists/unsubscribe?token=${fresh}`)).status).toBe(200);

@@ -107,8 +107,8 @@ export function installHttpHooks(fastify: FastifyInstance): void {
     // Every body of this API is JSON (spec "Endpoints"); anything else is refused before parsing.
     const type = String(request.headers['content-type'] ?? '');
     if (!hasBody(request.headers)) return done(null, payload);
-    if (FORM_BODY_PATH.test(request.url) && FORM_TYPE.test(type)) return done(null, payload);
-    if (!/^application\/json\s*(;|$)/i.test(type)) {
+    const form = FORM_BODY_PATH.test(request.url) && FORM_TYPE.test(type);
+    if (!form && !/^application\/json\s*(;|$)/i.test(type)) {
       return done(
         new ApiError(415, { message: 'request body must be sent with Content-Type: application/json' }),
       );

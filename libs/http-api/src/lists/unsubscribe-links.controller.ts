@@ -1,8 +1,7 @@
-import { Body, Controller, Get, HttpCode, Post, Query, Req, Res, UsePipes } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Post, Query, Req, Res, UsePipes } from '@nestjs/common';
 import { ApiHeader, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { APP_CONFIG, type AppConfig } from '@cdp/config';
-import { Inject } from '@nestjs/common';
 import { AccountsService, type Principal } from '@cdp/accounts';
 import { ApiError } from '@cdp/contracts';
 import { collectIdentifiers, SVC_ALL, type SubscriptionRecord } from '@cdp/domain';

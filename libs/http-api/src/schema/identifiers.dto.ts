@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsIn, IsOptional } from 'class-validator';
+import { IsBoolean, IsIn, IsOptional, ValidateBy } from 'class-validator';
 import {
   CUSTOM_IDENTIFIER_DISPLAY_SUFFIXES,
   CUSTOM_IDENTIFIER_SUFFIXES,
@@ -9,7 +9,6 @@ import {
 } from '@cdp/domain';
 import { MAX_DISPLAY_NAME_LENGTH, MAX_NAME_LENGTH, snakeCaseProblem } from '@cdp/schema';
 import { IsText } from '../validation/constraints.js';
-import { ValidateBy } from 'class-validator';
 
 /** A rule whose reason depends on the value: the first problem `problem` finds, or none. */
 function Rule(name: string, problem: (value: string) => string | undefined): PropertyDecorator {
