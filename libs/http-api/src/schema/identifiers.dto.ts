@@ -39,6 +39,7 @@ export class CustomIdentifierDto {
   name!: string;
 
   @ApiProperty({
+    pattern: `^\\s*\\S.* (${CUSTOM_IDENTIFIER_DISPLAY_SUFFIXES.map((s) => s.slice(1)).join('|')})\\s*$`,
     maxLength: MAX_DISPLAY_NAME_LENGTH,
     description: `ending with ${CUSTOM_IDENTIFIER_DISPLAY_SUFFIXES.map((s) => `"${s}"`).join(', ')}`,
   })
