@@ -3,6 +3,7 @@ import { BusTransport } from './bus.transport.js';
 import { message } from './event-bus.contract.js';
 import type { BatchConsumer, Delivery, EventBus, Settlement } from './event-bus.port.js';
 import { PrecededByFailure } from './retry-policy.js';
+import { ok, type DeliveryResult } from './step-result.js';
 
 /** What a store says of a value it can never take: the same failure on every attempt. */
 class Unstorable extends Error {
@@ -21,7 +22,7 @@ const outcomes = (s: Settlement[]) =>
  * The transport between a bus and the processor's handler. The bus is reduced to the consumer it is
  * handed (batches are given to it directly); the handler is a plain function that records each call.
  */
-function transportWith(handle: (batch: readonly Delivery[]) => Promise<Settlement[]>) {
+function transportWith(handle: (batch: readonly Delivery[]) => Promise<DeliveryResult[]>) {
   const calls: { ids: string[]; counts: number[] }[] = [];
   let consumer: BatchConsumer | undefined;
   const bus = { consume: (c: BatchConsumer) => (consumer = c) } as unknown as EventBus;
@@ -37,8 +38,8 @@ function transportWith(handle: (batch: readonly Delivery[]) => Promise<Settlemen
   transport.listen(() => undefined);
   return { calls, consume: (batch: Delivery[]) => consumer!(batch) };
 }
-const ackAll = (batch: readonly Delivery[]): Settlement[] =>
-  batch.map((d) => ({ delivery: d, outcome: 'ack' }));
+const ackAll = (batch: readonly Delivery[]): DeliveryResult[] =>
+  batch.map((d) => ({ delivery: d, result: ok() }));
 
 describe('BusTransport', () => {
   it('acks a batch the handler took, calling it once', async () => {

@@ -4,12 +4,15 @@ import { lastValueFrom } from 'rxjs';
 import { INGEST_PATTERN } from '@cdp/contracts';
 import type { Metrics } from '@cdp/metrics';
 import type { Delivery, EventBus, Settlement } from './event-bus.port.js';
-import { isDeterministicFailure, PrecededByFailure } from './retry-policy.js';
+import { PrecededByFailure } from './retry-policy.js';
+import { DUPLICATE, failureOf, isFailure, type DeliveryResult } from './step-result.js';
 
 /**
  * A Nest microservice transport over the EventBus port, so the processor's handlers are ordinary
  * `@EventPattern(INGEST_PATTERN)` methods whatever the bus driver. The handler receives a batch of
- * deliveries and returns one settlement per delivery; this is the one place settlements reach the bus.
+ * deliveries and returns one result per delivery (StepResult, step-result.ts); this is the one place
+ * results become acks, retries with backoff and dead letters, and are counted in the metrics. A batch
+ * of several with a failure in it is tried again message by message (`split`).
  */
 export class BusTransport extends Server implements CustomTransportStrategy {
   constructor(
@@ -27,8 +30,9 @@ export class BusTransport extends Server implements CustomTransportStrategy {
   }
 
   private async deliver(handler: MessageHandler, batch: readonly Delivery[]): Promise<Settlement[]> {
-    const settlements = await this.settle(handler, batch);
-    if (this.metrics) countSettled(this.metrics, settlements);
+    const results = await this.settle(handler, batch);
+    if (this.metrics) countResults(this.metrics, results);
+    const settlements = results.map(toSettlement);
     for (const s of settlements) {
       if (s.outcome !== 'ack') {
         this.logger.warn(
@@ -42,9 +46,10 @@ export class BusTransport extends Server implements CustomTransportStrategy {
   /** The retries of the last failed batch: a batch that failed only because of it waits for them. */
   private retrying: Promise<unknown> = Promise.resolve();
 
-  private async settle(handler: MessageHandler, batch: readonly Delivery[]): Promise<Settlement[]> {
+  private async settle(handler: MessageHandler, batch: readonly Delivery[]): Promise<DeliveryResult[]> {
+    let results: DeliveryResult[];
     try {
-      return await this.invoke(handler, batch);
+      results = await this.invoke(handler, batch);
     } catch (err) {
       if (err instanceof PrecededByFailure) {
         // The failed batch's retries are queued on seeing its failure, in this same turn: let them
@@ -53,37 +58,36 @@ export class BusTransport extends Server implements CustomTransportStrategy {
         await this.retrying;
         return this.settle(handler, batch);
       }
-      const retried = this.retry(handler, batch, err);
-      this.retrying = retried.catch(() => undefined);
-      return retried;
+      results = batch.map((delivery) => ({ delivery, result: failureOf(err) }));
     }
+    if (batch.length === 1 || !results.some((r) => isFailure(r.result))) return results;
+    const retried = this.split(handler, batch);
+    this.retrying = retried.catch(() => undefined);
+    return retried;
   }
 
-  private async retry(
-    handler: MessageHandler,
-    batch: readonly Delivery[],
-    err: unknown,
-  ): Promise<Settlement[]> {
-    if (batch.length === 1) return [failed(batch[0]!, err)];
-    // One bad message must not hold back the others: retry the batch message by message, so the
-    // good ones cost one extra attempt and the bad one is settled alone (dead-lettered at once when
-    // its failure is deterministic).
-    const settlements: Settlement[] = [];
+  /**
+   * One bad message must not hold back the others: a batch of several with a failure in it is tried
+   * again message by message, so the good ones cost one extra attempt and the bad one is settled alone
+   * (dead-lettered at once when its failure is deterministic, retried with backoff otherwise).
+   */
+  private async split(handler: MessageHandler, batch: readonly Delivery[]): Promise<DeliveryResult[]> {
+    const results: DeliveryResult[] = [];
     for (const delivery of batch) {
       // Part of the batch may have been stored before it failed: say so, as a redelivery would.
       const again: Delivery = { ...delivery, deliveryCount: delivery.deliveryCount + 1 };
       try {
-        settlements.push(...(await this.invoke(handler, [again])));
+        results.push(...(await this.invoke(handler, [again])));
       } catch (single) {
-        settlements.push(failed(delivery, single));
+        results.push({ delivery, result: failureOf(single) });
       }
     }
-    return settlements;
+    return results;
   }
 
-  private async invoke(handler: MessageHandler, batch: readonly Delivery[]): Promise<Settlement[]> {
+  private async invoke(handler: MessageHandler, batch: readonly Delivery[]): Promise<DeliveryResult[]> {
     const result: unknown = await handler(batch, new BaseRpcContext([INGEST_PATTERN]));
-    return (await lastValueFrom(this.transformToObservable(result))) as Settlement[];
+    return (await lastValueFrom(this.transformToObservable(result))) as DeliveryResult[];
   }
 
   async close(): Promise<void> {
@@ -102,37 +106,49 @@ export class BusTransport extends Server implements CustomTransportStrategy {
 }
 
 /**
- * Records of acknowledged messages, per batch: stored, or dropped when a second copy of a message came
- * in the same batch (the processor stored it once). Dead letters are counted by the bus drivers, which
- * also turn a retried message into one.
+ * A delivery's result as the bus settles it: ok and drop are acknowledged, a dead letter is given up at
+ * once, a retry goes again after a backoff (the drivers' shared rule, retry-policy.ts).
  */
-function countSettled(metrics: Metrics, settlements: readonly Settlement[]): void {
+export function toSettlement({ delivery, result }: DeliveryResult): Settlement {
+  switch (result.type) {
+    case 'ok':
+    case 'drop':
+      return { delivery, outcome: 'ack' };
+    case 'dead-letter':
+      return { delivery, outcome: 'dead-letter', reason: result.reason };
+    case 'retry':
+      return { delivery, outcome: 'retry', reason: result.reason };
+  }
+}
+
+/**
+ * Records per batch: stored (ok), dropped by reason (acknowledged without being stored again), and each
+ * acknowledged message's lag. Dead letters are counted by the bus drivers, which also turn a message
+ * retried too often into one (DeadLetterObserver).
+ */
+export function countResults(metrics: Metrics, results: readonly DeliveryResult[]): void {
   const now = Date.now();
-  const seen = new Set<string>();
   const stored = new Map<string, number>();
-  const dropped = new Map<string, number>();
-  for (const { delivery, outcome } of settlements) {
-    if (outcome !== 'ack') continue;
+  const dropped = new Map<string, Map<string, number>>();
+  const seen = new Set<string>();
+  for (const { delivery, result } of results) {
     const { id, kind, records, receivedAt } = delivery.message;
-    const tally = seen.has(id) ? dropped : stored;
-    tally.set(kind, (tally.get(kind) ?? 0) + records.length);
-    if (seen.has(id)) continue;
+    // A second copy stored in the same batch (tried alone after a split) was not stored twice either.
+    const reason =
+      result.type === 'drop' ? result.reason : result.type === 'ok' && seen.has(id) ? DUPLICATE : undefined;
+    if (result.type === 'ok' && reason === undefined) {
+      stored.set(kind, (stored.get(kind) ?? 0) + records.length);
+    } else if (reason !== undefined) {
+      const byReason = dropped.get(kind) ?? new Map<string, number>();
+      byReason.set(reason, (byReason.get(reason) ?? 0) + records.length);
+      dropped.set(kind, byReason);
+      // A repeat of a message in the same batch: its first copy's lag is the one observed.
+      if (reason === DUPLICATE) continue;
+    } else continue;
     seen.add(id);
     metrics.messageLag.observe((now - receivedAt) / 1000);
   }
   for (const [kind, n] of stored) metrics.recordsStored.inc({ kind }, n);
-  for (const [kind, n] of dropped) metrics.recordsDropped.inc({ kind, reason: 'duplicate' }, n);
-}
-
-/** A failure that will recur on every attempt is dead-lettered at once; any other is retried. */
-function failed(delivery: Delivery, err: unknown): Settlement {
-  return isDeterministicFailure(err)
-    ? { delivery, outcome: 'dead-letter', reason: describe(err) }
-    : { delivery, outcome: 'retry', reason: describe(err) };
-}
-
-function describe(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  const code = (err as { code?: unknown }).code;
-  return `${err.name}${typeof code === 'number' ? ` (code ${code})` : ''}: ${err.message}`;
+  for (const [kind, byReason] of dropped)
+    for (const [reason, n] of byReason) metrics.recordsDropped.inc({ kind, reason }, n);
 }

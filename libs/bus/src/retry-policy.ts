@@ -1,8 +1,11 @@
+import { failureOf } from './step-result.js';
+
 /**
  * What both bus drivers do with a failed delivery. The rule (also in the README):
  *
- * 1. A deterministic failure (the error, or one of its causes, says `deterministic: true`: a value the
- *    store cannot parse, a rejected record) is dead-lettered at once — retrying cannot cure it.
+ * 1. A deterministic failure (a StoreError whose engine code is in DETERMINISTIC_STORE_CODES: a value
+ *    the store cannot parse; or an error saying `deterministic: true`: a rejected record) is dead-lettered
+ *    at once — retrying cannot cure it. BusTransport decides this (failureOf, step-result.ts).
  * 2. Any other failure is transient and retried with capped exponential backoff. Only the failed
  *    message's account waits: its later messages are held back behind it (profiles are last-write-wins
  *    in arrival order, so they must not overtake it), while every other account keeps flowing.
@@ -26,12 +29,9 @@ export class PrecededByFailure extends Error {
   }
 }
 
+/** Whether the failure is dead-lettered at once (failureOf in step-result.ts holds the rule). */
 export function isDeterministicFailure(err: unknown): boolean {
-  for (let e = err, depth = 0; e && depth < 8; depth++) {
-    if ((e as { deterministic?: unknown }).deterministic === true) return true;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return false;
+  return failureOf(err).type === 'dead-letter';
 }
 
 export interface RetryOptions {

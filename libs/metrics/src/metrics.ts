@@ -55,7 +55,7 @@ export class Metrics {
   });
   readonly recordsDropped = new Counter({
     name: 'cdp_records_dropped_total',
-    help: 'Records acknowledged without being stored again, by kind and reason (duplicate: a second copy of a message in one batch)',
+    help: 'Records acknowledged without being stored, by kind and the reason a processor step dropped them (duplicate: a second copy of a message in one batch; unknown-object: records of an object the schema does not have)',
     labelNames: ['kind', 'reason'] as const,
     registers: [this.registry],
   });

@@ -6,6 +6,7 @@ import { FileMetadataStore } from '@cdp/metadata/file';
 import { SchemaRegistry } from '@cdp/schema';
 import type { IdentityRebuild } from './identity-rebuild.service.js';
 import { IdentityStep, type IdentifiedItem } from './identity.step.js';
+import { okValue } from './testing/processor-harness.js';
 
 /**
  * The merge confidence of custom identifiers reaches the index through the step, which reads it from
@@ -46,7 +47,7 @@ describe('IdentityStep with custom identifiers', () => {
       processorSchema,
     );
     const resolve = async (ids: Record<string, string>) =>
-      (await step.resolve(account, [item(ids)])).resolutions[0]!;
+      okValue(await step.run({ account, items: [item(ids)] })).resolutions[0]!;
 
     const ann = await resolve({ email: 'ann@x.com', device_hash: 'd1', loyalty_id: 'l1' });
     const bob = await resolve({ email: 'bob@x.com' });

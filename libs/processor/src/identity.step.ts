@@ -17,8 +17,9 @@ import {
 } from '@cdp/identity';
 import { Metrics } from '@cdp/metrics';
 import { FAULT_POINTS, faultPoint } from '@cdp/faults';
+import { ok, retry, type Step, type StepResult } from '@cdp/bus';
 import { SchemaRegistry } from '@cdp/schema';
-import type { CustomerRow, StoreBatch } from '@cdp/store';
+import type { ConflictRow, CustomerRow, IdentityLinkRow, MergeRow } from '@cdp/store';
 import { IdentityRebuild } from './identity-rebuild.service.js';
 
 /** A batch resolved: each record's resolution and identifiers, and which of those are opted out. */
@@ -27,6 +28,20 @@ export interface ResolvedBatch {
   identifiers: Identifier[][];
   /** Identity keys (identityKey) of the batch's identifiers that are in the opt-out pool. */
   pooled: ReadonlySet<string>;
+}
+
+export interface IdentityInput {
+  account: string;
+  items: readonly IdentifiedItem[];
+  /** Settles once the earlier batches' writes are done (or failed): a rebuild waits for them. */
+  writesBefore?: Promise<unknown>;
+}
+
+/** A record's identity effects as store rows: the links it made, the merges and conflicts it caused. */
+export interface IdentityRows {
+  identityLinks: IdentityLinkRow[];
+  merges: MergeRow[];
+  conflicts: ConflictRow[];
 }
 
 /** A record that identifies a customer, with the message it came in. */
@@ -38,12 +53,12 @@ export interface IdentifiedItem {
 
 /**
  * What every processor step that identifies customers shares: resolve a batch in one index call
- * (rebuilding a cold index from the store first), turn the identity effects into store rows (links,
- * merges with their cause, conflicts), fold merged profiles into their survivors, and settle the
- * messages once the store holds their rows.
+ * (`run`, rebuilding a cold index from the store first), turn the identity effects into store rows
+ * (links, merges with their cause, conflicts), fold merged profiles into their survivors, and settle
+ * the messages once the store holds their rows.
  */
 @Injectable()
-export class IdentityStep {
+export class IdentityStep implements Step<IdentityInput, ResolvedBatch> {
   constructor(
     private readonly identity: IdentityIndex,
     private readonly profiles: ProfileState,
@@ -57,15 +72,15 @@ export class IdentityStep {
    * Resolves a batch, and looks up its identifiers in the opt-out pool at the same time (the two are
    * independent; a rebuild, which reloads the pool too, repeats both).
    */
-  async resolve(
-    account: string,
-    items: readonly IdentifiedItem[],
-    writesBefore: Promise<unknown> = Promise.resolve(),
-  ): Promise<ResolvedBatch> {
+  async run({
+    account,
+    items,
+    writesBefore = Promise.resolve(),
+  }: IdentityInput): Promise<StepResult<ResolvedBatch>> {
     if (!this.metrics || items.length === 0) return this.resolveBatch(account, items, writesBefore);
     const stop = this.metrics.identityResolveDuration.startTimer();
     const resolved = await this.resolveBatch(account, items, writesBefore);
-    countResolved(this.metrics, resolved.resolutions, stop);
+    if (resolved.type === 'ok') countResolved(this.metrics, resolved.value.resolutions, stop);
     return resolved;
   }
 
@@ -73,8 +88,8 @@ export class IdentityStep {
     account: string,
     items: readonly IdentifiedItem[],
     writesBefore: Promise<unknown>,
-  ): Promise<ResolvedBatch> {
-    if (items.length === 0) return { resolutions: [], identifiers: [], pooled: new Set() };
+  ): Promise<StepResult<ResolvedBatch>> {
+    if (items.length === 0) return ok({ resolutions: [], identifiers: [], pooled: new Set<string>() });
     const identifiers = items.map(({ record }) => identifierList(record.identifiers));
     const lowKinds = await this.lowConfidence(account, identifiers);
     const records = items.map(({ message, index }, i) => {
@@ -96,15 +111,16 @@ export class IdentityStep {
       return { resolutions, identifiers, pooled: new Set(pooled.map(identityKey)) };
     };
     try {
-      return await lookUp();
+      return ok(await lookUp());
     } catch (err) {
       if (!(err instanceof IdentityNotWarmError)) throw err;
       // Redis lost the account (flushed, restarted) while batches resolved before it were still being
       // written: the rebuild reads the store, so their rows must be in it first, or their customers
       // would be missing from the rebuilt index (and created again by their next records).
       await writesBefore.catch(() => undefined);
-      if (!(await this.rebuild.rebuild(account))) throw err; // another processor is rebuilding: retry later
-      return lookUp();
+      if (!(await this.rebuild.rebuild(account)))
+        return retry('the identity index of the account is being rebuilt by another processor');
+      return ok(await lookUp());
     }
   }
 
@@ -124,10 +140,11 @@ export class IdentityStep {
     return schema.lowConfidenceIdentifiers;
   }
 
-  /** Adds a record's identity effects to the batch: links, merges and conflicts, with their cause. */
-  recordEffects(batch: StoreBatch, item: IdentifiedItem, resolution: Resolution, now: string): void {
+  /** A record's identity effects as rows: links, merges and conflicts, with their cause. */
+  effectRows(item: IdentifiedItem, resolution: Resolution, now: string): IdentityRows {
     const { customerId, born, linked, merged, mergeSeq, conflicts } = resolution;
     const msg_id = item.message.id;
+    const batch: IdentityRows = { identityLinks: [], merges: [], conflicts: [] };
     for (const id of linked) {
       batch.identityLinks.push({
         kind: id.kind,
@@ -138,7 +155,7 @@ export class IdentityStep {
         created_at: now,
       });
     }
-    if (merged.length === 0 && conflicts.length === 0) return;
+    if (merged.length === 0 && conflicts.length === 0) return batch;
     const cause = identifierList(item.record.identifiers).map((id: Identifier) => `${id.kind}:${id.value}`);
     for (const loser of merged) {
       batch.merges.push({ loser, survivor: customerId, seq: mergeSeq, cause, msg_id, created_at: now });
@@ -153,6 +170,7 @@ export class IdentityStep {
         created_at: now,
       });
     }
+    return batch;
   }
 
   /**

@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
   BusTransport,
+  ok,
   PrecededByFailure,
   type BatchConsumer,
   type Delivery,
+  type DeliveryResult,
   type EventBus,
   type Settlement,
 } from '@cdp/bus';
@@ -17,6 +19,7 @@ import type { OptOutStep } from './optout.step.js';
 import type { OrdersStep } from './orders.step.js';
 import type { ProductsStep } from './products.step.js';
 import type { SubscriptionsStep } from './subscriptions.step.js';
+import { StepWriter } from './step-writer.js';
 import { buildProcessor, deliveryOf, eventsMessage, tempChdbStore } from './testing/processor-harness.js';
 
 /** A value the store can never take: what a deterministic store error says of itself. */
@@ -42,17 +45,19 @@ function delivery(id: string, account: string): Delivery {
 function harness() {
   const stored: string[] = [];
   const identity = {
-    resolve: (_account: string, items: readonly unknown[]) =>
-      Promise.resolve({
-        resolutions: items.map(() => ({
-          customerId: 'c',
-          created: false,
-          linked: [],
-          merged: [],
-          conflicts: [],
-        })),
-      }),
-    recordEffects: () => undefined,
+    run: ({ items }: { items: readonly unknown[] }) =>
+      Promise.resolve(
+        ok({
+          resolutions: items.map(() => ({
+            customerId: 'c',
+            created: false,
+            linked: [],
+            merged: [],
+            conflicts: [],
+          })),
+        }),
+      ),
+    effectRows: () => ({}),
     redactOptedOut: () => undefined,
     applyProfiles: () => Promise.resolve([]),
     settle: (_account: string, messages: readonly { id: string }[]) => {
@@ -68,19 +73,21 @@ function harness() {
       if (account === 'flaky') throw new Error('timeout');
     },
   };
+  const store = {
+    begin: () => Promise.resolve(),
+    write: () => Promise.resolve(),
+    commit: () => Promise.resolve(),
+  } as unknown as AnalyticStore;
   const pipeline = new IngestPipeline(
     identity as unknown as IdentityStep,
-    {
-      begin: () => Promise.resolve(),
-      write: () => Promise.resolve(),
-      commit: () => Promise.resolve(),
-    } as unknown as AnalyticStore,
+    store,
     columns as unknown as CustomColumns,
     {} as ObjectsWriter,
     {} as SubscriptionsStep,
-    { begin: () => ({ take: () => false, finish: () => Promise.resolve() }) } as unknown as OrdersStep,
-    { apply: () => Promise.resolve() } as unknown as ProductsStep,
+    { run: () => Promise.resolve(ok({})) } as unknown as OrdersStep,
+    { run: () => Promise.resolve(ok({})) } as unknown as ProductsStep,
     {} as OptOutStep,
+    new StepWriter(store, identity as unknown as IdentityStep),
   );
   let consumer: BatchConsumer | undefined;
   const bus = { consume: (c: BatchConsumer) => (consumer = c) } as unknown as EventBus;
@@ -167,10 +174,10 @@ describe('IngestPipeline on the embedded drivers and chDB', () => {
     });
     const built = buildProcessor(store);
     const resolved: string[] = [];
-    const resolve = built.identityStep.resolve.bind(built.identityStep);
-    built.identityStep.resolve = (account, items) => {
-      resolved.push(...new Set(items.map((i) => i.message.id)));
-      return resolve(account, items);
+    const resolve = built.identityStep.run.bind(built.identityStep);
+    built.identityStep.run = (input) => {
+      resolved.push(...new Set(input.items.map((i) => i.message.id)));
+      return resolve(input);
     };
     const account = `acct${++n}${Date.now()}`;
     const event = (vuid: string) =>
@@ -184,7 +191,7 @@ describe('IngestPipeline on the embedded drivers and chDB', () => {
       ).map((r) => [r.msg_id, Number(r.n)]);
     return { ...built, writes, gates, resolved, account, event, stored };
   }
-  const outcomes = (s: Settlement[]) => s.map((x) => x.outcome);
+  const outcomes = (s: DeliveryResult[]) => s.map((x) => x.result.type);
 
   it('resolves batch N+1 while batch N is written, and writes them in arrival order', async () => {
     const h = harnessOnChdb();
@@ -198,7 +205,7 @@ describe('IngestPipeline on the embedded drivers and chDB', () => {
     expect(h.resolved).toEqual([d1.message.id, d2.message.id, d3.message.id]);
     expect(h.writes).toEqual([[d1.message.id]]);
     held.open();
-    expect((await Promise.all(processed)).map(outcomes)).toEqual([['ack'], ['ack'], ['ack']]);
+    expect((await Promise.all(processed)).map(outcomes)).toEqual([['ok'], ['ok'], ['ok']]);
     expect(h.writes).toEqual([[d1.message.id], [d2.message.id], [d3.message.id]]);
     expect(await h.stored()).toEqual(
       [d1, d2, d3].map((d) => [d.message.id, 1]).sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
@@ -214,14 +221,15 @@ describe('IngestPipeline on the embedded drivers and chDB', () => {
     const second = h.pipeline.process([d2]);
     await until(() => h.resolved.length === 2);
     held.fail(new Error('store timeout'));
-    await expect(first).rejects.toThrow('store timeout');
+    // A plain error is transient: the batch's delivery is to be retried, with the error as the reason.
+    expect((await first).map((x) => x.result)).toEqual([{ type: 'retry', reason: 'Error: store timeout' }]);
     await expect(second).rejects.toBeInstanceOf(PrecededByFailure);
     expect(h.writes).toEqual([[d1.message.id]]);
     expect(await h.stored()).toEqual([]);
     // Redelivered, in order: each is stored once.
     h.gates.clear();
-    expect(outcomes(await h.pipeline.process([{ ...d1, deliveryCount: 2 }]))).toEqual(['ack']);
-    expect(outcomes(await h.pipeline.process([{ ...d2, deliveryCount: 2 }]))).toEqual(['ack']);
+    expect(outcomes(await h.pipeline.process([{ ...d1, deliveryCount: 2 }]))).toEqual(['ok']);
+    expect(outcomes(await h.pipeline.process([{ ...d2, deliveryCount: 2 }]))).toEqual(['ok']);
     expect(await h.stored()).toEqual(
       [d1, d2].map((d) => [d.message.id, 1]).sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
     );

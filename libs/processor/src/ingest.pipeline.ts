@@ -1,5 +1,14 @@
 import { Injectable } from '@nestjs/common';
-import { mayBeStored, PrecededByFailure, type Delivery, type Settlement } from '@cdp/bus';
+import {
+  failureOf,
+  isFailure,
+  mayBeStored,
+  ok,
+  PrecededByFailure,
+  type Delivery,
+  type DeliveryResult,
+  type StepResult,
+} from '@cdp/bus';
 import type { IngestMessage } from '@cdp/contracts';
 import {
   eventId,
@@ -12,19 +21,21 @@ import {
 } from '@cdp/domain';
 import type { ProfileUpdate } from '@cdp/identity';
 import { faultPoint } from '@cdp/faults';
-import { AnalyticStore, type EventRow, type StoreBatch } from '@cdp/store';
+import { AnalyticStore, type EventRow } from '@cdp/store';
 import { IdentityStep, withMerges } from './identity.step.js';
 import { CustomColumns } from './custom-columns.service.js';
-import { ObjectsWriter } from './objects.writer.js';
+import { objectGroups, ObjectsWriter } from './objects.writer.js';
 import {
   groupByAccount,
   isSubscriptionsDelivery,
   runsOfKind,
   SubscriptionsStep,
 } from './subscriptions.step.js';
-import { OrdersStep } from './orders.step.js';
+import { orderEventOf, OrdersStep, type OrderEvent } from './orders.step.js';
 import { ProductsStep } from './products.step.js';
 import { isOptOutDelivery, OptOutStep } from './optout.step.js';
+import { StepWriter } from './step-writer.js';
+import { collectRows, emptyBatch, StepFailed, unwrap } from './store-rows.js';
 
 interface Item {
   message: IngestMessage;
@@ -33,9 +44,14 @@ interface Item {
 }
 
 /**
- * The processor's work for a batch of bus messages: resolve every record to a customer (one call to
- * the identity index per account), apply profile updates to the hot state, and append links,
- * profile snapshots and events to the store — one insert per table per account.
+ * The runner of the processor's steps for a batch of bus messages: resolve every record to a customer
+ * (one call to the identity index per account), apply profile updates to the hot state, collect the
+ * rows each step returns and write them — one insert per table per account — and give back one result
+ * per delivery (StepResult: BusTransport turns them into acks, retries and dead letters).
+ *
+ * A step's failure (a `retry` or `deadLetter` result, or an error, which `failureOf` classifies) stops
+ * the batch; every delivery of it gets that result, and the transport tries a batch of several again
+ * message by message. A `drop` settles only the deliveries its step was given.
  */
 @Injectable()
 export class IngestPipeline {
@@ -48,6 +64,7 @@ export class IngestPipeline {
     private readonly ordersStep: OrdersStep,
     private readonly productsStep: ProductsStep,
     private readonly optout: OptOutStep,
+    private readonly writer: StepWriter,
   ) {}
 
   /** The last batch's preparation: the next one starts after it (identity resolves in arrival order). */
@@ -74,10 +91,11 @@ export class IngestPipeline {
    * table is idempotent per message.
    *
    * A batch that came while the one before it was being written, and that one failed, writes nothing
-   * and fails with PrecededByFailure: the failed batch's messages are retried first (BusTransport),
-   * so no later message of an account overtakes an earlier one that failed.
+   * and fails with PrecededByFailure (thrown: it is no result of a delivery): the failed batch's
+   * messages are retried first (BusTransport), so no later message of an account overtakes an earlier
+   * one that failed.
    */
-  process(batch: readonly Delivery[]): Promise<Settlement[]> {
+  process(batch: readonly Delivery[]): Promise<DeliveryResult[]> {
     const simple = batch.every((d) => d.message.kind === 'events' || d.message.kind === 'profiles');
     const previous = this.committed;
     const inFlightBefore = !previous.settled;
@@ -86,51 +104,69 @@ export class IngestPipeline {
     const afterPrevious = async () => {
       if (!(await previous.ok) && inFlightBefore) throw new PrecededByFailure();
     };
-    let result: Promise<Settlement[]>;
+    let done: Promise<DeliveryResult[]>;
     if (!simple) {
-      result = Promise.all([this.prepared, afterPrevious()]).then(() => this.processWhole(batch));
-      this.prepared = result.catch(() => undefined);
+      done = Promise.all([this.prepared, afterPrevious()]).then(() => this.processWhole(batch));
+      this.prepared = done.catch(() => undefined);
     } else {
       // The writes of the batches before this one: a rebuild this batch may need waits for them.
       const prepare = this.prepared.then(() => this.prepareIngest(batch, previous.ok));
       this.prepared = prepare.catch(() => undefined);
-      result = Promise.all([prepare, afterPrevious()]).then(async ([writes]) => {
+      done = Promise.all([prepare, afterPrevious()]).then(async ([writes]) => {
         for (const write of writes) await write();
-        return batch.map((delivery): Settlement => ({ delivery, outcome: 'ack' }));
+        return batch.map((delivery): DeliveryResult => ({ delivery, result: ok() }));
       });
     }
-    const settle = (ok: boolean) => {
+    const results = done.catch((err: unknown) => {
+      if (err instanceof PrecededByFailure) throw err;
+      const result = err instanceof StepFailed ? err.result : failureOf(err);
+      return batch.map((delivery): DeliveryResult => ({ delivery, result }));
+    });
+    const settle = (stored: boolean) => {
       mine.settled = true;
-      return ok;
+      return stored;
     };
-    mine.ok = result.then(
-      () => settle(true),
+    mine.ok = results.then(
+      (r) => settle(!r.some((x) => isFailure(x.result))),
       (err: unknown) => settle(err instanceof PrecededByFailure),
     );
     // Settled before anyone sees the outcome: a retry queued on seeing it does not inherit it.
-    return result.then(
-      (settlements) => mine.ok.then(() => settlements),
+    return results.then(
+      (r) => mine.ok.then(() => r),
       (err: unknown) => mine.ok.then(() => Promise.reject(err as Error)),
     );
   }
 
-  private async processWhole(batch: readonly Delivery[]): Promise<Settlement[]> {
+  private async processWhole(batch: readonly Delivery[]): Promise<DeliveryResult[]> {
+    const results = new Map<Delivery, StepResult<unknown>>();
     // Records of account objects identify no customer: they go straight to their tables.
-    const objects = batch.filter((d) => d.message.kind === 'objects');
-    if (objects.length) await this.objects.write(objects);
+    for (const group of objectGroups(batch.filter((d) => d.message.kind === 'objects'))) {
+      const result = await this.objects.run(group);
+      if (result.type === 'drop') {
+        for (const d of group.deliveries) results.set(d, result);
+        continue;
+      }
+      const { table, rows } = unwrap(result);
+      await this.store.writeObjects(group.account, table, rows, group.deliveries.some(mayBeStored));
+    }
     // Consent changes go to their own step; runs of each kind keep the batch's order.
     for (const run of runsOfKind(batch.filter((d) => d.message.kind !== 'objects'))) {
       if (run.every(isSubscriptionsDelivery)) {
-        for (const [account, deliveries] of groupByAccount(run))
-          await this.subscriptions.process(account, deliveries);
+        for (const [account, deliveries] of groupByAccount(run)) {
+          const rows = unwrap(await this.subscriptions.run({ account, deliveries }));
+          await this.writer.write(account, deliveries, rows);
+        }
       } else if (run.every(isOptOutDelivery)) {
         for (const [account, deliveries] of groupByAccount(run))
-          await this.optout.process(account, deliveries);
+          for (const delivery of deliveries) {
+            const { rows, redact } = unwrap(await this.optout.run({ account, delivery }));
+            await this.writer.write(account, [delivery], rows, { redact, settleIdentity: false });
+          }
       } else {
         for (const write of await this.prepareIngest(run)) await write();
       }
     }
-    return batch.map((delivery) => ({ delivery, outcome: 'ack' }));
+    return batch.map((delivery) => ({ delivery, result: results.get(delivery) ?? ok() }));
   }
 
   /**
@@ -167,18 +203,18 @@ export class IngestPipeline {
         ? m.records.map((record, index) => ({ message: m, index, record }))
         : [],
     );
-    const resolved = await this.identityStep.resolve(account, items, writesBefore);
+    const resolved = unwrap(await this.identityStep.run({ account, items, writesBefore }));
     const { resolutions } = resolved;
     const now = toStoreTime(Date.now());
-    const batch: StoreBatch = { identityLinks: [], merges: [], conflicts: [], customers: [], events: [] };
+    const batch = emptyBatch();
     const updates: ProfileUpdate[] = [];
     const lastMessageOf = new Map<string, string>();
-    const orders = this.ordersStep.begin(account);
+    const orderEvents: OrderEvent[] = [];
 
     items.forEach((item, i) => {
       const { customerId, created, linked, merged, conflicts } = resolutions[i]!;
       const msgId = item.message.id;
-      this.identityStep.recordEffects(batch, item, resolutions[i]!, now);
+      collectRows(batch, this.identityStep.effectRows(item, resolutions[i]!, now));
       for (const loser of merged) lastMessageOf.set(loser, msgId);
       const update = profileUpdate(item, linked, conflicts.length > 0);
       if (created || merged.length || Object.keys(update).length > 0) {
@@ -188,15 +224,16 @@ export class IngestPipeline {
       if (item.message.kind === 'events') {
         const record = item.record as EventRecord;
         const row = eventRow(record, msgId, item.index, customerId, item.message.receivedAt);
-        if (!orders.take(row, record)) batch.events.push(row);
+        // An order event is stored or not by the orders step, depending on the order's state.
+        const order = orderEventOf(row, record);
+        if (order) orderEvents.push(order);
+        else batch.events.push(row);
       }
     });
 
     this.identityStep.redactOptedOut(items, resolved, updates, lastMessageOf);
-    await orders.finish(deliveries, batch, now);
-    await this.productsStep.apply(account, deliveries, batch, now);
-    const redelivery = deliveries.some(mayBeStored);
-    const messages = deliveries.map((d) => d.message.id);
+    collectRows(batch, unwrap(await this.ordersStep.run({ account, deliveries, events: orderEvents, now })));
+    collectRows(batch, unwrap(await this.productsStep.run({ account, deliveries, now })));
     return async () => {
       // Profiles are applied in the write stage, in batch order like the writes: the next batch's
       // resolution (which reads no profile) need not wait for them.
@@ -204,15 +241,7 @@ export class IngestPipeline {
         ...(await this.identityStep.applyProfiles(account, updates, (c) => lastMessageOf.get(c)!, now)),
       );
       await this.columns.prepare(account, batch);
-      // Bracketed: a crash between two inserts leaves the messages unfinished, left out of rebuilds, so
-      // their redelivery resolves as now and completes every table (AnalyticStore.begin).
-      await this.store.begin(account, messages);
-      await this.store.write(account, batch, redelivery);
-      await this.store.commit(account, messages);
-      await this.identityStep.settle(
-        account,
-        deliveries.map((d) => d.message),
-      );
+      await this.writer.write(account, deliveries, batch);
     };
   }
 }

@@ -1,17 +1,43 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { mayBeStored, type Delivery } from '@cdp/bus';
+import { drop, ok, type Delivery, type Step, type StepResult } from '@cdp/bus';
 import type { ObjectsMessage } from '@cdp/contracts';
 import { toStoreTime } from '@cdp/domain';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { SchemaRegistry } from '@cdp/schema';
 import { AnalyticStore } from '@cdp/store';
 
+export interface ObjectsInput {
+  account: string;
+  object: string;
+  /** The batch's deliveries of records of this object. */
+  deliveries: readonly Delivery[];
+}
+
+/** The rows of an object's records, for its own table. */
+export interface ObjectRows {
+  table: string;
+  rows: ({ _msg_id: string } & Record<string, unknown>)[];
+}
+
+/** Groups a batch's object deliveries by account and object, in order. */
+export function objectGroups(deliveries: readonly Delivery[]): ObjectsInput[] {
+  const groups = new Map<string, { account: string; object: string; deliveries: Delivery[] }>();
+  for (const d of deliveries) {
+    const m = d.message as ObjectsMessage;
+    const key = `${m.account}/${m.object}`;
+    const group = groups.get(key) ?? { account: m.account, object: m.object, deliveries: [] };
+    group.deliveries.push(d);
+    groups.set(key, group);
+  }
+  return [...groups.values()];
+}
+
 /**
- * Stores records of account-created objects (`POST /v3/objects/{object}`) in the object's own table,
- * created — or given the columns of newer fields — by this process, which owns the store.
+ * Turns records of account-created objects (`POST /v3/objects/{object}`) into rows of the object's own
+ * table, created — or given the columns of newer fields — by this process, which owns the store.
  */
 @Injectable()
-export class ObjectsWriter {
+export class ObjectsWriter implements Step<ObjectsInput, ObjectRows> {
   /** Schema revision each object table was last made to match, by `account/object`. */
   private readonly applied = new Map<string, number>();
 
@@ -21,21 +47,7 @@ export class ObjectsWriter {
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
-  async write(deliveries: readonly Delivery[]): Promise<void> {
-    const groups = new Map<string, { account: string; object: string; deliveries: Delivery[] }>();
-    for (const d of deliveries) {
-      const m = d.message as ObjectsMessage;
-      const key = `${m.account}/${m.object}`;
-      const group = groups.get(key) ?? { account: m.account, object: m.object, deliveries: [] };
-      group.deliveries.push(d);
-      groups.set(key, group);
-    }
-    for (const { account, object, deliveries: group } of groups.values()) {
-      await this.writeObject(account, object, group);
-    }
-  }
-
-  private async writeObject(account: string, objectName: string, deliveries: Delivery[]): Promise<void> {
+  async run({ account, object: objectName, deliveries }: ObjectsInput): Promise<StepResult<ObjectRows>> {
     const sent = new Set<string>();
     for (const d of deliveries)
       for (const r of (d.message as ObjectsMessage).records) for (const n in r) sent.add(n);
@@ -46,7 +58,7 @@ export class ObjectsWriter {
     if (!object) {
       // The API checked the object exists; objects are never deleted. Nothing to store it in.
       this.logger.error({ account, object: objectName }, 'records of an unknown object were dropped');
-      return;
+      return drop('unknown-object');
     }
     const key = `${account}/${object.name}`;
     if ((this.applied.get(key) ?? -1) < schema.revision) {
@@ -73,6 +85,6 @@ export class ObjectsWriter {
         return row;
       }),
     );
-    await this.store.writeObjects(account, object.table, rows, deliveries.some(mayBeStored));
+    return ok({ table: object.table, rows });
   }
 }

@@ -13,6 +13,9 @@ import { IdentityRebuild } from './identity-rebuild.service.js';
 import { IdentityStep } from './identity.step.js';
 import { isOptOutDelivery, OptOutStep } from './optout.step.js';
 import { runsOfKind } from './subscriptions.step.js';
+import { StepWriter } from './step-writer.js';
+import { emptyBatch, collectRows } from './store-rows.js';
+import { okValue } from './testing/processor-harness.js';
 
 /** The step on the embedded drivers and chDB: what an opt-out leaves in the hot state and the store. */
 describe('OptOutStep', () => {
@@ -22,7 +25,13 @@ describe('OptOutStep', () => {
   let identityStep: IdentityStep;
   let rebuild: IdentityRebuild;
   let step: OptOutStep;
+  let writer: StepWriter;
   let n = 0;
+  /** The step's rows and redactions, written as the pipeline writes them. */
+  const process = async (account: string, delivery: Delivery & { message: OptOutMessage }) => {
+    const { rows, redact } = okValue(await step.run({ account, delivery }));
+    await writer.write(account, [delivery], rows, { redact, settleIdentity: false });
+  };
 
   beforeAll(() => {
     store = new ClickHouseStore(new ChdbTransport(mkdtempSync(join(tmpdir(), 'cdp-optout-'))));
@@ -40,7 +49,8 @@ describe('OptOutStep', () => {
       createLogger('silent'),
     );
     identityStep = new IdentityStep(identity, profiles, rebuild);
-    step = new OptOutStep(identity, profiles, identityStep, store);
+    step = new OptOutStep(identity, profiles, identityStep);
+    writer = new StepWriter(store, identityStep);
   });
 
   const email = (value: string) => ({ kind: 'email', value });
@@ -51,11 +61,8 @@ describe('OptOutStep', () => {
     const item = { message, index: 0, record: { identifiers: ids } };
     const {
       resolutions: [r],
-    } = await identityStep.resolve(account, [item]);
-    const batch = { identityLinks: [], merges: [], conflicts: [], customers: [], events: [] } as Parameters<
-      ClickHouseStore['write']
-    >[1];
-    identityStep.recordEffects(batch, item, r!, '2026-11-22 10:00:00.000');
+    } = okValue(await identityStep.run({ account, items: [item] }));
+    const batch = collectRows(emptyBatch(), identityStep.effectRows(item, r!, '2026-11-22 10:00:00.000'));
     batch.customers.push(
       ...(await identityStep.applyProfiles(
         account,
@@ -88,8 +95,8 @@ describe('OptOutStep', () => {
       customers: [ada],
       identifiers: [email('ada@x.com'), vuid('av')],
     });
-    await step.process(a, [d]);
-    await step.process(a, [{ ...d, deliveryCount: 2 }]);
+    await process(a, d);
+    await process(a, { ...d, deliveryCount: 2 });
     expect(await profiles.get(a, ada)).toMatchObject({ attributes: { opted_in: false }, redacted: true });
     expect((await profiles.get(a, bo))!.attributes).toEqual({ email: 'bo@x.com', name: 'Bo' });
     expect(await profiles.inOptOutPool(a, [email('ada@x.com'), vuid('av'), email('bo@x.com')])).toEqual([
@@ -131,7 +138,7 @@ describe('OptOutStep', () => {
     });
     // Between the API's look-up and the processor, one record joins both customers: `old` survives.
     expect(await customer(a, { email: 'old@x.com', vuid: 'yv' }, {})).toBe(old);
-    await step.process(a, [d]);
+    await process(a, d);
     expect(await profiles.get(a, old)).toMatchObject({ attributes: { opted_in: false }, redacted: true });
     expect(await profiles.inOptOutPool(a, [email('old@x.com')])).toEqual([email('old@x.com')]);
     expect(await store.query(a, 'SELECT customers FROM {db}.optout_requests')).toEqual([
@@ -142,7 +149,8 @@ describe('OptOutStep', () => {
   it('leaves redacted profiles and the pool where a rebuild from the store finds them', async () => {
     const a = 'optstep3';
     const cy = await customer(a, { email: 'cy@x.com' }, { email: 'cy@x.com', phone: '1' });
-    await step.process(a, [
+    await process(
+      a,
       delivery('req-3', a, {
         requester: 'dpo@x.com',
         sent: [email('ghost@x.com')],
@@ -150,7 +158,7 @@ describe('OptOutStep', () => {
         customers: [cy],
         identifiers: [email('ghost@x.com'), email('cy@x.com')],
       }),
-    ]);
+    );
     // A fresh process: the hot state comes back from the store.
     const freshProfiles = new MemoryProfileState();
     const freshIdentity = new MemoryIdentityIndex();
@@ -175,7 +183,7 @@ describe('OptOutStep', () => {
       },
     ];
     const freshStep = new IdentityStep(freshIdentity, freshProfiles, again);
-    const resolved = await freshStep.resolve(a, items);
+    const resolved = okValue(await freshStep.run({ account: a, items }));
     const updates = [
       { customerId: resolved.resolutions[0]!.customerId, update: { email: 'ghost@x.com', name: 'G' } },
     ];

@@ -1,10 +1,22 @@
 import { Injectable } from '@nestjs/common';
-import type { Delivery } from '@cdp/bus';
+import { ok, type Delivery, type Step, type StepResult } from '@cdp/bus';
 import type { OptOutMessage } from '@cdp/contracts';
 import { identityKey, toStoreTime, type Identifier } from '@cdp/domain';
 import { IdentityIndex, ProfileState } from '@cdp/identity';
-import { AnalyticStore, type StoreBatch } from '@cdp/store';
+import type { StoreBatch } from '@cdp/store';
 import { IdentityStep } from './identity.step.js';
+import { collectRows, emptyBatch } from './store-rows.js';
+
+export interface OptOutInput {
+  account: string;
+  delivery: Delivery & { message: OptOutMessage };
+}
+
+/** An opt-out's writes: its rows, and the customers whose older snapshots are redacted after them. */
+export interface OptOutWrite {
+  rows: StoreBatch;
+  redact: string[];
+}
 
 export function isOptOutDelivery(d: Delivery): d is Delivery & { message: OptOutMessage } {
   return d.message.kind === 'optout';
@@ -13,72 +25,66 @@ export function isOptOutDelivery(d: Delivery): d is Delivery & { message: OptOut
 const asText = (id: Identifier) => `${id.kind}:${id.value}`;
 
 /**
- * Compliance opt-outs of one account (spec "Compliance opt-out"), in the order they came: every
- * customer the request reaches is redacted in the hot state and in the store, its identifiers join the
- * opt-out pool (hot and stored), and the request is audited.
+ * A compliance opt-out message (spec "Compliance opt-out"): every customer the request reaches is
+ * redacted in the hot state (and, through the rows and `redact` it returns, in the store), its
+ * identifiers join the opt-out pool (hot and stored), and the request is audited. The runner takes an
+ * account's opt-outs one message at a time, in the order they came.
  *
  * The API found the customers when it accepted the request; a merge may have happened since, so the
  * identifiers are looked up again here and the survivors redacted.
  */
 @Injectable()
-export class OptOutStep {
+export class OptOutStep implements Step<OptOutInput, OptOutWrite> {
   constructor(
     private readonly identity: IdentityIndex,
     private readonly profiles: ProfileState,
     private readonly identityStep: IdentityStep,
-    private readonly store: AnalyticStore,
   ) {}
 
-  async process(account: string, deliveries: readonly (Delivery & { message: OptOutMessage })[]) {
-    for (const { message, deliveryCount } of deliveries)
-      for (const record of message.records) {
-        const customers = new Set<string>();
-        for (const id of record.identifiers) {
-          const customer = await this.identity.lookup(account, id);
-          if (customer) customers.add(customer);
-        }
-        // An index that lost the account (a flushed Redis, not rebuilt yet) finds nobody: the customers
-        // the API found are redacted all the same.
-        if (customers.size === 0) for (const c of record.customers) customers.add(c);
-        const pool = new Map<string, Identifier>();
-        for (const id of record.identifiers) pool.set(identityKey(id), id);
-        for (const c of customers)
-          for (const id of await this.identity.identifiersOf(account, c)) pool.set(identityKey(id), id);
-        const identifiers = [...pool.values()];
-
-        const now = toStoreTime(Date.now());
-        const batch: StoreBatch = {
-          identityLinks: [],
-          merges: [],
-          conflicts: [],
-          events: [],
-          customers: await this.identityStep.applyProfiles(
-            account,
-            [...customers].map((customerId) => ({ customerId, update: { opted_in: false }, redact: true })),
-            () => message.id,
-            now,
-          ),
-          optoutPool: identifiers.map((id) => ({ ...id, msg_id: message.id, created_at: now })),
-          optoutRequests: [
-            {
-              msg_id: message.id,
-              requester: record.requester,
-              api_key: message.key,
-              requested_at: toStoreTime(message.receivedAt),
-              processed_at: now,
-              sent: record.sent.map(asText),
-              phone: record.phone ?? null,
-              customers: [...customers].sort(),
-              identifiers: identifiers.map(asText),
-            },
-          ],
-        };
-        await this.profiles.addToOptOutPool(account, identifiers);
-        await this.store.begin(account, [message.id]);
-        await this.store.write(account, batch, deliveryCount > 1 || message.resend === true);
-        // Older snapshots last: a redelivery after a crash here redacts them then.
-        await this.store.redactCustomers(account, [...customers]);
-        await this.store.commit(account, [message.id]);
+  async run({ account, delivery: { message } }: OptOutInput): Promise<StepResult<OptOutWrite>> {
+    const rows = emptyBatch();
+    const redact = new Set<string>();
+    for (const record of message.records) {
+      const customers = new Set<string>();
+      for (const id of record.identifiers) {
+        const customer = await this.identity.lookup(account, id);
+        if (customer) customers.add(customer);
       }
+      // An index that lost the account (a flushed Redis, not rebuilt yet) finds nobody: the customers
+      // the API found are redacted all the same.
+      if (customers.size === 0) for (const c of record.customers) customers.add(c);
+      const pool = new Map<string, Identifier>();
+      for (const id of record.identifiers) pool.set(identityKey(id), id);
+      for (const c of customers)
+        for (const id of await this.identity.identifiersOf(account, c)) pool.set(identityKey(id), id);
+      const identifiers = [...pool.values()];
+
+      const now = toStoreTime(Date.now());
+      collectRows(rows, {
+        customers: await this.identityStep.applyProfiles(
+          account,
+          [...customers].map((customerId) => ({ customerId, update: { opted_in: false }, redact: true })),
+          () => message.id,
+          now,
+        ),
+        optoutPool: identifiers.map((id) => ({ ...id, msg_id: message.id, created_at: now })),
+        optoutRequests: [
+          {
+            msg_id: message.id,
+            requester: record.requester,
+            api_key: message.key,
+            requested_at: toStoreTime(message.receivedAt),
+            processed_at: now,
+            sent: record.sent.map(asText),
+            phone: record.phone ?? null,
+            customers: [...customers].sort(),
+            identifiers: identifiers.map(asText),
+          },
+        ],
+      });
+      await this.profiles.addToOptOutPool(account, identifiers);
+      for (const c of customers) redact.add(c);
+    }
+    return ok({ rows, redact: [...redact] });
   }
 }

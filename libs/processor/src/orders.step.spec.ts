@@ -1,7 +1,9 @@
 import { eventId, toStoreTime, type EventRecord } from '@cdp/domain';
 import type { IngestMessage } from '@cdp/contracts';
 import type { ClickHouseStore, EventRow } from '@cdp/store';
-import { buildProcessor, deliveryOf, emptyStoreBatch, tempChdbStore } from './testing/processor-harness.js';
+import { orderEventOf, type OrderEvent } from './orders.step.js';
+import { emptyBatch } from './store-rows.js';
+import { buildProcessor, deliveryOf, okValue, tempChdbStore } from './testing/processor-harness.js';
 
 const NOW = '2026-11-22 10:00:00.000';
 const T0 = Date.parse('2026-11-22T09:00:00Z');
@@ -68,19 +70,25 @@ describe('OrdersStep', () => {
       { action: 'purchase', order: purchase, ts: T0 },
       { action: 'purchase', order: { ...purchase, subtotal: 999 }, ts: T0 + 1000 },
     ]);
-    const batch = emptyStoreBatch();
-    const orders = ordersStep.begin(account);
-    // Order events are taken over; any other event stays with the caller.
-    first.message.records.forEach((r, i) => expect(orders.take(first.rows[i]!, r)).toBe(true));
+    // Order events are the step's; any other event stays with the caller.
+    const events = first.message.records.map((r, i) => orderEventOf(first.rows[i]!, r));
+    events.forEach((e) => expect(e).toBeDefined());
     expect(
-      orders.take(
+      orderEventOf(
         { ...first.rows[0]!, type: 'pageview' },
         { ...first.message.records[0]!, type: 'pageview' },
       ),
-    ).toBe(false);
-    await orders.finish([first.delivery], batch, NOW);
+    ).toBeUndefined();
+    const batch = okValue(
+      await ordersStep.run({
+        account,
+        deliveries: [first.delivery],
+        events: events as OrderEvent[],
+        now: NOW,
+      }),
+    );
     // Rule 1: only the first purchase is recorded; both changes are in the log.
-    expect(batch.events.map((e) => e.event_id)).toEqual([eventId('m1', 0)]);
+    expect(batch.events!.map((e) => e.event_id)).toEqual([eventId('m1', 0)]);
     expect(batch.lineItems!.map((l) => [l.product_id, l.subtotal, l.event])).toEqual([
       ['p1', 60, 'Order Line Item Purchase'],
       ['p2', 40, 'Order Line Item Purchase'],
@@ -101,19 +109,20 @@ describe('OrdersStep', () => {
         ts: T0 + 2000,
       },
     ]);
-    const next = emptyStoreBatch();
-    const more = ordersStep.begin(account);
-    expect(more.take(second.rows[0]!, second.message.records[0]!)).toBe(true);
-    await more.finish([second.delivery], next, NOW);
-    expect(next.events.map((e) => e.event_id)).toEqual([eventId('m2', 0)]);
+    const returned = orderEventOf(second.rows[0]!, second.message.records[0]!);
+    expect(returned).toBeDefined();
+    const next = okValue(
+      await ordersStep.run({ account, deliveries: [second.delivery], events: [returned!], now: NOW }),
+    );
+    expect(next.events!.map((e) => e.event_id)).toEqual([eventId('m2', 0)]);
     expect(next.lineItems!.map((l) => [l.product_id, l.subtotal, l.event])).toEqual([
       ['p2', -40, 'Order Line Item Return'],
     ]);
     expect(next.orders).toEqual([expect.objectContaining({ order_id: 'o1', msg_id: 'm2', revenue: 60 })]);
 
     // The rows are what the store takes.
-    await store.write(account, batch, false);
-    await store.write(account, next, false);
+    await store.write(account, { ...emptyBatch(), ...batch }, false);
+    await store.write(account, { ...emptyBatch(), ...next }, false);
     const stored = await store.query<{ order_id: string; revenue: number; purchased: boolean }>(
       account,
       'SELECT order_id, revenue, purchased FROM {db}.orders FINAL',
@@ -137,18 +146,24 @@ describe('OrdersStep', () => {
         receivedAt: T0 + 5000,
         records: [{ order_id: orderId, fields: { coupon_code: 'LATE' } }],
       });
-    const nothing = emptyStoreBatch();
-    await ordersStep.begin(account).finish([update('u0', 'ghost')], nothing, NOW);
+    const nothing = okValue(
+      await ordersStep.run({ account, deliveries: [update('u0', 'ghost')], events: [], now: NOW }),
+    );
     expect(nothing.orderChanges).toEqual([]);
     expect(nothing.orders ?? []).toEqual([]);
 
     const bought = orderEvents('b1', account, [
       { action: 'purchase', order: { order_id: 'o2', subtotal: 10 }, ts: T0 },
     ]);
-    const batch = emptyStoreBatch();
-    const orders = ordersStep.begin(account);
-    orders.take(bought.rows[0]!, bought.message.records[0]!);
-    await orders.finish([bought.delivery, update('u1', 'o2')], batch, NOW);
+    const held = [orderEventOf(bought.rows[0]!, bought.message.records[0]!)!];
+    const batch = okValue(
+      await ordersStep.run({
+        account,
+        deliveries: [bought.delivery, update('u1', 'o2')],
+        events: held,
+        now: NOW,
+      }),
+    );
     expect(batch.orderChanges!.map((c) => [c.kind, c.seq])).toEqual([
       ['event', 1],
       ['entity', 2],
@@ -162,14 +177,18 @@ describe('OrdersStep', () => {
     ]);
 
     // The same messages again (a redelivery): the same sequence numbers, the order unchanged.
-    const again = emptyStoreBatch();
-    const replay = ordersStep.begin(account);
-    replay.take(bought.rows[0]!, bought.message.records[0]!);
-    await replay.finish([bought.delivery, update('u1', 'o2')], again, NOW);
+    const again = okValue(
+      await ordersStep.run({
+        account,
+        deliveries: [bought.delivery, update('u1', 'o2')],
+        events: [orderEventOf(bought.rows[0]!, bought.message.records[0]!)!],
+        now: NOW,
+      }),
+    );
     expect(again.orderChanges!.map((c) => [c.kind, c.seq])).toEqual([
       ['event', 1],
       ['entity', 2],
     ]);
-    expect(again.events.map((e) => e.event_id)).toEqual([eventId('b1', 0)]);
+    expect(again.events!.map((e) => e.event_id)).toEqual([eventId('b1', 0)]);
   });
 });

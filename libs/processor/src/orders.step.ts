@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { Delivery } from '@cdp/bus';
+import { ok, retry, type Delivery, type Step, type StepResult } from '@cdp/bus';
 import {
   eventId,
   fromUnits,
@@ -18,10 +18,11 @@ import {
 } from '@cdp/domain';
 import { FAULT_POINTS, faultPoint } from '@cdp/faults';
 import { OrderState, OrdersNotWarmError, type ApplyResult } from '@cdp/orders';
-import type { EventRow, LineItemRow, OrderChangeRow, OrderRow, StoreBatch } from '@cdp/store';
+import type { EventRow, LineItemRow, OrderChangeRow, OrderRow } from '@cdp/store';
 import { OrdersRebuild } from './orders-rebuild.service.js';
 
-interface HeldEvent {
+/** An order event of the batch, with its row: whether the row is stored depends on the order's state. */
+export interface OrderEvent {
   row: EventRow;
   action: OrderAction;
   /** The event's time in milliseconds. */
@@ -29,65 +30,58 @@ interface HeldEvent {
   order: OrderData;
 }
 
+export interface OrdersInput {
+  account: string;
+  /** The batch's deliveries of the account, in order: their order updates are applied in it. */
+  deliveries: readonly Delivery[];
+  /** The batch's order events (orderEventOf), in record order. */
+  events: readonly OrderEvent[];
+  /** Store time of this batch's writes. */
+  now: string;
+}
+
+/** The rows an order batch writes: the order events recorded, their line items, the change log, the orders. */
+export interface OrderRows {
+  events?: EventRow[];
+  lineItems?: LineItemRow[];
+  orderChanges?: OrderChangeRow[];
+  orders?: OrderRow[];
+}
+
+/**
+ * An order event's row as the orders step takes it (its storing depends on the order's state);
+ * undefined for any other event, which the caller stores itself.
+ */
+export function orderEventOf(row: EventRow, record: EventRecord): OrderEvent | undefined {
+  if (record.type !== 'order' || !isOrderAction(record.action) || !record.order) return undefined;
+  const normalized = normalizeOrder(record.order);
+  if ('invalid' in normalized) return undefined;
+  return { row, action: record.action, ts: record.ts, order: normalized.order };
+}
+
 /**
  * Turns a batch's order events and order entity updates into order-state changes (spec "States and
- * transitions / Order actions"), and the outcomes into store rows: the recorded events, their line
- * items, the applied-change log and the orders' summaries.
+ * transitions / Order actions"), applied in delivery order, and the outcomes into store rows: the
+ * recorded events, their line items, the applied-change log and the orders' summaries.
  */
 @Injectable()
-export class OrdersStep {
+export class OrdersStep implements Step<OrdersInput, OrderRows> {
   constructor(
     private readonly orders: OrderState,
     private readonly rebuild: OrdersRebuild,
   ) {}
 
-  /** A collector for one account's batch. */
-  begin(account: string): OrdersBatch {
-    return new OrdersBatch(account, this);
-  }
-
-  /** Applies changes; an account the state does not hold is rebuilt from the store first. */
-  async apply(account: string, changes: OrderChange[]): Promise<ApplyResult> {
-    faultPoint(FAULT_POINTS.ordersApply);
-    try {
-      return await this.orders.apply(account, changes);
-    } catch (err) {
-      if (!(err instanceof OrdersNotWarmError)) throw err;
-      if (!(await this.rebuild.rebuild(account))) throw err; // another processor is rebuilding: retry later
-      return this.orders.apply(account, changes);
+  async run({ account, deliveries, events, now }: OrdersInput): Promise<StepResult<OrderRows>> {
+    const byMessage = new Map<string, OrderEvent[]>();
+    for (const e of events) {
+      const list = byMessage.get(e.row.msg_id) ?? [];
+      list.push(e);
+      byMessage.set(e.row.msg_id, list);
     }
-  }
-}
-
-export class OrdersBatch {
-  /** Order events by message id, in record order. */
-  private readonly held = new Map<string, HeldEvent[]>();
-
-  constructor(
-    private readonly account: string,
-    private readonly step: OrdersStep,
-  ) {}
-
-  /**
-   * Takes an order event's row over (true): whether it is stored depends on the order's state. Any other
-   * event is left to the caller (false).
-   */
-  take(row: EventRow, record: EventRecord): boolean {
-    if (record.type !== 'order' || !isOrderAction(record.action) || !record.order) return false;
-    const normalized = normalizeOrder(record.order);
-    if ('invalid' in normalized) return false;
-    const list = this.held.get(row.msg_id) ?? [];
-    list.push({ row, action: record.action, ts: record.ts, order: normalized.order });
-    this.held.set(row.msg_id, list);
-    return true;
-  }
-
-  /** Applies the batch's order changes in delivery order and adds the resulting rows to the batch. */
-  async finish(deliveries: readonly Delivery[], batch: StoreBatch, now: string): Promise<void> {
-    const changes: { change: OrderChange; msgId: string; held?: HeldEvent }[] = [];
+    const changes: { change: OrderChange; msgId: string; held?: OrderEvent }[] = [];
     for (const { message } of deliveries) {
       if (message.kind === 'events') {
-        for (const held of this.held.get(message.id) ?? []) {
+        for (const held of byMessage.get(message.id) ?? []) {
           const change = orderEventChange(
             held.row.event_id,
             held.action,
@@ -106,19 +100,20 @@ export class OrdersBatch {
         );
       }
     }
-    if (changes.length === 0) return;
-    const { outcomes, orders } = await this.step.apply(
-      this.account,
+    if (changes.length === 0) return ok({});
+    const applied = await this.apply(
+      account,
       changes.map((c) => c.change),
     );
-    const log: OrderChangeRow[] = (batch.orderChanges ??= []);
-    const lineItems: LineItemRow[] = (batch.lineItems ??= []);
+    if (!applied) return retry('the order state of the account is being rebuilt by another processor');
+    const { outcomes, orders } = applied;
+    const rows: Required<OrderRows> = { events: [], lineItems: [], orderChanges: [], orders: [] };
     const lastMessageOf = new Map<string, string>();
     changes.forEach(({ change, msgId, held }, i) => {
       const outcome = outcomes[i]!;
       if (outcome.seq === 0) return; // an update of an order that does not exist: nothing to do
       lastMessageOf.set(change.orderId, msgId);
-      log.push({
+      rows.orderChanges.push({
         change_id: change.id,
         msg_id: msgId,
         order_id: change.orderId,
@@ -132,14 +127,13 @@ export class OrdersBatch {
         fields: JSON.stringify(change.fields),
       });
       if (held && outcome.recorded) {
-        batch.events.push(held.row);
-        lineItems.push(...lineItemRows(held));
+        rows.events.push(held.row);
+        rows.lineItems.push(...lineItemRows(held));
       }
     });
-    const rows: OrderRow[] = (batch.orders ??= []);
     for (const state of orders) {
       const s = orderSummary(state);
-      rows.push({
+      rows.orders.push({
         order_id: s.order_id,
         version: s.version,
         msg_id: lastMessageOf.get(s.order_id)!,
@@ -157,6 +151,22 @@ export class OrdersBatch {
         fields: s.fields,
       });
     }
+    return ok(rows);
+  }
+
+  /**
+   * Applies changes; an account the state does not hold is rebuilt from the store first (undefined:
+   * another processor is rebuilding it, try again later).
+   */
+  private async apply(account: string, changes: OrderChange[]): Promise<ApplyResult | undefined> {
+    faultPoint(FAULT_POINTS.ordersApply);
+    try {
+      return await this.orders.apply(account, changes);
+    } catch (err) {
+      if (!(err instanceof OrdersNotWarmError)) throw err;
+      if (!(await this.rebuild.rebuild(account))) return undefined;
+      return this.orders.apply(account, changes);
+    }
   }
 }
 
@@ -165,7 +175,7 @@ export class OrdersBatch {
  * product. A return, refund or cancel lists what went back: its item subtotals are coerced negative, as
  * the order's are.
  */
-function lineItemRows({ row, action, order }: HeldEvent): LineItemRow[] {
+function lineItemRows({ row, action, order }: OrderEvent): LineItemRow[] {
   const sign = action === 'purchase' ? (x: number) => x : (x: number) => -Math.abs(x);
   return order.items.map((item, i) => ({
     line_item_id: `${row.event_id}-${i}`,

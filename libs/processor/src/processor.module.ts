@@ -11,6 +11,7 @@ import { OrdersRebuild } from './orders-rebuild.service.js';
 import { OrdersStep } from './orders.step.js';
 import { ProductsStep } from './products.step.js';
 import { OptOutStep } from './optout.step.js';
+import { StepWriter } from './step-writer.js';
 
 /**
  * The processor role: consumes ingest messages, resolves identities, writes the store. Its ports
@@ -30,6 +31,7 @@ import { OptOutStep } from './optout.step.js';
     OrdersStep,
     ProductsStep,
     OptOutStep,
+    StepWriter,
   ],
   exports: [IdentityRebuild, CustomColumns, OrdersRebuild],
 })

@@ -1,6 +1,7 @@
 import type { IngestMessage } from '@cdp/contracts';
 import type { ClickHouseStore } from '@cdp/store';
-import { buildProcessor, deliveryOf, emptyStoreBatch, tempChdbStore } from './testing/processor-harness.js';
+import { emptyBatch } from './store-rows.js';
+import { buildProcessor, deliveryOf, okValue, tempChdbStore } from './testing/processor-harness.js';
 
 const NOW = '2026-11-22 10:00:00.000';
 
@@ -25,18 +26,18 @@ describe('ProductsStep', () => {
   it('merges a batch in delivery order into one row per product, versioned by the time the API took it', async () => {
     const account = `products${++n}`;
     const { productsStep } = buildProcessor(store);
-    const batch = emptyStoreBatch();
-    await productsStep.apply(
-      account,
-      [
-        products('m1', account, 1_000, [
-          { product_id: 'p1', fields: { name: 'Shoe', price: 10, colour: 'red' } },
-          { product_id: 'p2', fields: { name: 'Sock' } },
-        ]),
-        products('m2', account, 2_000, [{ product_id: 'p1', fields: { price: 12, colour: null } }]),
-      ],
-      batch,
-      NOW,
+    const batch = okValue(
+      await productsStep.run({
+        account,
+        deliveries: [
+          products('m1', account, 1_000, [
+            { product_id: 'p1', fields: { name: 'Shoe', price: 10, colour: 'red' } },
+            { product_id: 'p2', fields: { name: 'Sock' } },
+          ]),
+          products('m2', account, 2_000, [{ product_id: 'p1', fields: { price: 12, colour: null } }]),
+        ],
+        now: NOW,
+      }),
     );
     expect(batch.products).toEqual([
       {
@@ -53,25 +54,27 @@ describe('ProductsStep', () => {
   it('keeps the stored fields an update does not name (additive, across batches)', async () => {
     const account = `products${++n}`;
     const { productsStep } = buildProcessor(store);
-    const first = emptyStoreBatch();
-    await productsStep.apply(
-      account,
-      [products('a1', account, 1_000, [{ product_id: 'p1', fields: { name: 'Shoe', price: 10 } }])],
-      first,
-      NOW,
+    const first = okValue(
+      await productsStep.run({
+        account,
+        deliveries: [
+          products('a1', account, 1_000, [{ product_id: 'p1', fields: { name: 'Shoe', price: 10 } }]),
+        ],
+        now: NOW,
+      }),
     );
-    await store.write(account, first, false);
-    const second = emptyStoreBatch();
-    await productsStep.apply(
-      account,
-      [products('a2', account, 3_000, [{ product_id: 'p1', fields: { price: 11 } }])],
-      second,
-      NOW,
+    await store.write(account, { ...emptyBatch(), ...first }, false);
+    const second = okValue(
+      await productsStep.run({
+        account,
+        deliveries: [products('a2', account, 3_000, [{ product_id: 'p1', fields: { price: 11 } }])],
+        now: NOW,
+      }),
     );
     expect(second.products).toEqual([
       expect.objectContaining({ product_id: 'p1', fields: { name: 'Shoe', price: 11 } }),
     ]);
-    await store.write(account, second, false);
+    await store.write(account, { ...emptyBatch(), ...second }, false);
     expect((await store.products(account, ['p1'])).map((r) => r.fields)).toEqual([
       { name: 'Shoe', price: 11 },
     ]);
@@ -80,8 +83,7 @@ describe('ProductsStep', () => {
   it('adds nothing for a batch without product updates', async () => {
     const account = `products${++n}`;
     const { productsStep } = buildProcessor(store);
-    const batch = emptyStoreBatch();
-    await productsStep.apply(account, [], batch, NOW);
-    expect(batch.products).toBeUndefined();
+    const rows = okValue(await productsStep.run({ account, deliveries: [], now: NOW }));
+    expect(rows.products).toBeUndefined();
   });
 });

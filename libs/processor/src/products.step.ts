@@ -1,7 +1,19 @@
 import { Injectable } from '@nestjs/common';
-import type { Delivery } from '@cdp/bus';
+import { ok, type Delivery, type Step, type StepResult } from '@cdp/bus';
 import { mergeProduct, type ProductValue } from '@cdp/domain';
-import { AnalyticStore, type ProductRow, type StoreBatch } from '@cdp/store';
+import { AnalyticStore, type ProductRow } from '@cdp/store';
+
+export interface ProductsInput {
+  account: string;
+  deliveries: readonly Delivery[];
+  /** Store time of this batch's writes. */
+  now: string;
+}
+
+/** The product rows to write (absent: the batch had no product updates). */
+export interface ProductRows {
+  products?: ProductRow[];
+}
 
 /**
  * The product feed (spec "Product fields"): no history, an update replaces the values it names and
@@ -14,19 +26,14 @@ import { AnalyticStore, type ProductRow, type StoreBatch } from '@cdp/store';
  * other's fields (with chDB there is one processor; with a ClickHouse server that is the known limit).
  */
 @Injectable()
-export class ProductsStep {
+export class ProductsStep implements Step<ProductsInput, ProductRows> {
   constructor(private readonly store: AnalyticStore) {}
 
-  async apply(
-    account: string,
-    deliveries: readonly Delivery[],
-    batch: StoreBatch,
-    now: string,
-  ): Promise<void> {
+  async run({ account, deliveries, now }: ProductsInput): Promise<StepResult<ProductRows>> {
     const updates = deliveries.flatMap(({ message }) =>
       message.kind === 'products' ? message.records.map((record, index) => ({ message, index, record })) : [],
     );
-    if (updates.length === 0) return;
+    if (updates.length === 0) return ok({});
     const ids = [...new Set(updates.map((u) => u.record.product_id))];
     const current = new Map<string, Record<string, ProductValue>>();
     for (const row of await this.store.products(account, ids)) current.set(row.product_id, row.fields);
@@ -42,6 +49,6 @@ export class ProductsStep {
         fields: merged,
       });
     }
-    (batch.products ??= []).push(...rows.values());
+    return ok({ products: [...rows.values()] });
   }
 }

@@ -1,4 +1,4 @@
-import type { Delivery, Settlement } from '@cdp/bus';
+import { deadLetter, ok, type Delivery, type DeliveryResult } from '@cdp/bus';
 import { processOncePerMessage } from './repeated-messages.js';
 
 const delivery = (handle: string, id: string, resend?: true): Delivery => ({
@@ -15,16 +15,15 @@ const delivery = (handle: string, id: string, resend?: true): Delivery => ({
 });
 
 describe('processOncePerMessage', () => {
-  it('processes one copy of a message the batch holds twice, and settles the repeat like it', async () => {
+  it('processes one copy of a message the batch holds twice, and drops the repeat of a stored one or fails it like its first', async () => {
     const seen: string[][] = [];
-    const process = (batch: readonly Delivery[]): Promise<Settlement[]> => {
+    const process = (batch: readonly Delivery[]): Promise<DeliveryResult[]> => {
       seen.push(batch.map((d) => d.handle));
       return Promise.resolve(
-        batch.map((d): Settlement =>
-          d.message.id === 'bad'
-            ? { delivery: d, outcome: 'dead-letter', reason: 'no' }
-            : { delivery: d, outcome: 'ack' },
-        ),
+        batch.map((d): DeliveryResult => ({
+          delivery: d,
+          result: d.message.id === 'bad' ? deadLetter('no') : ok(),
+        })),
       );
     };
     const batch = [
@@ -36,10 +35,11 @@ describe('processOncePerMessage', () => {
     ];
     const settled = await processOncePerMessage(batch, process);
     expect(seen).toEqual([['1', '2', '4']]);
-    expect(settled.map((s) => [s.delivery.handle, s.outcome]).sort()).toEqual([
-      ['1', 'ack'],
-      ['2', 'ack'],
-      ['3', 'ack'],
+    // The repeat of a stored message is dropped as a duplicate (the bus acknowledges it).
+    expect(settled.map((s) => [s.delivery.handle, s.result.type]).sort()).toEqual([
+      ['1', 'ok'],
+      ['2', 'ok'],
+      ['3', 'drop'],
       ['4', 'dead-letter'],
       ['5', 'dead-letter'],
     ]);
@@ -47,7 +47,7 @@ describe('processOncePerMessage', () => {
 
   it('passes a batch without repeats through as it is', async () => {
     const batch = [delivery('1', 'x'), delivery('2', 'y')];
-    const settled: Settlement[] = batch.map((d) => ({ delivery: d, outcome: 'ack' }));
+    const settled: DeliveryResult[] = batch.map((d) => ({ delivery: d, result: ok() }));
     expect(await processOncePerMessage(batch, (b) => Promise.resolve(b === batch ? settled : []))).toBe(
       settled,
     );

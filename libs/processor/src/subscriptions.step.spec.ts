@@ -13,6 +13,8 @@ import { ChdbTransport } from '@cdp/store/chdb';
 import { ClickHouseStore } from '@cdp/store';
 import { IdentityRebuild } from './identity-rebuild.service.js';
 import { isSubscriptionsDelivery, runsOfKind, SubscriptionsStep } from './subscriptions.step.js';
+import { StepWriter } from './step-writer.js';
+import { okValue } from './testing/processor-harness.js';
 
 /** The step on the embedded drivers and chDB: what a batch of consent changes leaves behind. */
 describe('SubscriptionsStep', () => {
@@ -21,7 +23,11 @@ describe('SubscriptionsStep', () => {
   let profiles: MemoryProfileState;
   let consent: MemoryConsentState;
   let step: SubscriptionsStep;
+  let writer: StepWriter;
   let rebuild: IdentityRebuild;
+  /** The step's rows, written as the pipeline writes them. */
+  const process = async (account: string, deliveries: (Delivery & { message: SubscriptionsMessage })[]) =>
+    writer.write(account, deliveries, okValue(await step.run({ account, deliveries })));
 
   beforeAll(() => {
     store = new ClickHouseStore(new ChdbTransport(mkdtempSync(join(tmpdir(), 'cdp-subs-'))));
@@ -39,7 +45,9 @@ describe('SubscriptionsStep', () => {
       new FileMetadataStore(mkdtempSync(join(tmpdir(), 'cdp-subs-meta-'))),
       createLogger('silent'),
     );
-    step = new SubscriptionsStep(new IdentityStep(identity, profiles, rebuild), consent, store);
+    const identityStep = new IdentityStep(identity, profiles, rebuild);
+    step = new SubscriptionsStep(identityStep, consent);
+    writer = new StepWriter(store, identityStep);
   });
 
   const change = (email: string, list: string, subscribed: boolean): SubscriptionRecord => ({
@@ -60,7 +68,7 @@ describe('SubscriptionsStep', () => {
   });
 
   it('changes memberships, opted_in on the profile, and stores history, events and the new customer', async () => {
-    await step.process('sa', [
+    await process('sa', [
       delivery('m1', 'sa', [change('a@x.com', 'news', true), change('a@x.com', 'svc_all', false)]),
     ]);
     const customerId = (await identity.lookup('sa', { kind: 'email', value: 'a@x.com' }))!;
@@ -92,9 +100,9 @@ describe('SubscriptionsStep', () => {
 
   it('stores a redelivered message once, and the hot state rebuilt from the store equals the live one', async () => {
     const first = delivery('m2', 'sb', [change('b@x.com', 'news', true)]);
-    await step.process('sb', [first]);
-    await step.process('sb', [{ ...first, deliveryCount: 2 }]);
-    await step.process('sb', [
+    await process('sb', [first]);
+    await process('sb', [{ ...first, deliveryCount: 2 }]);
+    await process('sb', [
       delivery('m3', 'sb', [change('b@x.com', 'promo', true), change('b@x.com', 'news', false)]),
     ]);
     expect(

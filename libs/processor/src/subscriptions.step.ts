@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { mayBeStored, type Delivery } from '@cdp/bus';
+import { ok, type Delivery, type Step, type StepResult } from '@cdp/bus';
 import { ConsentState } from '@cdp/consent';
 import type { SubscriptionsMessage } from '@cdp/contracts';
 import {
@@ -13,8 +13,14 @@ import {
 } from '@cdp/domain';
 import type { ProfileUpdate } from '@cdp/identity';
 import { FAULT_POINTS, faultPoint } from '@cdp/faults';
-import { AnalyticStore, type StoreBatch } from '@cdp/store';
+import type { StoreBatch } from '@cdp/store';
 import { IdentityStep, withMerges } from './identity.step.js';
+import { collectRows, emptyBatch } from './store-rows.js';
+
+export interface SubscriptionsInput {
+  account: string;
+  deliveries: readonly (Delivery & { message: SubscriptionsMessage })[];
+}
 
 interface Item {
   message: SubscriptionsMessage;
@@ -54,33 +60,27 @@ export function groupByAccount<T extends Delivery>(deliveries: readonly T[]): Ma
 
 /**
  * Consent changes of one account (spec "Consent and subscription"): each record resolves to its
- * customer, changes the hot list memberships, and is stored three ways — a consent-history row (who,
+ * customer, changes the hot list memberships and profiles, and returns the rows to store three ways — a consent-history row (who,
  * what, when, through which key), a `list`/`subscribe` event (spec "Events": every update of a list
  * subscription generates one) and, for `svc_all` or a channel opt-in, the profile's `opted_in`.
  */
 @Injectable()
-export class SubscriptionsStep {
+export class SubscriptionsStep implements Step<SubscriptionsInput, StoreBatch> {
   constructor(
     private readonly identityStep: IdentityStep,
     private readonly consent: ConsentState,
-    private readonly store: AnalyticStore,
   ) {}
 
-  async process(account: string, deliveries: readonly (Delivery & { message: SubscriptionsMessage })[]) {
+  async run({ account, deliveries }: SubscriptionsInput): Promise<StepResult<StoreBatch>> {
     const items: Item[] = deliveries.flatMap((d) =>
       d.message.records.map((record, index) => ({ message: d.message, index, record })),
     );
-    const resolved = await this.identityStep.resolve(account, items);
+    const resolution = await this.identityStep.run({ account, items });
+    if (resolution.type !== 'ok') return resolution;
+    const resolved = resolution.value;
     const { resolutions, identifiers } = resolved;
     const now = toStoreTime(Date.now());
-    const batch: StoreBatch = {
-      identityLinks: [],
-      merges: [],
-      conflicts: [],
-      customers: [],
-      events: [],
-      consentHistory: [],
-    };
+    const batch: StoreBatch = { ...emptyBatch(), consentHistory: [] };
     const updates: ProfileUpdate[] = [];
     const lastMessageOf = new Map<string, string>();
 
@@ -97,7 +97,7 @@ export class SubscriptionsStep {
     items.forEach((item, i) => {
       const { customerId, created, linked, merged } = resolutions[i]!;
       const { message, record, index } = item;
-      this.identityStep.recordEffects(batch, item, resolutions[i]!, now);
+      collectRows(batch, this.identityStep.effectRows(item, resolutions[i]!, now));
       for (const loser of merged) lastMessageOf.set(loser, message.id);
       const update: AttributeUpdate = {};
       for (const id of linked) if (isProfileIdentifier(id.kind)) update[id.kind] = id.value;
@@ -145,13 +145,6 @@ export class SubscriptionsStep {
     batch.customers.push(
       ...(await this.identityStep.applyProfiles(account, updates, (c) => lastMessageOf.get(c)!, now)),
     );
-    const messages = deliveries.map((d) => d.message.id);
-    await this.store.begin(account, messages);
-    await this.store.write(account, batch, deliveries.some(mayBeStored));
-    await this.store.commit(account, messages);
-    await this.identityStep.settle(
-      account,
-      deliveries.map((d) => d.message),
-    );
+    return ok(batch);
   }
 }

@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Delivery } from '@cdp/bus';
+import type { Delivery, StepResult } from '@cdp/bus';
 import { MemoryConsentState } from '@cdp/consent/memory';
 import type { IngestMessage } from '@cdp/contracts';
 import { MemoryIdentityIndex, MemoryProfileState } from '@cdp/identity/memory';
@@ -9,7 +9,7 @@ import { createLogger } from '@cdp/logger';
 import { FileMetadataStore } from '@cdp/metadata/file';
 import { MemoryOrderState } from '@cdp/orders/memory';
 import { SchemaRegistry } from '@cdp/schema';
-import { AnalyticStore, ClickHouseStore, type StoreBatch } from '@cdp/store';
+import { AnalyticStore, ClickHouseStore } from '@cdp/store';
 import { ChdbTransport } from '@cdp/store/chdb';
 import { CustomColumns } from '../custom-columns.service.js';
 import { IdentityRebuild } from '../identity-rebuild.service.js';
@@ -21,6 +21,7 @@ import { OrdersRebuild } from '../orders-rebuild.service.js';
 import { OrdersStep } from '../orders.step.js';
 import { ProductsStep } from '../products.step.js';
 import { SubscriptionsStep } from '../subscriptions.step.js';
+import { StepWriter } from '../step-writer.js';
 
 /** A chDB store in a directory of its own (one per spec file: chDB opens one directory per process). */
 export function tempChdbStore(name: string): ClickHouseStore {
@@ -49,17 +50,34 @@ export function buildProcessor(store: AnalyticStore) {
   );
   const ordersStep = new OrdersStep(orders, new OrdersRebuild(orders, store, metadata, logger));
   const productsStep = new ProductsStep(store);
+  const subscriptionsStep = new SubscriptionsStep(identityStep, consent);
+  const optOutStep = new OptOutStep(identity, profiles, identityStep);
+  const writer = new StepWriter(store, identityStep);
   const pipeline = new IngestPipeline(
     identityStep,
     store,
     new CustomColumns(schema, store, logger),
     new ObjectsWriter(schema, store, logger),
-    new SubscriptionsStep(identityStep, consent, store),
+    subscriptionsStep,
     ordersStep,
     productsStep,
-    new OptOutStep(identity, profiles, identityStep, store),
+    optOutStep,
+    writer,
   );
-  return { metadata, identity, profiles, orders, identityStep, ordersStep, productsStep, pipeline };
+  return {
+    metadata,
+    identity,
+    profiles,
+    consent,
+    orders,
+    identityStep,
+    ordersStep,
+    productsStep,
+    subscriptionsStep,
+    optOutStep,
+    writer,
+    pipeline,
+  };
 }
 
 let sequence = 0;
@@ -93,7 +111,8 @@ export function eventsMessage(
   } as unknown as IngestMessage;
 }
 
-/** A store batch with nothing in it yet, as a step receives it. */
-export function emptyStoreBatch(): StoreBatch {
-  return { identityLinks: [], merges: [], conflicts: [], customers: [], events: [] };
+/** The value of a step's result, which the test expects to be ok. */
+export function okValue<T>(result: StepResult<T>): T {
+  if (result.type !== 'ok') throw new Error(`expected ok, the step said ${result.type}: ${result.reason}`);
+  return result.value;
 }

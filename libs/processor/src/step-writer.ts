@@ -1,0 +1,43 @@
+import { Injectable } from '@nestjs/common';
+import { mayBeStored, type Delivery } from '@cdp/bus';
+import { AnalyticStore, type StoreBatch } from '@cdp/store';
+import { IdentityStep } from './identity.step.js';
+
+export interface WriteOptions {
+  /** Customers whose older profile snapshots are redacted, after the rows and before the commit. */
+  redact?: readonly string[];
+  /** Whether the identity index forgets what it remembered of the messages (default: yes). */
+  settleIdentity?: boolean;
+}
+
+/**
+ * The runner's store write for one account: the rows the steps returned, bracketed so that a crash
+ * between two inserts leaves the messages unfinished and out of rebuilds, and their redelivery
+ * completes every table (AnalyticStore.begin). A redelivered message's rows are not stored twice.
+ */
+@Injectable()
+export class StepWriter {
+  constructor(
+    private readonly store: AnalyticStore,
+    private readonly identityStep: IdentityStep,
+  ) {}
+
+  async write(
+    account: string,
+    deliveries: readonly Delivery[],
+    rows: StoreBatch,
+    options: WriteOptions = {},
+  ): Promise<void> {
+    const messages = deliveries.map((d) => d.message.id);
+    await this.store.begin(account, messages);
+    await this.store.write(account, rows, deliveries.some(mayBeStored));
+    // Older snapshots last: a redelivery after a crash here redacts them then.
+    if (options.redact) await this.store.redactCustomers(account, options.redact);
+    await this.store.commit(account, messages);
+    if (options.settleIdentity !== false)
+      await this.identityStep.settle(
+        account,
+        deliveries.map((d) => d.message),
+      );
+  }
+}
