@@ -21,6 +21,7 @@ export function buildIfNeeded(entries) {
   const sources = Math.max(
     newest(join(root, 'apps')),
     newest(join(root, 'libs')),
+    newest(join(root, 'sdk')),
     statSync(join(root, 'package.json')).mtimeMs,
   );
   const missing = entries.some((e) => !existsSync(join(root, 'dist', e)));

@@ -32,6 +32,18 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ CDP_IDEMPOTENCY_LEASE_SECONDS: '600' })).toThrow(/LEASE/);
   });
 
+  it('believes X-Forwarded-For from no proxy unless told which, and refuses what is not an address', () => {
+    expect(loadConfig({}).trustedProxies).toEqual([]);
+    expect(loadConfig({ CDP_TRUSTED_PROXIES: '10.0.0.0/8, 127.0.0.1,::1,fd00::/8' }).trustedProxies).toEqual([
+      '10.0.0.0/8',
+      '127.0.0.1',
+      '::1',
+      'fd00::/8',
+    ]);
+    for (const bad of ['10.0.0.0/33', 'proxy.local', '10.0.0.1/8/1', '::1/129'])
+      expect(() => loadConfig({ CDP_TRUSTED_PROXIES: bad })).toThrow(ConfigError);
+  });
+
   it('wants both bootstrap keys or neither, and a valid port', () => {
     expect(() => loadConfig({ CDP_BOOTSTRAP_PUBLIC_KEY: 'x' })).toThrow(/set together/);
     expect(() => loadConfig({ PORT: '70000' })).toThrow(/PORT/);

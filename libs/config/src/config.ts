@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 
 /** Which driver each port gets. Parsed once at boot; an unknown name fails the boot (no silent fallback). */
@@ -53,6 +54,11 @@ export interface AppConfig {
    * how long a request holds its key before another attempt may take over (`CDP_IDEMPOTENCY_LEASE_SECONDS`).
    */
   idempotency: { ttlMs: number; leaseMs: number };
+  /**
+   * Proxies whose `X-Forwarded-For` is believed (`CDP_TRUSTED_PROXIES`: addresses or CIDR ranges, comma
+   * separated). The client address of a request (an event's `ip`) is the nearest address not in this list.
+   */
+  trustedProxies: string[];
   /** Test hooks only (`CDP_TEST_FAULTS`, @cdp/faults): where the write path fails or dies on purpose. */
   testFaults: string | undefined;
   /**
@@ -139,6 +145,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
       // Well inside JetStream's two-minute duplicate window: a takeover's publish is still deduplicated.
       leaseMs: integer(env, 'CDP_IDEMPOTENCY_LEASE_SECONDS', 30, 1, 90) * 1000,
     },
+    trustedProxies: addressList(env, 'CDP_TRUSTED_PROXIES'),
     testFaults: env.CDP_TEST_FAULTS || undefined,
     unsubscribeLinks: {
       secret: secret(env, 'CDP_UNSUBSCRIBE_SECRET'),
@@ -169,6 +176,24 @@ function baseUrl(env: Env, name: string): string | undefined {
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new ConfigError(`${name}=${raw} must be an http or https URL`);
   return raw.replace(/\/+$/, '');
+}
+
+/** IPv4 or IPv6 addresses, each optionally with a CIDR prefix length. */
+function addressList(env: Env, name: string): string[] {
+  const raw = env[name];
+  if (!raw) return [];
+  const entries = raw
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean);
+  for (const entry of entries) {
+    const [address = '', bits, extra] = entry.split('/');
+    const v4 = isIP(address) === 4;
+    const okBits = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (v4 ? 32 : 128));
+    if (!isIP(address) || !okBits || extra !== undefined)
+      throw new ConfigError(`${name}: ${entry} is not an IP address or CIDR range`);
+  }
+  return entries;
 }
 
 function natsPrefix(value: string): string {

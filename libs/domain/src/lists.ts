@@ -31,4 +31,9 @@ export interface SubscriptionRecord {
   subscribed: boolean;
   /** True when it was sent as a channel opt-in (`{opted_in, email}`) rather than a list update. */
   channel_opt_in: boolean;
+  /**
+   * Event fields sent beside the update (the browser SDK's "further fields": its page fields), written to
+   * the update's `list`/`subscribe` event; `channel` among them when sent.
+   */
+  event_data?: Record<string, string | number | boolean>;
 }

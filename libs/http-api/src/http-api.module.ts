@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { AccountsModule } from '@cdp/accounts';
 import { ListsService, UnsubscribeLinks } from '@cdp/lists';
 import { RateLimitPolicy } from '@cdp/rate-limits';
@@ -31,11 +31,14 @@ import { ObjectsController } from './objects/objects.controller.js';
 import { ObjectsIngest } from './objects/objects.ingest.js';
 
 import { OptOutController } from './optout/optout.controller.js';
+import { BrowserRequests } from './browser/browser-requests.js';
+import { SdkAssets } from './sdk/sdk-assets.js';
+import { SdkController } from './sdk/sdk.controller.js';
 import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
 @Module({
-  imports: [AccountsModule, SchemaModule, ExportsApiModule],
+  imports: [AccountsModule, SchemaModule, ExportsApiModule, DiscoveryModule],
   controllers: [
     EventsController,
     ProfilesController,
@@ -53,6 +56,7 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
     CommerceObjectsController,
     ExportsController,
     OptOutController,
+    SdkController,
   ],
   providers: [
     IngestPublisher,
@@ -73,6 +77,8 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
         new IdempotencyRecords(store, config.idempotency),
     },
     IdempotencyInterceptor,
+    SdkAssets,
+    BrowserRequests,
   ],
   exports: [ObjectsIngest],
 })

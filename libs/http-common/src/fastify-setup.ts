@@ -18,6 +18,8 @@ export function fastifyOptions(config: AppConfig, logger: Logger): FastifyServer
     disableRequestLogging: true,
     genReqId: () => randomUUID(),
     bodyLimit: config.bodyLimitBytes,
+    // `request.ip` (an event's `ip`) believes X-Forwarded-For only as far as the configured proxies go.
+    trustProxy: config.trustedProxies.length ? config.trustedProxies : false,
     // SIGTERM: stop accepting, let requests in flight finish (their 202 means durable), then close.
     forceCloseConnections: 'idle',
     // A URL the router cannot read (bad percent-encoding: 400; a path segment over 100 characters: 414)

@@ -98,6 +98,36 @@ describe('SubscriptionsStep', () => {
     ]);
   });
 
+  it('writes the event fields sent with an update (a page subscribing) to its event; offline without them', async () => {
+    const fromPage: SubscriptionRecord = {
+      ...change('p@x.com', 'news', true),
+      event_data: { channel: 'web', page: '/lamps', source: 'ads', landing: true, days_since_last_visit: 2 },
+    };
+    await process('sp', [delivery('m9', 'sp', [fromPage, change('p@x.com', 'promo', true)])]);
+    const events = await store.query<Record<string, unknown>>(
+      'sp',
+      'SELECT list_id, channel, page, source, landing, days_since_last_visit FROM {db}.events ORDER BY event_id',
+    );
+    expect(events).toEqual([
+      {
+        list_id: 'news',
+        channel: 'web',
+        page: '/lamps',
+        source: 'ads',
+        landing: true,
+        days_since_last_visit: 2,
+      },
+      {
+        list_id: 'promo',
+        channel: 'offline',
+        page: null,
+        source: null,
+        landing: null,
+        days_since_last_visit: null,
+      },
+    ]);
+  });
+
   it('stores a redelivered message once, and the hot state rebuilt from the store equals the live one', async () => {
     const first = delivery('m2', 'sb', [change('b@x.com', 'news', true)]);
     await process('sb', [first]);

@@ -3,6 +3,7 @@ import { ok, type Delivery, type Step, type StepResult } from '@cdp/bus';
 import { ConsentState } from '@cdp/consent';
 import type { SubscriptionsMessage } from '@cdp/contracts';
 import {
+  DEFAULT_CHANNEL,
   eventId,
   isProfileIdentifier,
   SVC_ALL,
@@ -122,6 +123,8 @@ export class SubscriptionsStep implements Step<SubscriptionsInput, StoreBatch> {
         changed_at: receivedAt,
         stored_at: now,
       });
+      // Further fields sent with the update (the browser SDK's page fields) describe its event.
+      const { channel, ...further } = record.event_data ?? {};
       const eventIdentifiers: Record<string, string> = {};
       for (const [kind, value] of Object.entries(record.identifiers)) {
         eventIdentifiers[kind] = Array.isArray(value) ? value.join(',') : value;
@@ -134,9 +137,9 @@ export class SubscriptionsStep implements Step<SubscriptionsInput, StoreBatch> {
         received_at: receivedAt,
         type: 'list',
         action: 'subscribe',
-        channel: 'offline',
+        channel: typeof channel === 'string' ? channel : DEFAULT_CHANNEL,
         identifiers: eventIdentifiers,
-        data: { list_id: record.list_id, subscribed: record.subscribed },
+        data: { ...further, list_id: record.list_id, subscribed: record.subscribed },
         order: null,
       });
     });

@@ -5,6 +5,7 @@ import { APP_CONFIG, type AppConfig } from '@cdp/config';
 import { ApiError } from '@cdp/contracts';
 import { ACCESS_KEY, type Access } from '@cdp/http-common';
 import type { AuthedRequest } from './principal.js';
+import { keyCameFromQuery } from '../browser/browser-requests.js';
 
 /**
  * One guard for every route. V3 routes read `x-api-key`; v2 routes read `Svc-Tracker-Id` (spec
@@ -32,6 +33,8 @@ export class ApiKeyGuard implements CanActivate {
     const key = header(request, isV2 ? 'svc-tracker-id' : 'x-api-key');
     const principal = await this.accounts.authenticate(key);
     if (access === 'private' && !principal.private) throw ApiError.forbidden();
+    if (principal.private && (keyCameFromQuery(request) || fromAnotherSite(request)))
+      throw ApiError.forbidden(PRIVATE_KEY_IN_BROWSER);
     request.principal = principal;
     return true;
   }
@@ -41,6 +44,23 @@ export class ApiKeyGuard implements CanActivate {
     const sent = header(request, 'authorization')?.match(/^Bearer (.+)$/i)?.[1];
     if (!token || !sent || !constantTimeEqual(sent, token)) throw ApiError.unauthorized();
     return true;
+  }
+}
+
+const PRIVATE_KEY_IN_BROWSER =
+  'a private key is never accepted from a browser or in a URL: it belongs on servers; browsers send the public key';
+
+/**
+ * A browser calling from another site's page: it sends `Origin`, naming a site other than this API.
+ * A private key there is in the hands of every visitor. (A page the API serves itself is not refused.)
+ */
+function fromAnotherSite(request: AuthedRequest): boolean {
+  const origin = header(request, 'origin');
+  if (origin === undefined) return false;
+  try {
+    return new URL(origin).host !== header(request, 'host');
+  } catch {
+    return true; // `null` (sandboxed pages, file://) and anything unreadable
   }
 }
 

@@ -20,6 +20,7 @@ import { BatchBody, type ValidatedBatch } from '../ingest/batch-validation.pipe.
 import { requireExistingOrders } from './existing-orders.js';
 import { EventsIngest } from '../events/events.ingest.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';
+import { inferClientIp } from '../events/client-ip.js';
 
 /** The v2 ingestion endpoints; the guard reads their key from `Svc-Tracker-Id` (spec "Authentication" rule 2). */
 @ApiTags('v2')
@@ -81,6 +82,7 @@ export class V2Controller {
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<AcceptedBody> {
+    inferClientIp(batch.records, principal, request.ip);
     return this.eventsIngest.accept(batch, request.id, principal.account);
   }
 }

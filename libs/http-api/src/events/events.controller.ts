@@ -7,6 +7,7 @@ import type { EventRecord } from '@cdp/domain';
 import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { EventsIngest } from './events.ingest.js';
+import { inferClientIp } from './client-ip.js';
 import { EventsBatch } from './events.validator.js';
 import { BatchBody, type ValidatedBatch } from '../ingest/batch-validation.pipe.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
@@ -30,6 +31,7 @@ export class EventsController {
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<AcceptedBody> {
+    inferClientIp(batch.records, principal, request.ip);
     return this.events.accept(batch, request.id, principal.account);
   }
 }

@@ -51,6 +51,36 @@ describe('parseSubscriptions', () => {
     expect(invalids(null)).toEqual({ invalids: [{ field: 'body', reason: 'an update must be an object' }] });
   });
 
+  it('keeps further fields that are event fields for the list/subscribe event, typed; ignores the others', () => {
+    const { records, echo } = parseSubscriptions({
+      list_id: 'news',
+      email: 'ann@example.com',
+      subscribed: true,
+      channel: 'web',
+      page: '/lamps',
+      landing: false,
+      days_since_last_visit: 3,
+      first_name: 'Ann',
+      ts: 5,
+    });
+    expect(records[0]!.event_data).toEqual({
+      channel: 'web',
+      page: '/lamps',
+      landing: false,
+      days_since_last_visit: 3,
+    });
+    expect(echo).toEqual([{ list_id: 'news', email: 'ann@example.com', subscribed: true }]);
+    expect(parseSubscriptions({ opted_in: true, email: 'a@b.co' }).records[0]!.event_data).toBeUndefined();
+    expect(invalids({ list_id: 'news', email: 'a@b.co', subscribed: true, page: 7, landing: 'yes' })).toEqual(
+      {
+        invalids: [
+          { field: 'page', reason: 'must be a string of at most 1024 characters' },
+          { field: 'landing', reason: 'must be true or false' },
+        ],
+      },
+    );
+  });
+
   it('takes 1 to 1000 updates', () => {
     const one = { list_id: 'news', email: 'a@x.com', subscribed: true };
     expect(invalids([])).toEqual({ invalids: [{ field: 'body', reason: 'must hold at least one update' }] });

@@ -1,5 +1,11 @@
 import { ApiError, MAX_BATCH, MAX_STRING, type Invalid } from '@cdp/contracts';
-import { collectIdentifiers, isJunkIdentifierValue, SVC_ALL, type SubscriptionRecord } from '@cdp/domain';
+import {
+  collectIdentifiers,
+  EVENT_DATA_FIELDS,
+  isJunkIdentifierValue,
+  SVC_ALL,
+  type SubscriptionRecord,
+} from '@cdp/domain';
 
 /** What the API answers for an update: the update as applied (spec/NOTES.md "Responses"). */
 export type SubscriptionEcho =
@@ -62,6 +68,7 @@ function parseOne(
     problems.push({ field: 'email', reason: 'must be an email address' });
   }
 
+  const eventData = furtherEventFields(u, problems);
   const isList = u.list_id !== undefined;
   const isChannel = u.opted_in !== undefined;
   if (isList && isChannel) {
@@ -82,6 +89,7 @@ function parseOne(
         list_id: SVC_ALL,
         subscribed: u.opted_in as boolean,
         channel_opt_in: true,
+        ...eventData,
       },
       echo: { email: email as string, opted_in: u.opted_in as boolean },
     };
@@ -106,7 +114,42 @@ function parseOne(
       list_id: listId,
       subscribed,
       channel_opt_in: false,
+      ...eventData,
     },
     echo: { list_id: listId, email: email as string, subscribed },
   };
+}
+
+/** Members of an update that are the update itself; the others are further fields. */
+const UPDATE_MEMBERS = new Set(['list_id', 'email', 'subscribed', 'opted_in']);
+/** Event fields a further field may not set: the event's own time, and what the update says. */
+const NOT_FURTHER = new Set(['ts', 'order', 'list_id', 'subscribed']);
+
+/**
+ * The further fields of an update that are event fields (spec "Lists and subscriptions": the browser
+ * SDK's further fields are written to the events), typed as the event table says; written to the update's
+ * `list`/`subscribe` event. Other further fields are ignored, as undefined fields are everywhere.
+ */
+function furtherEventFields(
+  u: Record<string, unknown>,
+  problems: Omit<Invalid, 'event'>[],
+): { event_data?: Record<string, string | number | boolean> } {
+  const data: Record<string, string | number | boolean> = {};
+  for (const [field, value] of Object.entries(u)) {
+    if (UPDATE_MEMBERS.has(field) || NOT_FURTHER.has(field) || value === null || value === undefined)
+      continue;
+    const type = Object.hasOwn(EVENT_DATA_FIELDS, field) ? EVENT_DATA_FIELDS[field] : undefined;
+    if (type === 'string') {
+      if (typeof value !== 'string' || value.length > MAX_STRING)
+        problems.push({ field, reason: `must be a string of at most ${MAX_STRING} characters` });
+      else data[field] = value;
+    } else if (type === 'integer') {
+      if (!Number.isSafeInteger(value)) problems.push({ field, reason: 'must be an integer' });
+      else data[field] = value as number;
+    } else if (type === 'boolean') {
+      if (typeof value !== 'boolean') problems.push({ field, reason: 'must be true or false' });
+      else data[field] = value;
+    }
+  }
+  return Object.keys(data).length ? { event_data: data } : {};
 }

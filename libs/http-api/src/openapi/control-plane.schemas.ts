@@ -89,6 +89,9 @@ const subscriptionUpdate: Schema = {
     {
       type: 'object',
       required: ['list_id', 'email', 'subscribed'],
+      description:
+        "further members that are event fields (channel, page, source, …, not ts) are written to the update's " +
+        'list/subscribe event',
       properties: {
         list_id: { type: 'string', minLength: 1, maxLength: MAX_STRING },
         email,
