@@ -11,7 +11,7 @@ function newest(dir) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) latest = Math.max(latest, newest(path));
-    else if (entry.name.endsWith('.ts')) latest = Math.max(latest, statSync(path).mtimeMs);
+    else if (/\.(ts|tsx|css|html)$/.test(entry.name)) latest = Math.max(latest, statSync(path).mtimeMs);
   }
   return latest;
 }
@@ -21,6 +21,7 @@ export function buildIfNeeded(entries) {
   const sources = Math.max(
     newest(join(root, 'apps')),
     newest(join(root, 'libs')),
+    newest(join(root, 'console')),
     newest(join(root, 'sdk')),
     statSync(join(root, 'package.json')).mtimeMs,
   );

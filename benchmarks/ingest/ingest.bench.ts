@@ -27,7 +27,13 @@ const opt = args({
   seed: 42,
   population: 50_000,
   wiring: 'embedded',
+  // `on`: an event inspector is open for the account (a console's stream, read and discarded); `both`: the
+  // embedded run twice in the same process, without and then with it, and their ratio.
+  inspector: 'off',
+  // with `--inspector both`: rounds of (closed, open), alternated so that drift on a loaded machine hits both
+  rounds: 3,
 });
+if (!['off', 'on', 'both'].includes(String(opt.inspector))) throw new Error('--inspector is off, on or both');
 if (opt.wiring !== 'embedded' && opt.wiring !== 'scaled') throw new Error('--wiring is embedded or scaled');
 const scaled = opt.wiring === 'scaled';
 const batches = Math.ceil(Number(opt.events) / Number(opt.batch));
@@ -121,24 +127,69 @@ let stored = 0;
 let insertSeconds = 0;
 let publishSeconds: number | undefined;
 
-if (!scaled) {
-  const dataDir = mkdtempSync(join(tmpdir(), 'cdp-bench-'));
-  const config = loadConfig({ CDP_DATA_DIR: dataDir, LOG_LEVEL: 'warn', PORT: '0' });
-  const app = await createCdpApp(config, createLogger('warn'));
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  const { port } = app.getHttpServer().address() as { port: number };
-  const store = app.get(AnalyticStore);
-  const accounts = app.get(AccountsService);
-  insertSeconds = await insertBaseline(store, (await accounts.create({ name: 'baseline' })).account.id);
-  const { account } = await accounts.create({ name: 'bench' });
+/** An open console on the account: signs in with the private key and reads its inspector stream. */
+async function openInspector(
+  baseUrl: string,
+  privateKey: string,
+): Promise<{ bytes: () => number; close: () => Promise<void> }> {
+  const signIn = await fetch(`${baseUrl}/console/api/session`, {
+    method: 'POST',
+    headers: { 'x-cdp-console': '1', 'content-type': 'application/json' },
+    body: JSON.stringify({ private_key: privateKey }),
+  });
+  if (signIn.status !== 201) throw new Error(`console sign-in failed: ${signIn.status}`);
+  const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+  const abort = new AbortController();
+  const stream = await fetch(`${baseUrl}/console/api/inspector/stream`, {
+    headers: { cookie },
+    signal: abort.signal,
+  });
+  let bytes = 0;
+  const reading = (async () => {
+    for await (const chunk of stream.body as unknown as AsyncIterable<Uint8Array>) bytes += chunk.length;
+  })().catch(() => undefined);
+  return {
+    bytes: () => bytes,
+    close: async () => {
+      abort.abort();
+      await reading;
+    },
+  };
+}
+
+interface EmbeddedRun {
+  latencies: number[];
+  ackLatencies: number[];
+  failures: number;
+  seconds: number;
+  stored: number;
+  inspectorBytes: number;
+}
+
+async function runEmbedded(
+  port: number,
+  store: AnalyticStore,
+  accounts: AccountsService,
+  inspect: boolean,
+): Promise<EmbeddedRun> {
+  const run: EmbeddedRun = {
+    latencies: [],
+    ackLatencies: [],
+    failures: 0,
+    seconds: 0,
+    stored: 0,
+    inspectorBytes: 0,
+  };
+  const { account, privateKey } = await accounts.create({ name: inspect ? 'bench-inspected' : 'bench' });
   await store.ensureAccount(account.id);
+  const inspector = inspect ? await openInspector(`http://127.0.0.1:${port}`, privateKey) : undefined;
   const pending = new Map<string, number>();
   let done = false;
-  started = now();
-  lastVisible = started;
+  const started = now();
+  let lastVisible = started;
   const sending = sendAll(`http://127.0.0.1:${port}`, account.trackerId, (id, ackAt, sentAt, status) => {
-    ackLatencies.push(ackAt - sentAt);
-    if (status !== 202) failures++;
+    run.ackLatencies.push(ackAt - sentAt);
+    if (status !== 202) run.failures++;
     else pending.set(id, ackAt);
   }).then(() => (done = true));
   while (!done || pending.size > 0) {
@@ -153,15 +204,79 @@ if (!scaled) {
     );
     const at = now();
     for (const { msg_id } of seen) {
-      latencies.push(at - pending.get(msg_id)!);
+      run.latencies.push(at - pending.get(msg_id)!);
       pending.delete(msg_id);
       lastVisible = at;
     }
   }
   await sending;
-  stored = Number(
+  run.seconds = (lastVisible - started) / 1000;
+  run.stored = Number(
     (await store.query<{ n: number }>(account.id, 'SELECT count() AS n FROM {db}.events'))[0]!.n,
   );
+  if (inspector) {
+    run.inspectorBytes = inspector.bytes();
+    await inspector.close();
+  }
+  return run;
+}
+
+const inspectorRows: Row[] = [];
+
+if (!scaled) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'cdp-bench-'));
+  const config = loadConfig({ CDP_DATA_DIR: dataDir, LOG_LEVEL: 'warn', PORT: '0' });
+  const app = await createCdpApp(config, createLogger('warn'));
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.getHttpServer().address() as { port: number };
+  const store = app.get(AnalyticStore);
+  const accounts = app.get(AccountsService);
+  insertSeconds = await insertBaseline(store, (await accounts.create({ name: 'baseline' })).account.id);
+  const modes =
+    opt.inspector === 'both'
+      ? Array.from({ length: Number(opt.rounds) }, () => [false, true]).flat()
+      : [opt.inspector === 'on'];
+  const runs: EmbeddedRun[] = [];
+  for (const inspect of modes) runs.push(await runEmbedded(port, store, accounts, inspect));
+  const last = runs.at(-1)!;
+  latencies.push(...last.latencies);
+  ackLatencies.push(...last.ackLatencies);
+  failures = runs.reduce((n, r) => n + r.failures, 0);
+  stored = last.stored;
+  started = 0;
+  lastVisible = last.seconds * 1000;
+  if (opt.inspector === 'both') {
+    const median = (values: number[]) => {
+      const sorted = [...values].sort((a, b) => a - b);
+      const mid = Math.floor(sorted.length / 2);
+      return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+    };
+    const rate = (r: EmbeddedRun) => r.stored / r.seconds;
+    const closed = runs.filter((_, i) => !modes[i]);
+    const open = runs.filter((_, i) => modes[i]);
+    if (runs.some((r) => r.stored !== totalEvents)) failures++;
+    const baseline = median(closed.map(rate));
+    for (const [name, group] of [
+      ['inspector closed', closed],
+      ['inspector open (stream read)', open],
+    ] as const) {
+      inspectorRows.push({
+        scenario: `${name}, median of ${group.length}`,
+        'events/s': median(group.map(rate)),
+        'vs closed': median(group.map(rate)) / baseline,
+        'runs events/s': group.map((r) => Math.round(rate(r))).join(' / '),
+        'request -> 202 p50 ms': median(
+          group.map((r) =>
+            percentile(
+              [...r.ackLatencies].sort((a, b) => a - b),
+              50,
+            ),
+          ),
+        ),
+        'stream MB': median(group.map((r) => r.inspectorBytes)) / 1e6,
+      });
+    }
+  }
   await app.close();
 } else {
   // Baselines first, while the processes are not running: a direct chDB insert, a JetStream publish.
@@ -258,6 +373,8 @@ const rows: Row[] = [
   },
 ];
 printTable(`ingest benchmark, wiring ${opt.wiring}: ${batches} batches of ${opt.batch} events`, rows);
+if (inspectorRows.length)
+  printTable('event inspector: the same load without and with an open console', inspectorRows);
 printTable('latency (ms)', [
   { measure: 'request -> 202', p50: percentile(ackLatencies, 50), p99: percentile(ackLatencies, 99) },
   {
@@ -271,6 +388,7 @@ printTable('latency (ms)', [
 const file = writeResults(`ingest-${opt.wiring}`, {
   options: opt,
   rows,
+  ...(inspectorRows.length ? { inspector: inspectorRows } : {}),
   latency: {
     ack: { p50: percentile(ackLatencies, 50), p99: percentile(ackLatencies, 99) },
     visible: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },

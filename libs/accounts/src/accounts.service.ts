@@ -152,6 +152,19 @@ export class AccountsService {
     return { account: account.id, trackerId: account.trackerId, private: true, keyId: used.id };
   }
 
+  /**
+   * Whether a private key (by id) still authenticates: the console checks its session's key on every
+   * call, as the key itself would be checked (revoked keys work for the grace period, then not).
+   */
+  async keyAccepted(id: string, keyId: string, now = Date.now()): Promise<Account | undefined> {
+    const found = await this.metadata.get<Account>(ACCOUNTS, id);
+    const key = found?.value.keys.find((k) => k.id === keyId);
+    if (!found || !key) return undefined;
+    if (key.revokedAt !== undefined && Date.parse(key.revokedAt) + REVOKED_KEY_GRACE_MS <= now)
+      return undefined;
+    return found.value;
+  }
+
   /** Issues a new private key; the keys in use so far are revoked and keep working for the grace period. */
   async rotate(id: string): Promise<{ account: Account; privateKey: string }> {
     const secret = randomToken(32);

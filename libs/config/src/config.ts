@@ -55,6 +55,12 @@ export interface AppConfig {
    */
   idempotency: { ttlMs: number; leaseMs: number };
   /**
+   * The account console (`/console`): the HMAC secret of its session cookies (`CDP_CONSOLE_SECRET`; random
+   * per process when unset, so replicas behind one address need it set), their lifetime, where the built
+   * page is, and how many records per second the event inspector shows before it samples.
+   */
+  console: { secret: string | undefined; sessionTtlMs: number; assetsDir: string; inspectorBound: number };
+  /**
    * Proxies whose `X-Forwarded-For` is believed (`CDP_TRUSTED_PROXIES`: addresses or CIDR ranges, comma
    * separated). The client address of a request (an event's `ip`) is the nearest address not in this list.
    */
@@ -152,6 +158,12 @@ export function loadConfig(env: Env = process.env): AppConfig {
       ttlMs: integer(env, 'CDP_UNSUBSCRIBE_LINK_TTL_SECONDS', 60 * 86_400, 60, 3650 * 86_400) * 1000,
       baseUrl: baseUrl(env, 'CDP_PUBLIC_URL'),
     },
+    console: {
+      secret: consoleSecret(env.CDP_CONSOLE_SECRET),
+      sessionTtlMs: integer(env, 'CDP_CONSOLE_SESSION_MINUTES', 30, 1, 24 * 60) * 60_000,
+      assetsDir: resolve(env.CDP_CONSOLE_ASSETS_DIR || 'dist/console'),
+      inspectorBound: integer(env, 'CDP_INSPECTOR_MAX_PER_SECOND', 200, 1, 100_000),
+    },
   };
 }
 
@@ -176,6 +188,13 @@ function baseUrl(env: Env, name: string): string | undefined {
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new ConfigError(`${name}=${raw} must be an http or https URL`);
   return raw.replace(/\/+$/, '');
+}
+
+/** A session secret shorter than 32 characters would make forged cookies cheaper to find. */
+function consoleSecret(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  if (value.length < 32) throw new ConfigError('CDP_CONSOLE_SECRET must be at least 32 characters');
+  return value;
 }
 
 /** IPv4 or IPv6 addresses, each optionally with a CIDR prefix length. */

@@ -6,6 +6,7 @@ import { type RedisClient } from '@cdp/redis';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { IdempotencyStore } from '@cdp/idempotency';
 import { MetadataStore } from '@cdp/metadata';
+import { Inspector } from '@cdp/inspector';
 import { AnalyticStore } from '@cdp/store';
 
 export const NATS_CONNECTION = Symbol('NATS_CONNECTION');
@@ -26,11 +27,13 @@ export class DriversLifecycle implements OnApplicationShutdown {
     @Inject(LOGGER) private readonly logger: Logger,
     private readonly idempotency: IdempotencyStore,
     @Optional() private readonly store?: AnalyticStore,
+    @Optional() private readonly inspector?: Inspector,
     @Optional() @Inject(NATS_CONNECTION) private readonly nats?: NatsConnection,
     @Optional() @Inject(REDIS_CLIENT) private readonly redis?: RedisClient,
   ) {}
 
   async onApplicationShutdown(): Promise<void> {
+    await this.inspector?.close();
     this.logger.debug('closing the bus');
     await this.bus.close();
     await Promise.all([

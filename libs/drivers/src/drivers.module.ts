@@ -9,6 +9,7 @@ import { IdentityIndex, ProfileState } from '@cdp/identity';
 import { ConsentState } from '@cdp/consent';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { IdempotencyStore } from '@cdp/idempotency';
+import { Inspector } from '@cdp/inspector';
 import { MetadataStore } from '@cdp/metadata';
 import { RateLimiter } from '@cdp/rate-limits';
 import { OrderState } from '@cdp/orders';
@@ -158,6 +159,18 @@ export class DriversModule {
             ? new (await import('@cdp/orders/redis')).RedisOrderState(redis!)
             : new (await import('@cdp/orders/memory')).MemoryOrderState(),
       },
+      {
+        // The event inspector's fan-out follows the bus: core NATS subjects scaled out, in-process embedded.
+        provide: Inspector,
+        inject: [NATS_CONNECTION],
+        useFactory: async (nc?: NatsConnection): Promise<Inspector> =>
+          config.bus === 'nats'
+            ? new (await import('@cdp/inspector/nats')).NatsInspector(nc!, {
+                prefix: config.natsPrefix,
+                bound: config.console.inspectorBound,
+              })
+            : new (await import('@cdp/inspector/memory')).MemoryInspector(config.console.inspectorBound),
+      },
       DriversLifecycle,
     ];
     if (options.openStore) {
@@ -187,6 +200,7 @@ export class DriversModule {
       ConsentState,
       OrderState,
       IdempotencyStore,
+      Inspector,
       Metrics,
     ];
     return {

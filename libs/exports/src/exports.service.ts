@@ -81,6 +81,16 @@ export class ExportsService {
       .sort((a, b) => (a.requested_at < b.requested_at ? -1 : a.requested_at > b.requested_at ? 1 : 0));
   }
 
+  /** The account's exports, newest first, finished ones included (the console's exports page). */
+  async recent(account: string, limit = 50): Promise<ExportRecord[]> {
+    return (await this.metadata.list<ExportJob>(EXPORTS_BUCKET))
+      .map((v) => v.value)
+      .filter((j) => j.account === account)
+      .map((j) => j.record)
+      .sort((a, b) => (a.requested_at < b.requested_at ? 1 : a.requested_at > b.requested_at ? -1 : 0))
+      .slice(0, limit);
+  }
+
   /**
    * Takes every object's lock or none (spec "Errors": 422 for objects currently being exported,
    * naming them). Create-if-absent and compare-and-set decide between concurrent requests.

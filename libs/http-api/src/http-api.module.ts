@@ -4,6 +4,7 @@ import { AccountsModule } from '@cdp/accounts';
 import { ListsService, UnsubscribeLinks } from '@cdp/lists';
 import { RateLimitPolicy } from '@cdp/rate-limits';
 import { ExportsApiModule } from '@cdp/exports';
+import { ConsoleApiModule } from '@cdp/console-api';
 import { AdminController } from './admin/admin.controller.js';
 import { AdminRateLimitsController } from './admin/admin-rate-limits.controller.js';
 import { AdminDeadLettersController } from './admin/admin-dead-letters.controller.js';
@@ -35,10 +36,11 @@ import { BrowserRequests } from './browser/browser-requests.js';
 import { SdkAssets } from './sdk/sdk-assets.js';
 import { SdkController } from './sdk/sdk.controller.js';
 import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
+import { InspectorTap } from './inspector/inspector.tap.js';
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
 @Module({
-  imports: [AccountsModule, SchemaModule, ExportsApiModule, DiscoveryModule],
+  imports: [AccountsModule, SchemaModule, ExportsApiModule, DiscoveryModule, ConsoleApiModule],
   controllers: [
     EventsController,
     ProfilesController,
@@ -77,6 +79,7 @@ import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
         new IdempotencyRecords(store, config.idempotency),
     },
     IdempotencyInterceptor,
+    InspectorTap,
     SdkAssets,
     BrowserRequests,
   ],

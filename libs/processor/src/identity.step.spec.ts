@@ -43,7 +43,8 @@ describe('IdentityStep with custom identifiers', () => {
       new MemoryIdentityIndex(),
       new MemoryProfileState(),
       {} as IdentityRebuild, // a memory index is never cold
-      undefined,
+      undefined, // metrics
+      undefined, // inspector
       processorSchema,
     );
     const resolve = async (ids: Record<string, string>) =>

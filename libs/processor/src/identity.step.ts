@@ -15,6 +15,7 @@ import {
   type ProfileUpdate,
   type Resolution,
 } from '@cdp/identity';
+import { Inspector } from '@cdp/inspector';
 import { Metrics } from '@cdp/metrics';
 import { FAULT_POINTS, faultPoint } from '@cdp/faults';
 import { ok, retry, type Step, type StepResult } from '@cdp/bus';
@@ -64,6 +65,7 @@ export class IdentityStep implements Step<IdentityInput, ResolvedBatch> {
     private readonly profiles: ProfileState,
     private readonly rebuild: IdentityRebuild,
     @Optional() private readonly metrics?: Metrics,
+    @Optional() private readonly inspector?: Inspector,
     /** The account's custom identifiers' merge confidence; without it every identifier merges. */
     @Optional() private readonly schema?: SchemaRegistry,
   ) {}
@@ -77,11 +79,38 @@ export class IdentityStep implements Step<IdentityInput, ResolvedBatch> {
     items,
     writesBefore = Promise.resolve(),
   }: IdentityInput): Promise<StepResult<ResolvedBatch>> {
-    if (!this.metrics || items.length === 0) return this.resolveBatch(account, items, writesBefore);
+    if (!this.metrics || items.length === 0) {
+      const resolved = await this.resolveBatch(account, items, writesBefore);
+      if (resolved.type === 'ok') this.inspect(account, items, resolved.value.resolutions);
+      return resolved;
+    }
     const stop = this.metrics.identityResolveDuration.startTimer();
     const resolved = await this.resolveBatch(account, items, writesBefore);
-    if (resolved.type === 'ok') countResolved(this.metrics, resolved.value.resolutions, stop);
+    if (resolved.type === 'ok') {
+      countResolved(this.metrics, resolved.value.resolutions, stop);
+      this.inspect(account, items, resolved.value.resolutions);
+    }
     return resolved;
+  }
+
+  /** The event inspector, when a console is open for the account: the customer each record resolved to. */
+  private inspect(account: string, items: readonly IdentifiedItem[], resolutions: Resolution[]): void {
+    if (!this.inspector) return;
+    const at = new Date().toISOString();
+    this.inspector.offer(
+      account,
+      items.length,
+      (i) => ({
+        type: 'resolution',
+        at,
+        request_id: items[i]!.message.id,
+        index: items[i]!.index,
+        customer_id: resolutions[i]!.customerId,
+        created: resolutions[i]!.created,
+        merged: resolutions[i]!.merged,
+      }),
+      (i) => ({ requestId: items[i]!.message.id, index: items[i]!.index }),
+    );
   }
 
   private async resolveBatch(

@@ -34,21 +34,34 @@ export const DEFAULT_RATES: Readonly<Record<RateLimitFamily, Rate>> = {
   schema: 'unlimited',
 };
 
-/** An account's plan: the families whose rate differs from the default. */
-export type RateOverrides = Partial<Record<RateLimitFamily, Rate>>;
+/**
+ * What an account's plan may say of a family (spec "Authentication" rule 6: "Default, No Access or a named
+ * custom plan"): a rate, or `no_access`, which makes the family answer 403.
+ */
+export type PlanSetting = Rate | 'no_access';
+export const NO_ACCESS = 'no_access';
+
+/** An account's plan: the families whose setting differs from the default. */
+export type RateOverrides = Partial<Record<RateLimitFamily, PlanSetting>>;
+
+/** How the console names a family's plan. */
+export function planName(setting: PlanSetting | undefined): 'Default' | 'No Access' | 'Custom' {
+  return setting === undefined ? 'Default' : setting === NO_ACCESS ? 'No Access' : 'Custom';
+}
 
 const BUCKET = 'rate_limits';
 /** How long an API replica uses the overrides it read; a change reaches every replica within this. */
 export const RATE_POLICY_CACHE_MS = 5_000;
 export const MAX_RATE = 1_000_000;
 
-export const RATE_REASON = `must be a whole number of requests per second (1 to ${MAX_RATE}), "unlimited", or null for the default`;
+export const RATE_REASON = `must be a whole number of requests per second (1 to ${MAX_RATE}), "unlimited", "no_access", or null for the default`;
 
 /** A rate an operator may set for a family: null goes back to the default. */
-export function isRateSetting(rate: unknown): rate is Rate | null {
+export function isRateSetting(rate: unknown): rate is PlanSetting | null {
   return (
     rate === null ||
     rate === 'unlimited' ||
+    rate === NO_ACCESS ||
     (typeof rate === 'number' && Number.isInteger(rate) && rate >= 1 && rate <= MAX_RATE)
   );
 }
@@ -78,10 +91,19 @@ export class RateLimitPolicy {
     });
   }
 
-  /** The bucket a request of this family takes from, or undefined when the family is not limited. */
+  /**
+   * The bucket a request of this family takes from, or undefined when the family is not limited. A
+   * family the account's plan gives No Access to is refused here: 403, saying so.
+   */
   async allowance(account: string, family: RateLimitFamily): Promise<Allowance | undefined> {
     const overrides = await this.cachedOverrides(account);
-    return allowanceOf(overrides[family] ?? DEFAULT_RATES[family]);
+    const setting = overrides[family] ?? DEFAULT_RATES[family];
+    if (setting === NO_ACCESS) {
+      throw ApiError.forbidden(
+        `the ${family} API is not available to this account: its usage plan is No Access (the operator can change it)`,
+      );
+    }
+    return allowanceOf(setting);
   }
 
   async overrides(account: string): Promise<RateOverrides> {
@@ -89,10 +111,10 @@ export class RateLimitPolicy {
   }
 
   /** Every family's rate for the account, defaults included. */
-  effective(overrides: RateOverrides): Record<RateLimitFamily, Rate> {
+  effective(overrides: RateOverrides): Record<RateLimitFamily, PlanSetting> {
     return Object.fromEntries(
       RATE_LIMIT_FAMILIES.map((f) => [f, overrides[f] ?? DEFAULT_RATES[f]]),
-    ) as Record<RateLimitFamily, Rate>;
+    ) as Record<RateLimitFamily, PlanSetting>;
   }
 
   /**
@@ -129,12 +151,12 @@ export class RateLimitPolicy {
   }
 }
 
-function checkPatch(patch: Record<string, unknown>): [RateLimitFamily, Rate | null][] {
+function checkPatch(patch: Record<string, unknown>): [RateLimitFamily, PlanSetting | null][] {
   if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) {
     throw ApiError.invalid([{ field: 'body', reason: 'must be an object of family: rate' }]);
   }
   const invalids: { field: string; reason: string }[] = [];
-  const out: [RateLimitFamily, Rate | null][] = [];
+  const out: [RateLimitFamily, PlanSetting | null][] = [];
   for (const [family, rate] of Object.entries(patch)) {
     if (!isRateLimitFamily(family)) {
       invalids.push({ field: family, reason: `is not an API family (${RATE_LIMIT_FAMILIES.join(', ')})` });

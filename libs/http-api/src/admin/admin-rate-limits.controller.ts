@@ -3,8 +3,10 @@ import { ApiBearerAuth, ApiBody, ApiTags } from '@nestjs/swagger';
 import { AccountsService } from '@cdp/accounts';
 import {
   DEFAULT_RATES,
+  RATE_LIMIT_FAMILIES,
   RateLimitPolicy,
-  type Rate,
+  planName,
+  type PlanSetting,
   type RateLimitFamily,
   type RateOverrides,
 } from '@cdp/rate-limits';
@@ -12,15 +14,18 @@ import { Auth } from '@cdp/http-common';
 import { RateLimitsPatchDto, RateLimitsValidation, rateLimitsPatchSchema } from './admin.dto.js';
 
 interface RateLimitsView {
-  /** Requests per second of every family, or "unlimited": what the account gets now. */
-  rates: Record<RateLimitFamily, Rate>;
+  /** Requests per second of every family, "unlimited" or "no_access": what the account gets now. */
+  rates: Record<RateLimitFamily, PlanSetting>;
+  /** Each family's usage plan: Default, No Access or Custom. */
+  plans: Record<RateLimitFamily, string>;
   /** The families whose rate the operator changed for this account. */
   overrides: RateOverrides;
-  defaults: Readonly<Record<RateLimitFamily, Rate>>;
+  defaults: Readonly<Record<RateLimitFamily, PlanSetting>>;
 }
 
 /**
- * An account's plan (spec "Limits": "accounts can have custom plans"): its rate per API family.
+ * An account's plan (spec "Limits": "accounts can have custom plans"): its rate per API family, or
+ * `no_access` (spec "Authentication" rule 6: No Access), which makes that family answer 403.
  * Changes reach every API replica within 5 seconds.
  */
 @ApiTags('admin')
@@ -50,6 +55,10 @@ export class AdminRateLimitsController {
   }
 
   private view(overrides: RateOverrides): RateLimitsView {
-    return { rates: this.policy.effective(overrides), overrides, defaults: DEFAULT_RATES };
+    const plans = Object.fromEntries(RATE_LIMIT_FAMILIES.map((f) => [f, planName(overrides[f])])) as Record<
+      RateLimitFamily,
+      string
+    >;
+    return { rates: this.policy.effective(overrides), plans, overrides, defaults: DEFAULT_RATES };
   }
 }

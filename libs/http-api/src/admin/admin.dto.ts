@@ -64,11 +64,12 @@ export class ReplayAccountQueryDto {
 }
 
 const RATE_SETTING = {
-  description: 'requests per second, "unlimited", or null for the default',
+  description:
+    'requests per second, "unlimited", "no_access" (the family answers 403), or null for the default',
   nullable: true,
   oneOf: [
     { type: 'integer', minimum: 1, maximum: MAX_RATE },
-    { type: 'string', enum: ['unlimited'] },
+    { type: 'string', enum: ['unlimited', 'no_access'] },
   ],
 };
 

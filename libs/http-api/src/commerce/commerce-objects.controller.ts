@@ -12,6 +12,7 @@ import { Idempotent } from '../idempotency/idempotent.decorator.js';
 import { OrderUpdatesBatch, ProductsBatch } from './commerce.validators.js';
 import { BatchBody, type ValidatedBatch } from '../ingest/batch-validation.pipe.js';
 import { requireExistingOrders } from './existing-orders.js';
+import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 
 /**
  * `POST /v3/objects/{object}` for the built-in commerce objects: the body is one record of the object's
@@ -19,6 +20,7 @@ import { requireExistingOrders } from './existing-orders.js';
  */
 @ApiTags('objects')
 @ApiHeader({ name: 'x-api-key', required: true })
+@RateLimit('objects')
 @Controller('v3/objects')
 export class CommerceObjectsController {
   constructor(

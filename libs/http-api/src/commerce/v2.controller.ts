@@ -20,6 +20,7 @@ import { BatchBody, type ValidatedBatch } from '../ingest/batch-validation.pipe.
 import { requireExistingOrders } from './existing-orders.js';
 import { EventsIngest } from '../events/events.ingest.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';
+import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 import { inferClientIp } from '../events/client-ip.js';
 
 /** The v2 ingestion endpoints; the guard reads their key from `Svc-Tracker-Id` (spec "Authentication" rule 2). */
@@ -38,6 +39,7 @@ export class V2Controller {
    * A request mixing types is published as one message per type: each is idempotent, so a retry after
    * a 503 between two publishes repeats nothing harmful.
    */
+  @RateLimit('objects')
   @Post('entities')
   @HttpCode(202)
   @Idempotent()
@@ -71,6 +73,7 @@ export class V2Controller {
   }
 
   /** Events in the v2 shape (`{type: order, data: {action, email, order}}`), processed as v3 events. */
+  @RateLimit('events')
   @Post('events')
   @HttpCode(202)
   @Idempotent()

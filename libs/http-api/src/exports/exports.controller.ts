@@ -6,10 +6,12 @@ import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { exportRequestSchema } from '../openapi/control-plane.schemas.js';
 import { ParsePipe } from '../validation/parse.pipe.js';
+import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 
 /** spec "Exports (beta)": the API records the job; an exporter runs it. */
 @ApiTags('exports')
 @ApiHeader({ name: 'x-api-key', required: true })
+@RateLimit('exports')
 @Controller('v3/exports')
 export class ExportsController {
   constructor(private readonly exports: ExportsService) {}

@@ -8,9 +8,11 @@ import { CurrentPrincipal } from '../auth/principal.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';
 import { customRecordsSchema } from '../openapi/control-plane.schemas.js';
 import { ObjectsIngest } from './objects.ingest.js';
+import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 
 @ApiTags('objects')
 @ApiHeader({ name: 'x-api-key', description: 'public key (tracker id) or private key', required: true })
+@RateLimit('objects')
 @Controller('v3/objects')
 export class ObjectsController {
   constructor(private readonly ingest: ObjectsIngest) {}

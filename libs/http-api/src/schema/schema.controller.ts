@@ -15,6 +15,7 @@ import {
 import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { FieldDefDto, NewFieldsDto, ObjectDefDto, RelationDefDto } from './schema.dto.js';
+import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 
 /**
  * The schema API (spec "Schema API (beta)"): objects, their fields and relations. Creation answers 201
@@ -24,6 +25,7 @@ import { FieldDefDto, NewFieldsDto, ObjectDefDto, RelationDefDto } from './schem
 @ApiTags('schema')
 @ApiExtraModels(FieldDefDto, NewFieldsDto)
 @ApiHeader({ name: 'x-api-key', description: 'private key', required: true })
+@RateLimit('schema')
 @Controller('v3/schema/objects')
 @Auth('private')
 export class SchemaController {

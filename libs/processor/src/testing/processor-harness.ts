@@ -46,6 +46,7 @@ export function buildProcessor(store: AnalyticStore) {
     profiles,
     new IdentityRebuild(identity, profiles, consent, store, metadata, logger),
     undefined,
+    undefined,
     schema,
   );
   const ordersStep = new OrdersStep(orders, new OrdersRebuild(orders, store, metadata, logger));

@@ -1,0 +1,418 @@
+import { useEffect, useState } from 'preact/hooks';
+import { call, CallError } from './api.js';
+
+function useLoad<T>(path: string, version = 0): { data?: T; error?: string; reload: () => void } {
+  const [data, setData] = useState<T>();
+  const [error, setError] = useState<string>();
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    call<T>('GET', path).then(
+      (d) => setData(d),
+      (e: Error) => setError(e.message),
+    );
+  }, [path, version, tick]);
+  return {
+    ...(data !== undefined ? { data } : {}),
+    ...(error ? { error } : {}),
+    reload: () => setTick(tick + 1),
+  };
+}
+
+interface KeyView {
+  id: string;
+  created_at: string;
+  state: 'active' | 'revoked' | 'expired';
+  expires_at?: string;
+  grace_left_seconds?: number;
+  this_session: boolean;
+}
+interface AccountView {
+  name: string;
+  public_key: string;
+  created_at: string;
+  keys: KeyView[];
+}
+
+function graceLeft(seconds: number): string {
+  const h = Math.floor(seconds / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  return `${h} h ${m} min left`;
+}
+
+/** An in-page confirmation (no window.confirm): the action runs only from its own button. */
+function Confirm(props: { text: string; action: string; onYes: () => void; onNo: () => void }) {
+  return (
+    <div class="confirm" role="alertdialog" aria-label={props.text}>
+      <p>{props.text}</p>
+      <button class="danger" data-testid="confirm-yes" onClick={props.onYes} autoFocus>
+        {props.action}
+      </button>
+      <button onClick={props.onNo}>Cancel</button>
+    </div>
+  );
+}
+
+export function KeysPage() {
+  const { data, error, reload } = useLoad<AccountView>('account');
+  const [asking, setAsking] = useState<{ kind: 'rotate' } | { kind: 'revoke'; id: string } | null>(null);
+  const [secret, setSecret] = useState<string | null>(null);
+  const [failure, setFailure] = useState<string | null>(null);
+  if (error) return <p class="error">{error}</p>;
+  if (!data) return <p>Loading…</p>;
+  const rotate = async () => {
+    setAsking(null);
+    try {
+      const r = await call<{ private_key: string }>('POST', 'keys');
+      setSecret(r.private_key);
+      reload();
+    } catch (e) {
+      setFailure((e as Error).message);
+    }
+  };
+  const revoke = async (id: string) => {
+    setAsking(null);
+    try {
+      await call('DELETE', `keys/${encodeURIComponent(id)}`);
+      reload();
+    } catch (e) {
+      setFailure((e as Error).message);
+    }
+  };
+  return (
+    <section aria-label="Keys">
+      <h2>Public key</h2>
+      <p>
+        Sends data, from browsers and apps too: <code data-testid="public-key">{data.public_key}</code>
+      </p>
+      <h2>Private keys</h2>
+      <table class="table" data-testid="keys">
+        <thead>
+          <tr>
+            <th>Key</th>
+            <th>Created</th>
+            <th>State</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {data.keys.map((k) => (
+            <tr key={k.id} data-testid="key" data-state={k.state}>
+              <td>
+                <code>{k.id}</code>
+                {k.this_session ? <span class="tag">this session</span> : null}
+              </td>
+              <td>{k.created_at.slice(0, 16).replace('T', ' ')}</td>
+              <td>
+                {k.state === 'active'
+                  ? 'active'
+                  : k.state === 'revoked'
+                    ? `revoked · ${graceLeft(k.grace_left_seconds ?? 0)}`
+                    : 'expired'}
+              </td>
+              <td>
+                {k.state === 'active' ? (
+                  <button onClick={() => setAsking({ kind: 'revoke', id: k.id })}>Revoke…</button>
+                ) : null}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <p>
+        <button data-testid="rotate" onClick={() => setAsking({ kind: 'rotate' })}>
+          Rotate private key…
+        </button>
+      </p>
+      {asking?.kind === 'rotate' && (
+        <Confirm
+          text="Issue a new private key? The keys in use now keep working for 12 hours."
+          action="Rotate"
+          onYes={() => void rotate()}
+          onNo={() => setAsking(null)}
+        />
+      )}
+      {asking?.kind === 'revoke' && (
+        <Confirm
+          text={`Revoke key ${asking.id}? It keeps working for 12 hours, then stops.`}
+          action="Revoke"
+          onYes={() => void revoke(asking.id)}
+          onNo={() => setAsking(null)}
+        />
+      )}
+      {secret && (
+        <div class="secret" role="status">
+          <p>The new private key, shown this once — store it now:</p>
+          <code data-testid="new-secret">{secret}</code>
+          <button onClick={() => setSecret(null)}>I have stored it</button>
+        </div>
+      )}
+      {failure && <p class="error">{failure}</p>}
+    </section>
+  );
+}
+
+interface PlanView {
+  family: string;
+  plan: string;
+  rate: number | string;
+  default_rate: number | string;
+}
+
+function rateText(rate: number | string): string {
+  return typeof rate === 'number' ? `${rate} requests/s` : rate === 'no_access' ? 'no access' : rate;
+}
+
+export function ApisPage() {
+  const { data, error } = useLoad<{ families: PlanView[] }>('plans');
+  if (error) return <p class="error">{error}</p>;
+  if (!data) return <p>Loading…</p>;
+  return (
+    <section aria-label="APIs">
+      <p>Each API family's usage plan and limit. The operator changes them through the admin API.</p>
+      <table class="table" data-testid="plans">
+        <thead>
+          <tr>
+            <th>API</th>
+            <th>Plan</th>
+            <th>Limit</th>
+            <th>Default</th>
+          </tr>
+        </thead>
+        <tbody>
+          {data.families.map((f) => (
+            <tr key={f.family} data-testid="plan" data-family={f.family} data-plan={f.plan}>
+              <td>{f.family}</td>
+              <td>
+                <span class={`plan ${f.plan === 'No Access' ? 'blocked' : ''}`}>{f.plan}</span>
+              </td>
+              <td>{rateText(f.rate)}</td>
+              <td>{rateText(f.default_rate)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+interface FieldView {
+  name: string;
+  display_name: string;
+  type: string;
+  created_by: string;
+  primary?: boolean;
+}
+interface RelationView {
+  name: string;
+  display_name: string;
+  child_object: string;
+}
+interface ObjectView {
+  name: string;
+  display_name: string;
+  created_by: string;
+  fields: FieldView[];
+  relations: RelationView[];
+}
+
+const FIELD_TYPES = ['string', 'text', 'number', 'timestamp', 'boolean'];
+
+export function ObjectsPage() {
+  const { data, error, reload } = useLoad<ObjectView[]>('objects');
+  const [selected, setSelected] = useState('customers');
+  const [form, setForm] = useState({ name: '', display_name: '', type: 'string' });
+  const [message, setMessage] = useState<string | null>(null);
+  if (error) return <p class="error">{error}</p>;
+  if (!data) return <p>Loading…</p>;
+  const object = data.find((o) => o.name === selected) ?? data[0];
+  const create = async (e: Event) => {
+    e.preventDefault();
+    if (!object) return;
+    try {
+      await call('POST', `objects/${encodeURIComponent(object.name)}/fields`, form);
+      setMessage(`Field ${object.name}.${form.name} created.`);
+      setForm({ name: '', display_name: '', type: 'string' });
+      reload();
+    } catch (err) {
+      setMessage(err instanceof CallError ? err.message : String(err));
+    }
+  };
+  return (
+    <section class="objects" aria-label="Objects and fields">
+      <nav class="object-list" aria-label="Objects">
+        {data.map((o) => (
+          <button
+            key={o.name}
+            class={o.name === object?.name ? 'current' : ''}
+            aria-current={o.name === object?.name}
+            onClick={() => setSelected(o.name)}
+          >
+            {o.display_name} <small>{o.created_by === 'svc' ? 'built-in' : 'custom'}</small>
+          </button>
+        ))}
+      </nav>
+      {object && (
+        <div class="object">
+          <h2>
+            {object.display_name} <code>{object.name}</code>
+          </h2>
+          <table class="table" data-testid="fields">
+            <thead>
+              <tr>
+                <th>Field</th>
+                <th>Display name</th>
+                <th>Type</th>
+                <th>Created by</th>
+              </tr>
+            </thead>
+            <tbody>
+              {object.fields.map((f) => (
+                <tr key={f.name} data-testid="field" data-name={f.name}>
+                  <td>
+                    <code>{f.name}</code>
+                    {f.primary ? <span class="tag">primary</span> : null}
+                  </td>
+                  <td>{f.display_name}</td>
+                  <td>{f.type}</td>
+                  <td>{f.created_by}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {object.relations.length ? (
+            <>
+              <h3>Relations</h3>
+              <ul>
+                {object.relations.map((r) => (
+                  <li key={r.name}>
+                    <code>{r.name}</code> → {r.child_object}
+                  </li>
+                ))}
+              </ul>
+            </>
+          ) : null}
+          <form class="new-field" onSubmit={(e) => void create(e)} data-testid="new-field">
+            <h3>New field on {object.display_name}</h3>
+            <label>
+              Name
+              <input
+                name="name"
+                required
+                value={form.name}
+                onInput={(e) => setForm({ ...form, name: e.currentTarget.value })}
+              />
+            </label>
+            <label>
+              Display name
+              <input
+                name="display_name"
+                required
+                value={form.display_name}
+                onInput={(e) => setForm({ ...form, display_name: e.currentTarget.value })}
+              />
+            </label>
+            <label>
+              Type
+              <select
+                name="type"
+                value={form.type}
+                onChange={(e) => setForm({ ...form, type: e.currentTarget.value })}
+              >
+                {FIELD_TYPES.map((t) => (
+                  <option key={t} value={t}>
+                    {t}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <button type="submit">Create field</button>
+            {message && (
+              <p role="status" data-testid="field-message">
+                {message}
+              </p>
+            )}
+          </form>
+        </div>
+      )}
+    </section>
+  );
+}
+
+interface ListView {
+  list_id: string;
+  name: string;
+  created_at?: string;
+}
+
+export function ListsPage() {
+  const { data, error } = useLoad<ListView[]>('lists');
+  if (error) return <p class="error">{error}</p>;
+  if (!data) return <p>Loading…</p>;
+  return (
+    <section aria-label="Lists">
+      <table class="table" data-testid="lists">
+        <thead>
+          <tr>
+            <th>List</th>
+            <th>Id</th>
+            <th>Created</th>
+          </tr>
+        </thead>
+        <tbody>
+          {data.map((l) => (
+            <tr key={l.list_id}>
+              <td>{l.name}</td>
+              <td>
+                <code>{l.list_id}</code>
+              </td>
+              <td>{l.created_at?.slice(0, 10) ?? ''}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+interface ExportView {
+  id: string;
+  state: string;
+  path: string;
+  requested_at: string;
+  completed_at?: string;
+  detail: { objects?: string[]; format?: string };
+  errors?: { object: string; reason: string }[];
+}
+
+export function ExportsPage() {
+  const { data, error } = useLoad<ExportView[]>('exports');
+  if (error) return <p class="error">{error}</p>;
+  if (!data) return <p>Loading…</p>;
+  if (data.length === 0) return <p class="empty">No export yet. POST /v3/exports starts one.</p>;
+  return (
+    <section aria-label="Exports">
+      <table class="table" data-testid="exports">
+        <thead>
+          <tr>
+            <th>Requested</th>
+            <th>Objects</th>
+            <th>State</th>
+            <th>Files</th>
+          </tr>
+        </thead>
+        <tbody>
+          {data.map((x) => (
+            <tr key={x.id}>
+              <td>{x.requested_at.slice(0, 16).replace('T', ' ')}</td>
+              <td>{(x.detail.objects ?? []).join(', ')}</td>
+              <td>{x.state}</td>
+              <td>
+                <code>{x.path}/</code>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}

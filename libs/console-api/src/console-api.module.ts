@@ -1,0 +1,28 @@
+import { Module } from '@nestjs/common';
+import { AccountsModule } from '@cdp/accounts';
+import { ExportsApiModule } from '@cdp/exports';
+import { ListsService } from '@cdp/lists';
+import { RateLimitPolicy } from '@cdp/rate-limits';
+import { SchemaModule } from '@cdp/schema';
+import { ConsoleAccountController } from './console-account.controller.js';
+import { ConsoleInspectorController } from './console-inspector.controller.js';
+import { ConsolePages } from './console-pages.js';
+import { ConsoleSessionController } from './console-session.controller.js';
+import { ConsoleSessionGuard } from './console-session.guard.js';
+import { ConsoleSessions } from './console-sessions.service.js';
+import { ConsoleStreams } from './console-streams.js';
+
+/** The account console and the event inspector under /console (the API role serves them). */
+@Module({
+  imports: [AccountsModule, SchemaModule, ExportsApiModule],
+  controllers: [ConsoleSessionController, ConsoleInspectorController, ConsoleAccountController],
+  providers: [
+    ConsoleSessions,
+    ConsoleSessionGuard,
+    ConsoleStreams,
+    ConsolePages,
+    RateLimitPolicy,
+    ListsService,
+  ],
+})
+export class ConsoleApiModule {}

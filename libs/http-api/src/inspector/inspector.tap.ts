@@ -1,0 +1,99 @@
+import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Inspector, acceptedEntry, rejectedEntry, type InspectorVerdict } from '@cdp/inspector';
+import type { AuthedRequest } from '../auth/principal.js';
+
+/** The routes whose records the event inspector shows, and the kind it shows them as. */
+const INSPECTED: Record<string, string> = {
+  'POST /v3/events': 'events',
+  'POST /v3/profiles': 'profiles',
+  'POST /v3/objects/:object': 'objects',
+  'POST /v3/objects/products': 'products',
+  'POST /v3/objects/orders': 'orders',
+  'POST /v2/entities': 'v2 entities',
+  'POST /v2/events': 'v2 events',
+  'POST /v3/lists/subscriptions': 'subscriptions',
+  'POST /v3/optout': 'optout',
+};
+
+/**
+ * Offers each ingestion request's verdict to the event inspector, from the answer the client gets: the
+ * records of a 2xx (with the fields dropped from each), or a 4xx with its invalids. One Fastify hook after
+ * the answer is serialised; for an account no console watches it costs a map lookup. A request refused
+ * before its key named an account (401) belongs to no account and is not shown.
+ */
+@Injectable()
+export class InspectorTap implements OnModuleInit {
+  constructor(
+    private readonly adapter: HttpAdapterHost,
+    private readonly inspector: Inspector,
+  ) {}
+
+  onModuleInit(): void {
+    const fastify = this.adapter.httpAdapter.getInstance<FastifyInstance>();
+    fastify.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done) => {
+      const account = (request as AuthedRequest).principal?.account;
+      if (account !== undefined && this.inspector.watching(account)) {
+        const route = `${request.method} ${request.routeOptions.url ?? ''}`;
+        const kind = INSPECTED[route];
+        if (kind) offerVerdicts(this.inspector, account, request, reply.statusCode, payload, route, kind);
+      }
+      done(null, payload);
+    });
+  }
+}
+
+function offerVerdicts(
+  inspector: Inspector,
+  account: string,
+  request: FastifyRequest,
+  status: number,
+  payload: unknown,
+  route: string,
+  kind: string,
+): void {
+  const received = { requestId: request.id, route: routeOf(request, route), kind, status };
+  if (status >= 400) {
+    const detail = (parse(payload)?.detail ?? {}) as {
+      invalids?: InspectorVerdict['invalids'];
+      message?: string;
+    };
+    return inspector.offer(account, 1, () => rejectedEntry(received, request.body, detail));
+  }
+  if (status >= 300) return;
+  const body = request.body;
+  const records: unknown[] = Array.isArray(body) ? (body as unknown[]) : [body];
+  let dropped: Map<number, string[]> | undefined;
+  const at = new Date().toISOString();
+  inspector.offer(
+    account,
+    records.length,
+    (index) => {
+      // The 202's `dropped` is read once, and only when a record is shown.
+      dropped ??= new Map(
+        ((parse(payload)?.dropped ?? []) as { event: number; fields: string[] }[]).map((d) => [
+          d.event,
+          d.fields,
+        ]),
+      );
+      return acceptedEntry(received, records[index], index, dropped.get(index), at);
+    },
+    (index) => ({ requestId: request.id, index }),
+  );
+}
+
+/** The route as the sender wrote it (`POST /v3/objects/stores`), not its pattern. */
+function routeOf(request: FastifyRequest, pattern: string): string {
+  return pattern.includes(':') ? `${request.method} ${request.url.split('?')[0]}` : pattern;
+}
+
+function parse(payload: unknown): Record<string, unknown> | undefined {
+  if (typeof payload !== 'string') return undefined;
+  try {
+    const value: unknown = JSON.parse(payload);
+    return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}

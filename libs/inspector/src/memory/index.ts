@@ -1,0 +1,1 @@
+export * from './memory-inspector.adapter.js';

@@ -1,0 +1,1 @@
+export * from './nats-inspector.adapter.js';

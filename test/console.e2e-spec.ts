@@ -1,0 +1,454 @@
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { launchChromium, screenshot } from './support/browser.js';
+import { ADMIN_TOKEN, EmbeddedPlatform, type TestAccount } from './support/embedded.js';
+import { eventually } from './support/eventually.js';
+import { ScaledPlatform } from './support/scaled.js';
+
+/**
+ * The console in Debian's Chromium, on the embedded wiring: sign in, watch records arrive in the event
+ * inspector with their verdicts, and use the account pages. Every wait is for something the page shows
+ * (Playwright's waitFor), never a sleep. Screenshots of each page at 1280×800 and phone size go to
+ * test-results/screenshots/.
+ */
+const PAGES = ['inspector', 'keys', 'apis', 'objects', 'lists', 'exports'] as const;
+const WAIT = 10_000;
+const TITLES = {
+  inspector: 'Event inspector',
+  keys: 'Keys',
+  apis: 'APIs',
+  objects: 'Objects & fields',
+  lists: 'Lists',
+  exports: 'Exports',
+} as const;
+
+describe('console in a browser (embedded)', () => {
+  let p: EmbeddedPlatform;
+  let account: TestAccount;
+  let base: string;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  const dialogs: string[] = [];
+
+  const send = (path: string, body: unknown, key = account.publicKey) =>
+    fetch(`${base}${path}`, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  const admin = (path: string, method: string, body: unknown) =>
+    fetch(`${base}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  /** Runs an expression in the page (a string: this file is type-checked without the DOM library). */
+  const inPage = <T = unknown>(expression: string) => page.evaluate<T>(expression);
+  const row = (text: string) => page.locator('[data-testid=row]', { hasText: text });
+  const go = async (name: (typeof PAGES)[number]) => {
+    await page.getByRole('link', { name: TITLES[name], exact: true }).click();
+    await page.waitForURL(new RegExp(`/console/${name}$`));
+  };
+
+  beforeAll(async () => {
+    p = await EmbeddedPlatform.start();
+    await p.app.listen({ port: 0, host: '127.0.0.1' });
+    base = `http://127.0.0.1:${(p.app.getHttpServer().address() as { port: number }).port}`;
+    account = await p.createAccount('Browser shop');
+    browser = await launchChromium();
+    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    page = await context.newPage();
+    page.on('dialog', (d) => {
+      dialogs.push(d.message());
+      void d.dismiss();
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await p?.close();
+  });
+
+  it('signs in with the private key, from the keyboard', async () => {
+    await page.goto(`${base}/console`);
+    await page.getByLabel('Private key').waitFor({ timeout: WAIT });
+    await screenshot(page, 'console-signin-1280');
+    await page.getByLabel('Private key').fill(`${account.publicKey}.wrong`);
+    await page.keyboard.press('Enter');
+    await page.getByTestId('signin-error').waitFor({ timeout: WAIT });
+    await page.getByLabel('Private key').fill(account.privateKey);
+    await page.keyboard.press('Enter');
+    await page.getByTestId('live').filter({ hasText: 'live' }).waitFor({ timeout: WAIT });
+    // The key is in no storage the page can read, and the session cookie is not readable by script.
+    const stored = await inPage<string>(
+      'JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie',
+    );
+    expect(stored).not.toContain(account.privateKey.split('.')[1]);
+    expect(await inPage<string>('document.cookie')).toBe('');
+  });
+
+  it('shows events sent by HTTP as they arrive, newest on top, with the customer they resolved to', async () => {
+    expect(
+      (
+        await send('/v3/events', [
+          {
+            type: 'product',
+            action: 'add_to_cart',
+            identifiers: { email: 'alice@shop.io' },
+            data: { product_id: 'p1', colour: 'red' },
+          },
+        ])
+      ).status,
+    ).toBe(202);
+    const alice = row('alice@shop.io');
+    await alice.waitFor({ timeout: WAIT });
+    expect(await alice.getAttribute('data-verdict')).toBe('accepted');
+    await alice.getByText(/dropped: colour/).waitFor({ timeout: WAIT });
+    await alice.getByTestId('resolution').filter({ hasText: 'created' }).waitFor({ timeout: WAIT });
+    expect(
+      (
+        await send('/v3/events', [
+          { type: 'pageview', action: 'view', identifiers: { email: 'bob@shop.io' } },
+        ])
+      ).status,
+    ).toBe(202);
+    await row('bob@shop.io').waitFor({ timeout: WAIT });
+    const order = await page.getByTestId('row').allTextContents();
+    expect(order[0]).toContain('pageview');
+    // A second event of alice's resolves to the same customer, not a new one.
+    expect(
+      (
+        await send('/v3/events', [
+          { type: 'account', action: 'login', identifiers: { email: 'alice@shop.io' } },
+        ])
+      ).status,
+    ).toBe(202);
+    const again = page.locator('[data-testid=row]', { hasText: 'account · login' });
+    await again.getByTestId('resolution').waitFor({ timeout: WAIT });
+    const first = (await row('add_to_cart').getByTestId('resolution').textContent())!.match(
+      /customer (\S+)/,
+    )![1]!;
+    expect(await again.getByTestId('resolution').textContent()).toContain(first);
+    expect(await again.getByTestId('resolution').textContent()).not.toContain('created');
+    await screenshot(page, 'console-inspector-1280');
+  });
+
+  it('shows profiles, subscription updates and v2 calls with their kinds', async () => {
+    expect(
+      (await send('/v3/profiles', { attributes: { email: 'carol@shop.io', first_name: 'Carol' } })).status,
+    ).toBe(202);
+    expect(
+      (await send('/v3/lists/subscriptions', { list_id: 'svc_all', email: 'dave@shop.io', subscribed: true }))
+        .status,
+    ).toBe(200);
+    const v2 = await fetch(`${base}/v2/entities`, {
+      method: 'POST',
+      headers: { 'svc-tracker-id': account.publicKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'product', data: { product_id: 'p-v2', name: 'Mug' } }),
+    });
+    expect(v2.status).toBe(202);
+    await row('carol@shop.io').filter({ hasText: 'POST /v3/profiles' }).waitFor({ timeout: WAIT });
+    await row('carol@shop.io')
+      .getByTestId('resolution')
+      .filter({ hasText: 'created' })
+      .waitFor({ timeout: WAIT });
+    await row('dave@shop.io').filter({ hasText: 'POST /v3/lists/subscriptions' }).waitFor({ timeout: WAIT });
+    await row('POST /v2/entities').filter({ hasText: 'product' }).waitFor({ timeout: WAIT });
+  });
+
+  it('shows a rejected batch with its 400 and every invalid with its reason', async () => {
+    const res = await send('/v3/events', [
+      { type: 'ok', identifiers: { email: 'rejected-batch@shop.io' } },
+      { identifiers: { email: 'rejected-batch@shop.io' } },
+      { type: 'no-identifiers' },
+    ]);
+    expect(res.status).toBe(400);
+    const rejected = page.locator('[data-testid=row][data-verdict=rejected]', { hasText: 'rejected-batch' });
+    await rejected.waitFor({ timeout: WAIT });
+    const invalids = await rejected.getByTestId('invalids').textContent();
+    expect(invalids).toContain('record 1');
+    expect(invalids).toMatch(/type\s*is required/);
+    expect(invalids).toContain('record 2');
+    expect(invalids).toContain('identifiers');
+    expect(await rejected.textContent()).toContain('400');
+  });
+
+  it('renders a hostile event body as inert text', async () => {
+    const hostile = {
+      type: '<img src=x onerror="alert(1)">',
+      action: '<script>alert(2)</script>',
+      identifiers: { email: 'mallory@shop.io' },
+      data: {
+        note: '<img src=x onerror="document.title=\'pwned\'">',
+        '<b>bold</b>': '<script>alert(3)</script>',
+      },
+    };
+    expect((await send('/v3/events', [hostile])).status).toBe(202);
+    const mallory = row('mallory@shop.io');
+    await mallory.waitFor({ timeout: WAIT });
+    await mallory.locator('.row-head').click();
+    await mallory.getByTestId('json').waitFor();
+    expect(await mallory.getByTestId('json').textContent()).toContain('<img src=x onerror=');
+    expect(await mallory.locator('.row-head').textContent()).toContain('<img src=x onerror="alert(1)">');
+    const injected = await inPage(`({
+      imgs: document.querySelectorAll('main img').length,
+      scripts: [...document.querySelectorAll('script')].map((s) => s.getAttribute('src')),
+      bold: document.querySelectorAll('main b').length,
+      title: document.title,
+    })`);
+    expect(injected).toEqual({ imgs: 0, scripts: ['/console/assets/app.js'], bold: 0, title: 'CDP console' });
+    expect(dialogs).toEqual([]);
+    await screenshot(page, 'console-inspector-hostile-1280');
+    await mallory.locator('.row-head').click();
+  });
+
+  it('pauses and resumes, holding what arrives while paused', async () => {
+    await page.getByTestId('pause').click();
+    expect(
+      (
+        await send('/v3/events', [
+          { type: 'held', action: 'while_paused', identifiers: { email: 'paused@shop.io' } },
+        ])
+      ).status,
+    ).toBe(202);
+    await page.getByTestId('resume').filter({ hasText: '1 new' }).waitFor({ timeout: WAIT });
+    expect(await row('paused@shop.io').count()).toBe(0);
+    await page.getByTestId('resume').click();
+    await row('paused@shop.io').waitFor({ timeout: WAIT });
+  });
+
+  it('filters by type and action, identifier value and verdict', async () => {
+    await page.getByTestId('filter-type').fill('product add_to_cart');
+    await eventually(async () => (await page.getByTestId('row').count()) === 1);
+    expect(await page.getByTestId('row').first().textContent()).toContain('alice@shop.io');
+    await page.getByTestId('filter-type').fill('');
+    await page.getByTestId('filter-identifier').fill('bob@shop');
+    await eventually(async () => (await page.getByTestId('row').count()) === 1);
+    await page.getByTestId('filter-identifier').fill('');
+    await page.getByTestId('filter-verdict').selectOption('rejected');
+    await eventually(async () => {
+      const verdicts = await page
+        .getByTestId('row')
+        .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-verdict')));
+      return verdicts.length === 1 && verdicts[0] === 'rejected';
+    });
+    await page.getByTestId('filter-verdict').selectOption('all');
+  });
+
+  it('expands a record and copies it as JSON or as a curl command', async () => {
+    const bob = row('bob@shop.io');
+    await bob.locator('.row-head').click();
+    await bob.getByRole('button', { name: 'Copy as curl' }).click();
+    const curl = await bob.getByTestId('copied').inputValue();
+    expect(curl).toContain(`curl -X POST '${base}/v3/events'`);
+    expect(curl).toContain(`x-api-key: ${account.publicKey}`);
+    expect(curl).toContain('bob@shop.io');
+    await bob.getByRole('button', { name: 'Copy JSON' }).click();
+    expect(JSON.parse(await bob.getByTestId('copied').inputValue())).toMatchObject({ type: 'pageview' });
+    await bob.locator('.row-head').click();
+    expect(await bob.getByTestId('json').count()).toBe(0);
+  });
+
+  it('rotates a key with a confirmation, showing the new secret once', async () => {
+    await go('keys');
+    await page.getByTestId('key').first().waitFor({ timeout: WAIT });
+    await screenshot(page, 'console-keys-1280');
+    await page.getByTestId('rotate').click();
+    await page.getByRole('alertdialog').waitFor();
+    await page.getByTestId('confirm-yes').click();
+    const secret = await page.getByTestId('new-secret').textContent({ timeout: WAIT });
+    await screenshot(page, 'console-keys-rotated-1280');
+    expect(secret).toMatch(new RegExp(`^${account.publicKey}\\.`));
+    await page
+      .locator('[data-testid=key][data-state=revoked]')
+      .filter({ hasText: /(11 h 5\d|12 h 0) min left/ })
+      .waitFor({ timeout: WAIT });
+    expect(await page.locator('[data-testid=key][data-state=active]').count()).toBe(1);
+    const withNew = await fetch(`${base}/v3/schema/objects`, { headers: { 'x-api-key': secret! } });
+    expect(withNew.status).toBe(200);
+    await screenshot(page, 'console-keys-rotated-1280');
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+    expect(await page.getByTestId('new-secret').count()).toBe(0);
+  });
+
+  it('shows each API plan; No Access set by the operator makes that API answer 403', async () => {
+    expect(
+      (
+        await admin(`/admin/v1/accounts/${account.id}/rate-limits`, 'PATCH', {
+          events: 'no_access',
+          schema: 50,
+        })
+      ).status,
+    ).toBe(200);
+    await go('apis');
+    await page
+      .locator('[data-testid=plan][data-family=events][data-plan="No Access"]')
+      .waitFor({ timeout: WAIT });
+    await page
+      .locator('[data-testid=plan][data-family=schema][data-plan=Custom]', { hasText: '50 requests/s' })
+      .waitFor();
+    await page.locator('[data-testid=plan][data-family=lists][data-plan=Default]').waitFor();
+    await screenshot(page, 'console-apis-1280');
+    const refused = await send('/v3/events', [{ type: 'x', identifiers: { email: 'no-access@shop.io' } }]);
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as { detail: { message: string } }).detail.message).toContain('No Access');
+    await admin(`/admin/v1/accounts/${account.id}/rate-limits`, 'PATCH', { events: null, schema: null });
+  });
+
+  it('creates a field through the schema service and lists it', async () => {
+    await go('objects');
+    await page.getByTestId('field').first().waitFor({ timeout: WAIT });
+    const form = page.getByTestId('new-field');
+    await form.getByLabel('Name', { exact: true }).fill('loyalty_tier');
+    await form.getByLabel('Display name').fill('Loyalty tier');
+    await form.getByLabel('Type').selectOption('string');
+    await form.getByRole('button', { name: 'Create field' }).click();
+    await page.locator('[data-testid=field][data-name=loyalty_tier]').waitFor({ timeout: WAIT });
+    expect(await page.locator('[data-testid=field][data-name=loyalty_tier]').textContent()).toContain(
+      'account',
+    );
+    const fields = (await (
+      await fetch(`${base}/v3/schema/objects/customers/fields`, {
+        headers: { 'x-api-key': account.privateKey },
+      })
+    ).json()) as { name: string }[];
+    expect(fields.map((f) => f.name)).toContain('loyalty_tier');
+    // A bad field is answered with the schema API's reasons.
+    await form.getByLabel('Name', { exact: true }).fill('loyalty_tier');
+    await form.getByLabel('Display name').fill('Again');
+    await form.getByRole('button', { name: 'Create field' }).click();
+    await page.getByTestId('field-message').filter({ hasText: 'already used' }).waitFor({ timeout: WAIT });
+    await screenshot(page, 'console-objects-1280');
+  });
+
+  it('shows lists and exports, and every page at phone size and in dark mode', async () => {
+    await fetch(`${base}/v3/lists`, {
+      method: 'POST',
+      headers: { 'x-api-key': account.privateKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Newsletter' }),
+    });
+    await fetch(`${base}/v3/exports`, {
+      method: 'POST',
+      headers: { 'x-api-key': account.privateKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ objects: ['events'], format: 'csv' }),
+    });
+    await go('lists');
+    await page
+      .getByTestId('lists')
+      .getByRole('cell', { name: 'Newsletter', exact: true })
+      .waitFor({ timeout: WAIT });
+    await screenshot(page, 'console-lists-1280');
+    await go('exports');
+    await page
+      .getByTestId('exports')
+      .getByRole('cell', { name: 'events', exact: true })
+      .waitFor({ timeout: WAIT });
+    await screenshot(page, 'console-exports-1280');
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const name of PAGES) {
+      await go(name);
+      await page.locator('main h1').waitFor();
+      await screenshot(page, `console-${name}-phone`);
+    }
+    // Nothing overflows sideways on a phone: the page is as wide as the window.
+    expect(await inPage<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await go('inspector');
+    await screenshot(page, 'console-inspector-dark-phone');
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await screenshot(page, 'console-inspector-dark-1280');
+    await page.emulateMedia({ colorScheme: 'light' });
+  });
+
+  it('signs out, and the session is dead on the server', async () => {
+    const cookie = (await context.cookies()).find((c) => c.name === 'cdp_console');
+    expect(cookie?.httpOnly).toBe(true);
+    expect(cookie?.sameSite).toBe('Strict');
+    await page.getByTestId('signout').click();
+    await page.getByLabel('Private key').waitFor({ timeout: WAIT });
+    const replay = await fetch(`${base}/console/api/account`, {
+      headers: { cookie: `cdp_console=${cookie!.value}` },
+    });
+    expect(replay.status).toBe(401);
+    await page.reload();
+    await page.getByLabel('Private key').waitFor({ timeout: WAIT });
+    expect(dialogs).toEqual([]);
+  });
+});
+
+/** Scaled out: the API and the processor in their own processes, the fan-out over core NATS. */
+describe('event inspector fan-out across processes (scaled out)', () => {
+  let p: ScaledPlatform;
+  let account: TestAccount;
+
+  beforeAll(async () => {
+    p = await ScaledPlatform.start();
+    account = await p.createAccount('scaled-inspector');
+  });
+  afterAll(() => p?.close());
+
+  it('streams the API’s verdicts and the processor’s resolutions to an open console', async () => {
+    const signIn = await fetch(p.url('/console/api/session'), {
+      method: 'POST',
+      headers: { 'x-cdp-console': '1', 'content-type': 'application/json' },
+      body: JSON.stringify({ private_key: account.privateKey }),
+    });
+    expect(signIn.status).toBe(201);
+    const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+    const abort = new AbortController();
+    const stream = await fetch(p.url('/console/api/inspector/stream'), {
+      headers: { cookie },
+      signal: abort.signal,
+    });
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const entries: { type: string; request_id?: string; verdict?: string; customer_id?: string }[] = [];
+    const reading = (async () => {
+      const decoder = new TextDecoder();
+      let buffer = '';
+      for await (const chunk of stream.body as unknown as AsyncIterable<Uint8Array>) {
+        buffer += decoder.decode(chunk, { stream: true });
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const frame = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          if (frame.startsWith('data: ')) entries.push(JSON.parse(frame.slice(6)));
+        }
+      }
+    })().catch(() => undefined);
+    try {
+      // The processor hears of the open console by a NATS heartbeat: send until its resolution shows.
+      await eventually(
+        async () => {
+          const res = await fetch(p.url('/v3/events'), {
+            method: 'POST',
+            headers: { 'x-api-key': account.publicKey, 'content-type': 'application/json' },
+            body: JSON.stringify([
+              { type: 'scaled', action: 'probe', identifiers: { email: 'scaled@shop.io' } },
+            ]),
+          });
+          expect(res.status).toBe(202);
+          const id = res.headers.get('z-request-id')!;
+          await eventually(() => entries.some((e) => e.type === 'verdict' && e.request_id === id), 3000);
+          await eventually(
+            () => entries.some((e) => e.type === 'resolution' && e.request_id === id && e.customer_id),
+            3000,
+          );
+          return true;
+        },
+        30_000,
+        100,
+      );
+      const rejected = await fetch(p.url('/v3/events'), {
+        method: 'POST',
+        headers: { 'x-api-key': account.publicKey, 'content-type': 'application/json' },
+        body: JSON.stringify([{ identifiers: { email: 'scaled@shop.io' } }]),
+      });
+      expect(rejected.status).toBe(400);
+      const id = rejected.headers.get('z-request-id')!;
+      await eventually(() => entries.some((e) => e.request_id === id && e.verdict === 'rejected'));
+    } finally {
+      abort.abort();
+      await reading;
+    }
+  });
+});
