@@ -4,8 +4,8 @@
  * Tests, contract tests, test harnesses and benchmarks may build adapters directly; code may not.
  */
 const ADAPTER =
-  '^libs/[^/]+/src/(memory|redis|nats|local-log|chdb|clickhouse-http|file|local)/|^libs/redis/|^libs/exports/src/export[.]runner[.]ts$';
-const DRIVER_PACKAGE = 'node_modules/(chdb|@chdb|@duckdb|@clickhouse|redis|@redis|@nats-io)/';
+  '^libs/[^/]+/src/(memory|redis|nats|local-log|chdb|clickhouse-http|file|local|s3)/|^libs/redis/|^libs/exports/src/export[.]runner[.]ts$';
+const DRIVER_PACKAGE = 'node_modules/(chdb|@chdb|@duckdb|@clickhouse|redis|@redis|@nats-io|@aws-sdk)/';
 const TESTING = '[.](spec|e2e-spec|contract)[.]ts$|^test/|^benchmarks/|/testing/';
 
 /** @type {import('dependency-cruiser').IConfiguration} */

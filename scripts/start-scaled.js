@@ -1,12 +1,17 @@
-// `npm run start:scaled`: the scaled-out wiring on this machine: the API and the processor as two
-// processes on the local NATS (JetStream) and Redis. The API listens on PORT (3000), the processor's
-// health endpoint on PORT+1. The store is chDB in the processor's data directory unless CDP_STORE=clickhouse.
-// Ctrl-C (or SIGTERM) stops both cleanly.
+// `npm run start:scaled`: the scaled-out wiring on this machine: the API, the processor and the bulk-file
+// loader as three processes on the local NATS (JetStream) and Redis. The API listens on PORT (3000), the
+// processor's health endpoint on PORT+1, the loader's on PORT+2. The store is chDB in the processor's data
+// directory unless CDP_STORE=clickhouse.
+// Ctrl-C (or SIGTERM) stops them all cleanly.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { buildIfNeeded, root } from './build-if-needed.js';
 
-const apps = { api: 'apps/api/src/main.js', processor: 'apps/processor/src/main.js' };
+const apps = {
+  api: 'apps/api/src/main.js',
+  processor: 'apps/processor/src/main.js',
+  loader: 'apps/loader/src/main.js',
+};
 buildIfNeeded(Object.values(apps));
 const port = Number(process.env.PORT ?? 3000);
 const base = {

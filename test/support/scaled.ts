@@ -15,6 +15,8 @@ import { EngineProcess } from './engines.js';
 export class ScaledPlatform {
   api!: ChildApp;
   processor: ChildApp | undefined;
+  /** Bulk-file loaders (apps/loader) a suite started with startLoader. */
+  readonly loaders: ChildApp[] = [];
 
   private constructor(
     readonly nats: EngineProcess,
@@ -52,6 +54,13 @@ export class ScaledPlatform {
   /** `env` adds settings for this start of the processor only (e.g. `CDP_TEST_FAULTS`). */
   async startProcessor(env: Record<string, string> = {}): Promise<void> {
     this.processor = await ChildApp.start('apps/processor/src/main.js', { ...this.env(), ...env });
+  }
+
+  /** Starts one more apps/loader replica; `env` adds settings for it only. */
+  async startLoader(env: Record<string, string> = {}): Promise<ChildApp> {
+    const loader = await ChildApp.start('apps/loader/src/main.js', { ...this.env(), ...env });
+    this.loaders.push(loader);
+    return loader;
   }
 
   async stopProcessor(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
@@ -122,6 +131,7 @@ export class ScaledPlatform {
 
   async close(): Promise<void> {
     await this.api?.kill('SIGTERM');
+    for (const loader of this.loaders) await loader.kill('SIGTERM');
     await this.stopProcessor();
     await this.nats.down();
     await this.redis.down();

@@ -4,6 +4,7 @@ import { checkWiring, type AppConfig } from '@cdp/config';
 import { DriversModule } from '@cdp/drivers';
 import { ExportWorkerModule } from '@cdp/exports/worker';
 import { HttpApiModule } from '@cdp/http-api';
+import { LoaderModule } from '@cdp/loader';
 import type { Logger } from '@cdp/logger';
 import { ProcessorModule } from '@cdp/processor';
 
@@ -20,6 +21,7 @@ export class CdpModule {
         HttpApiModule,
         ProcessorModule,
         ExportWorkerModule,
+        LoaderModule,
       ],
       providers: [AccountsBootstrap, { provide: CREATE_FIRST_ACCOUNT, useValue: true }],
     };

@@ -4,6 +4,14 @@ import type { DriverHealth } from '@cdp/contracts';
 /** The three object-storage locations of the spec: uploads to ingest, a scratch space, and exports. */
 export type BucketName = 'incoming' | 'scratch' | 'export';
 
+export interface ObjectStat {
+  size: number;
+  /** Changes whenever the object is written again (modification time, or the S3 ETag). */
+  version: string;
+  /** A digest of the content where the store keeps one (S3's ETag). */
+  etag?: string;
+}
+
 export abstract class Buckets {
   /** Writes an object whole: readers never see a partly written object. */
   abstract write(bucket: BucketName, key: string, data: Buffer | string | Readable): Promise<void>;
@@ -16,6 +24,13 @@ export abstract class Buckets {
   /** Keys below a prefix, sorted. */
   abstract list(bucket: BucketName, prefix: string): Promise<string[]>;
   abstract remove(bucket: BucketName, key: string): Promise<void>;
+  /** Size and version of a whole object (undefined when there is none); `etag` where the store has one. */
+  abstract stat(bucket: BucketName, key: string): Promise<ObjectStat | undefined>;
+  /**
+   * A URL a client may `PUT` the object to until it expires, where the store signs such URLs itself
+   * (S3); undefined where it cannot (local directories: the API serves a signed URL of its own).
+   */
+  abstract presignPut(bucket: BucketName, key: string, expiresSeconds: number): Promise<string | undefined>;
   abstract health(): Promise<DriverHealth>;
 }
 

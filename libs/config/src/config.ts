@@ -12,6 +12,22 @@ export type IdentityDriver = (typeof IDENTITY_DRIVERS)[number];
 export type StoreDriver = (typeof STORE_DRIVERS)[number];
 export type MetadataDriver = (typeof METADATA_DRIVERS)[number];
 
+export const BUCKET_DRIVERS = ['local', 's3'] as const;
+export type BucketDriver = (typeof BUCKET_DRIVERS)[number];
+
+export interface S3Settings {
+  endpoint: string | undefined;
+  region: string;
+  accessKeyId: string | undefined;
+  secretAccessKey: string | undefined;
+  /** Path-style addressing (`endpoint/bucket/key`), as MinIO-like servers want. */
+  forcePathStyle: boolean;
+  buckets: BucketDirs;
+  /** Server-side encryption asked for every object the platform writes: `AES256`, `aws:kms` or none. */
+  sse: 'AES256' | 'aws:kms' | undefined;
+  kmsKeyId: string | undefined;
+}
+
 export interface BucketDirs {
   incoming: string;
   scratch: string;
@@ -54,6 +70,19 @@ export interface AppConfig {
    * how long a request holds its key before another attempt may take over (`CDP_IDEMPOTENCY_LEASE_SECONDS`).
    */
   idempotency: { ttlMs: number; leaseMs: number };
+  /**
+   * Bulk-file loader: how often the incoming bucket is looked at, how long a file's claim lasts without
+   * renewal before another loader takes the file over, and records per bus message.
+   */
+  loader: { pollMs: number; leaseMs: number; recordsPerMessage: number };
+  /**
+   * Where the buckets live: `local` directories (the embedded default), or an S3-compatible service
+   * (`s3`: endpoint, region, credentials, one bucket name each, server-side encryption of what we write).
+   */
+  bucketStore: BucketDriver;
+  s3: S3Settings;
+  /** Signs upload URLs served by the API on local directories (`CDP_UPLOAD_SIGNING_KEY`). */
+  uploads: { signingKey: string; expiresSeconds: number; publicUrl: string | undefined };
   /**
    * The account console (`/console`): the HMAC secret of its session cookies (`CDP_CONSOLE_SECRET`; random
    * per process when unset, so replicas behind one address need it set), their lifetime, where the built
@@ -151,6 +180,31 @@ export function loadConfig(env: Env = process.env): AppConfig {
       // Well inside JetStream's two-minute duplicate window: a takeover's publish is still deduplicated.
       leaseMs: integer(env, 'CDP_IDEMPOTENCY_LEASE_SECONDS', 30, 1, 90) * 1000,
     },
+    loader: {
+      pollMs: integer(env, 'CDP_LOADER_POLL_MS', 1000, 10, 600_000),
+      leaseMs: integer(env, 'CDP_LOADER_LEASE_SECONDS', 30, 1, 86_400) * 1000,
+      recordsPerMessage: integer(env, 'CDP_LOADER_RECORDS_PER_MESSAGE', 500, 1, 1000),
+    },
+    bucketStore: oneOf(env, 'CDP_BUCKETS', BUCKET_DRIVERS, 'local'),
+    s3: {
+      endpoint: env.CDP_S3_ENDPOINT || undefined,
+      region: env.CDP_S3_REGION || 'us-east-1',
+      accessKeyId: env.CDP_S3_ACCESS_KEY_ID || undefined,
+      secretAccessKey: env.CDP_S3_SECRET_ACCESS_KEY || undefined,
+      forcePathStyle: (env.CDP_S3_PATH_STYLE || 'true') !== 'false',
+      buckets: {
+        incoming: env.CDP_S3_BUCKET_INCOMING || 'cdp-incoming',
+        scratch: env.CDP_S3_BUCKET_SCRATCH || 'cdp-scratch',
+        export: env.CDP_S3_BUCKET_EXPORT || 'cdp-export',
+      },
+      sse: sse(env.CDP_S3_SSE),
+      kmsKeyId: env.CDP_S3_KMS_KEY_ID || undefined,
+    },
+    uploads: {
+      signingKey: env.CDP_UPLOAD_SIGNING_KEY || '',
+      expiresSeconds: integer(env, 'CDP_UPLOAD_EXPIRES_SECONDS', 900, 1, 7 * 86_400),
+      publicUrl: env.CDP_PUBLIC_URL || undefined,
+    },
     trustedProxies: addressList(env, 'CDP_TRUSTED_PROXIES'),
     testFaults: env.CDP_TEST_FAULTS || undefined,
     unsubscribeLinks: {
@@ -190,6 +244,13 @@ function baseUrl(env: Env, name: string): string | undefined {
   return raw.replace(/\/+$/, '');
 }
 
+function sse(value: string | undefined): S3Settings['sse'] {
+  if (value === undefined || value === '' || value === 'AES256') return 'AES256';
+  if (value === 'none') return undefined;
+  if (value === 'aws:kms') return value;
+  throw new ConfigError(`CDP_S3_SSE=${value} must be AES256, aws:kms or none`);
+}
+
 /** A session secret shorter than 32 characters would make forged cookies cheaper to find. */
 function consoleSecret(value: string | undefined): string | undefined {
   if (!value) return undefined;
@@ -222,7 +283,7 @@ function natsPrefix(value: string): string {
 }
 
 /** The roles a process plays; the all-in-one process plays all of them. */
-export type Role = 'api' | 'processor' | 'exporter';
+export type Role = 'api' | 'processor' | 'exporter' | 'loader';
 
 /**
  * Checks that a wiring can work for the roles of this process: a role in its own process cannot

@@ -85,7 +85,9 @@ export class DriversModule {
       {
         provide: Buckets,
         useFactory: async (): Promise<Buckets> =>
-          new (await import('@cdp/buckets/local')).LocalDirBuckets(config.buckets),
+          config.bucketStore === 's3'
+            ? new (await import('@cdp/buckets/s3')).S3Buckets(config.s3)
+            : new (await import('@cdp/buckets/local')).LocalDirBuckets(config.buckets),
       },
       { provide: Metrics, useFactory: () => new Metrics() },
       {

@@ -53,6 +53,8 @@ export const OTHER_FAULT_POINTS = {
   idempotencyHeld: 'api.idempotency.held',
   /** The API published a request with an Idempotency-Key, before it records the answer. */
   idempotencyAnswer: 'api.idempotency.answer',
+  /** The bulk-file loader, before it publishes one message of a file (a loader dying mid-file). */
+  loaderPublish: 'loader.publish',
 } as const;
 
 /** The point before an insert into a store table. */

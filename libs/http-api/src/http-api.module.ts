@@ -32,6 +32,11 @@ import { ObjectsController } from './objects/objects.controller.js';
 import { ObjectsIngest } from './objects/objects.ingest.js';
 
 import { OptOutController } from './optout/optout.controller.js';
+import { ActivityModule } from '@cdp/loader';
+import { ActivityController } from './activity/activity.controller.js';
+import { UploadsController } from './files/uploads.controller.js';
+import { UploadRoute } from './files/upload.route.js';
+import { UploadSigner } from './files/upload-signer.js';
 import { BrowserRequests } from './browser/browser-requests.js';
 import { SdkAssets } from './sdk/sdk-assets.js';
 import { SdkController } from './sdk/sdk.controller.js';
@@ -40,7 +45,14 @@ import { InspectorTap } from './inspector/inspector.tap.js';
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
 @Module({
-  imports: [AccountsModule, SchemaModule, ExportsApiModule, DiscoveryModule, ConsoleApiModule],
+  imports: [
+    AccountsModule,
+    SchemaModule,
+    ExportsApiModule,
+    DiscoveryModule,
+    ConsoleApiModule,
+    ActivityModule,
+  ],
   controllers: [
     EventsController,
     ProfilesController,
@@ -58,6 +70,8 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     CommerceObjectsController,
     ExportsController,
     OptOutController,
+    ActivityController,
+    UploadsController,
     SdkController,
   ],
   providers: [
@@ -79,6 +93,12 @@ import { InspectorTap } from './inspector/inspector.tap.js';
         new IdempotencyRecords(store, config.idempotency),
     },
     IdempotencyInterceptor,
+    {
+      provide: UploadSigner,
+      inject: [APP_CONFIG],
+      useFactory: (config: AppConfig) => new UploadSigner(config.uploads.signingKey),
+    },
+    UploadRoute,
     InspectorTap,
     SdkAssets,
     BrowserRequests,

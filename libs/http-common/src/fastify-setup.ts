@@ -109,6 +109,9 @@ export function installHttpHooks(fastify: FastifyInstance): void {
     // Every body of this API is JSON (spec "Endpoints"); anything else is refused before parsing.
     const type = String(request.headers['content-type'] ?? '');
     if (!hasBody(request.headers)) return done(null, payload);
+    // A file upload (the API's own signed upload URL) streams its bytes as sent.
+    if ((request.routeOptions.config as { rawUpload?: boolean } | undefined)?.rawUpload)
+      return done(null, payload);
     const form = FORM_BODY_PATH.test(request.url) && FORM_TYPE.test(type);
     if (!form && !/^application\/json\s*(;|$)/i.test(type)) {
       return done(

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { checkKey } from '../buckets.port.js';
+import { bucketsContract } from '../buckets.contract.js';
 import { LocalDirBuckets } from './local-dir-buckets.adapter.js';
 
 let root: string;
@@ -17,6 +18,17 @@ beforeEach(() => {
 
 afterEach(() => {
   rmSync(root, { recursive: true, force: true });
+});
+
+bucketsContract('local directories', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cdp-buckets-contract-'));
+  return Promise.resolve(
+    new LocalDirBuckets({
+      incoming: join(dir, 'in'),
+      scratch: join(dir, 'scratch'),
+      export: join(dir, 'out'),
+    }),
+  );
 });
 
 async function text(stream: Readable): Promise<string> {

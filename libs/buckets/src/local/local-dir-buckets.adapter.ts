@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream, mkdirSync } from 'node:fs';
-import { access, copyFile, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { access, copyFile, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { Readable } from 'node:stream';
 import type { BucketDirs } from '@cdp/config';
 import type { DriverHealth } from '@cdp/contracts';
-import { Buckets, checkKey, type BucketName } from '../buckets.port.js';
+import { Buckets, checkKey, type BucketName, type ObjectStat } from '../buckets.port.js';
 
 /** Buckets as local directories (the embedded default); a write lands under a temporary name, then is renamed. */
 export class LocalDirBuckets extends Buckets {
@@ -67,6 +67,16 @@ export class LocalDirBuckets extends Buckets {
 
   async remove(bucket: BucketName, key: string): Promise<void> {
     await rm(this.path(bucket, key), { force: true });
+  }
+
+  async stat(bucket: BucketName, key: string): Promise<ObjectStat | undefined> {
+    const found = await stat(this.path(bucket, key)).catch(() => undefined);
+    if (!found?.isFile()) return undefined;
+    return { size: found.size, version: `${found.mtimeMs}:${found.size}` };
+  }
+
+  presignPut(): Promise<string | undefined> {
+    return Promise.resolve(undefined);
   }
 
   async health(): Promise<DriverHealth> {

@@ -1,0 +1,1 @@
+export * from './s3-buckets.adapter.js';

@@ -1,0 +1,501 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { PassThrough } from 'node:stream';
+import type { Buckets, ObjectStat } from '@cdp/buckets';
+import { BusUnavailableError, type EventBus } from '@cdp/bus';
+import type { IngestMessage } from '@cdp/contracts';
+import type { CustomFields, CustomIdentifierNames } from '@cdp/domain';
+import { FAULT_POINTS_LOADER, faultPoint } from './loader-faults.js';
+import { derivedRequestId } from '@cdp/idempotency';
+import type { Logger } from '@cdp/logger';
+import { MetadataConflictError, type MetadataStore, type Versioned } from '@cdp/metadata';
+import {
+  ACTIVITY_BUCKET,
+  MAX_ENTRY_ERRORS,
+  type ActivityEntry,
+  type ActivityError,
+  type ActivityRecord,
+} from './activity.js';
+import { fileKind, nameProblem } from './file-names.js';
+import { readFile, UnreadableFileError, type FileItem } from './file-records.js';
+import type { LoadContext, LoadedRecord } from './record-rules.js';
+
+/** What the loader needs of the accounts and their schemas (AccountsService, SchemaRegistry). */
+export interface LoaderAccounts {
+  byTrackerId(trackerId: string): Promise<{ id: string } | undefined>;
+  customFields(account: string, object: 'customers' | 'events'): Promise<CustomFields>;
+  /** The account's custom identifiers: identifier columns and fields besides the built-in ones. */
+  identifiers?(account: string): Promise<CustomIdentifierNames>;
+}
+
+export interface BulkLoaderOptions {
+  pollMs: number;
+  /** A running file whose loader has not renewed its claim this long is taken over by another. */
+  leaseMs: number;
+  recordsPerMessage: number;
+  /** How paths are shown in the activity log: the buckets' names. */
+  bucketNames: { incoming: string; scratch: string };
+  workerId?: string;
+}
+
+/** How often a running file's progress is written to its entry. */
+const PROGRESS_MS = 500;
+/** Attempts of a file that fail for a reason outside the file before it is marked failed. */
+const MAX_ATTEMPTS = 3;
+
+/**
+ * The bulk-file loader (spec "Bulk file ingestion"): watches `{incoming_bucket}/<tracker_id>/`, and
+ * loads each complete file exactly once through the bus, as the equivalent API calls would.
+ *
+ * - A file is complete when two looks at it, a poll apart, find the same size and version (a local
+ *   file still growing is left alone; S3 lists only completed uploads, and local writes land by rename).
+ * - Its id derives from its name, size and content digest, so the same file dropped again is the same
+ *   file; its activity entry is created if absent, then claimed by compare-and-set with a lease, so two
+ *   loaders never run one file and a dead loader's file is taken over.
+ * - The whole file is read and checked first; above 1% invalid it is rejected and nothing is published.
+ *   Then it is read again and published in messages whose ids derive from the file's id and their
+ *   sequence: a loader taking over skips what was acknowledged and republishes the rest as resends,
+ *   which the bus and the store recognise, so nothing is stored twice or lost.
+ */
+export class BulkLoader {
+  readonly id: string;
+  private timer: NodeJS.Timeout | undefined;
+  private current: Promise<void> | undefined;
+  private abort: AbortController | undefined;
+  private stopped = false;
+  /** Size and version of each key at the last look, and of keys already dealt with. */
+  private readonly lastSeen = new Map<string, string>();
+  private readonly finished = new Map<string, string>();
+  private readonly ids = new Map<string, string>();
+
+  constructor(
+    private readonly buckets: Buckets,
+    private readonly bus: EventBus,
+    private readonly metadata: MetadataStore,
+    private readonly accounts: LoaderAccounts,
+    private readonly options: BulkLoaderOptions,
+    private readonly logger: Logger,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.id = options.workerId ?? randomUUID();
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  private schedule(delay: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.current = this.tick()
+        .then((ran) => this.schedule(ran ? 0 : this.options.pollMs))
+        .catch((err: unknown) => {
+          this.logger.warn({ err }, 'loader: looking for files failed');
+          this.schedule(this.options.pollMs);
+        });
+    }, delay);
+  }
+
+  /** Stops; a file in progress is handed back (pending) so another loader, or this one restarted, resumes it. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.abort?.abort(new Error('the loader is stopping'));
+    await this.current?.catch(() => undefined);
+  }
+
+  /** Looks at the incoming bucket once and loads one file if one is ready; tells whether it did. */
+  async tick(): Promise<boolean> {
+    const keys = await this.buckets.list('incoming', '');
+    for (const key of keys) {
+      if (this.stopped) return false;
+      const parts = key.split('/');
+      // Only files directly in an account's prefix are uploads; anything deeper is not ours to read.
+      if (parts.length !== 2) continue;
+      const stat = await this.buckets.stat('incoming', key);
+      if (!stat) continue;
+      const version = `${stat.size}:${stat.version}`;
+      if (this.finished.get(key) === version) continue;
+      if (this.lastSeen.get(key) !== version) {
+        this.lastSeen.set(key, version);
+        continue;
+      }
+      const account = await this.accounts.byTrackerId(parts[0]!);
+      if (!account) continue;
+      const id = await this.fileId(key, version, stat);
+      const claimed = await this.claim(id, account.id, parts[0]!, key, parts[1]!, stat);
+      if (claimed === 'done') {
+        this.finished.set(key, version);
+        continue;
+      }
+      if (!claimed) continue;
+      const ended = await this.run(claimed);
+      if (ended) this.finished.set(key, version);
+      return true;
+    }
+    return false;
+  }
+
+  /** The file's identity: its key, size and content (S3's ETag, or a SHA-256 of the bytes). */
+  private async fileId(key: string, version: string, stat: ObjectStat): Promise<string> {
+    const known = this.ids.get(`${key}@${version}`);
+    if (known) return known;
+    let digest = stat.etag;
+    if (!digest) {
+      const hash = createHash('sha256');
+      for await (const chunk of this.buckets.read('incoming', key)) hash.update(chunk as Buffer);
+      digest = hash.digest('hex');
+    }
+    const id = createHash('sha256')
+      .update(`${key}\u0000${stat.size}\u0000${digest}`)
+      .digest('hex')
+      .slice(0, 32);
+    this.ids.set(`${key}@${version}`, id);
+    return id;
+  }
+
+  private async claim(
+    id: string,
+    account: string,
+    trackerId: string,
+    key: string,
+    name: string,
+    stat: ObjectStat,
+  ): Promise<Versioned<ActivityEntry> | 'done' | undefined> {
+    const now = this.now();
+    let current: Versioned<ActivityEntry> | undefined;
+    try {
+      const entry = this.newEntry(id, account, trackerId, key, name, stat, now);
+      current = { key: id, value: entry, revision: await this.metadata.create(ACTIVITY_BUCKET, id, entry) };
+    } catch (err) {
+      if (!(err instanceof MetadataConflictError)) throw err;
+      current = await this.metadata.get<ActivityEntry>(ACTIVITY_BUCKET, id);
+      if (!current) return undefined;
+    }
+    const { record, heartbeat } = current.value;
+    if (record.state === 'completed' || record.state === 'rejected' || record.state === 'failed')
+      return 'done';
+    if (record.state === 'running' && (heartbeat ?? 0) + this.options.leaseMs >= now) return undefined;
+    const value: ActivityEntry = {
+      ...current.value,
+      owner: this.id,
+      heartbeat: now,
+      attempts: current.value.attempts + 1,
+      record: { ...record, state: 'running', started_at: record.started_at ?? new Date(now).toISOString() },
+    };
+    try {
+      const revision = await this.metadata.update(ACTIVITY_BUCKET, id, value, current.revision);
+      if (record.state === 'running') {
+        this.logger.warn(
+          { file: id, previous: current.value.owner },
+          'loader: taking over a file whose loader went silent',
+        );
+      }
+      return { key: id, value, revision };
+    } catch (err) {
+      if (err instanceof MetadataConflictError) return undefined;
+      throw err;
+    }
+  }
+
+  private newEntry(
+    id: string,
+    account: string,
+    trackerId: string,
+    key: string,
+    name: string,
+    stat: ObjectStat,
+    now: number,
+  ): ActivityEntry {
+    const kind = fileKind(name);
+    return {
+      account,
+      trackerId,
+      key,
+      attempts: 0,
+      published: 0,
+      receivedAt: now,
+      record: {
+        id,
+        name,
+        path: `${this.options.bucketNames.incoming}/${key}`,
+        data_type: kind?.dataType ?? null,
+        format: kind?.format ?? null,
+        size: stat.size,
+        state: 'pending',
+        records: { read: 0, loaded: 0, invalid: 0, dropped: 0 },
+        dropped_fields: [],
+        progress: { records: 0, bytes: 0, size: stat.size },
+        errors: [],
+        created_at: new Date(now).toISOString(),
+      },
+    };
+  }
+
+  /** Loads a claimed file; tells whether it ended (completed, rejected, failed) rather than being handed back. */
+  private async run(claimed: Versioned<ActivityEntry>): Promise<boolean> {
+    const abort = new AbortController();
+    this.abort = abort;
+    let latest = claimed;
+    let chain = Promise.resolve();
+    const write = (change: (entry: ActivityEntry) => ActivityEntry): Promise<void> =>
+      (chain = chain.then(async () => {
+        const value = change(latest.value);
+        try {
+          const revision = await this.metadata.update(ACTIVITY_BUCKET, latest.key, value, latest.revision);
+          latest = { key: latest.key, value, revision };
+        } catch (err) {
+          if (err instanceof MetadataConflictError) abort.abort(new Error('lost the file to another loader'));
+          throw err;
+        }
+      }));
+    const renew = setInterval(
+      () => void write((e) => ({ ...e, heartbeat: this.now() })).catch(() => undefined),
+      Math.max(50, Math.floor(this.options.leaseMs / 3)),
+    );
+    const entry = claimed.value;
+    const log = { file: entry.record.id, account: entry.account, name: entry.record.name, loader: this.id };
+    this.logger.info(log, 'loader: file started');
+    try {
+      const outcome = await this.load(entry, write, abort.signal);
+      clearInterval(renew);
+      await write((e) => ({
+        ...e,
+        owner: undefined,
+        record: {
+          ...e.record,
+          ...outcome,
+          completed_at: new Date(this.now()).toISOString(),
+          duration_ms: this.now() - Date.parse(e.record.started_at ?? e.record.created_at),
+        },
+      }));
+      this.logger.info({ ...log, state: outcome.state, records: outcome.records }, 'loader: file finished');
+      return true;
+    } catch (err) {
+      clearInterval(renew);
+      if (abort.signal.aborted) {
+        if (this.stopped) {
+          await write((e) => ({ ...e, owner: undefined, record: { ...e.record, state: 'pending' } })).catch(
+            () => undefined,
+          );
+        }
+        this.logger.warn({ ...log, reason: String(abort.signal.reason) }, 'loader: file interrupted');
+        return false;
+      }
+      const reason = err instanceof Error ? err.message : String(err);
+      const final = latest.value.attempts >= MAX_ATTEMPTS;
+      this.logger.error({ ...log, err, final }, 'loader: file failed');
+      await write((e) => ({
+        ...e,
+        owner: undefined,
+        record: final
+          ? {
+              ...e.record,
+              state: 'failed',
+              rejection_reason: reason,
+              completed_at: new Date(this.now()).toISOString(),
+            }
+          : { ...e.record, state: 'pending' },
+      })).catch(() => undefined);
+      return final;
+    } finally {
+      this.abort = undefined;
+    }
+  }
+
+  private async context(entry: ActivityEntry): Promise<LoadContext> {
+    const [customers, events, identifiers] = await Promise.all([
+      this.accounts.customFields(entry.account, 'customers'),
+      this.accounts.customFields(entry.account, 'events'),
+      this.accounts.identifiers?.(entry.account),
+    ]);
+    return { nowMs: entry.receivedAt, customers, events, ...(identifiers ? { identifiers } : {}) };
+  }
+
+  private async load(
+    entry: ActivityEntry,
+    write: (change: (entry: ActivityEntry) => ActivityEntry) => Promise<void>,
+    signal: AbortSignal,
+  ): Promise<
+    Pick<ActivityRecord, 'state' | 'records' | 'errors' | 'dropped_fields' | 'progress'> &
+      Partial<Pick<ActivityRecord, 'rejection_reason' | 'rejected_records_file'>>
+  > {
+    const name = entry.record.name;
+    const problem = nameProblem(name);
+    const kind = fileKind(name);
+    const none = { read: 0, loaded: 0, invalid: 0, dropped: 0 };
+    const progress = { records: 0, bytes: 0, size: entry.record.size };
+    if (problem || !kind) {
+      return {
+        state: 'rejected',
+        records: none,
+        errors: [],
+        dropped_fields: [],
+        progress,
+        rejection_reason: `the file name ${problem}`,
+      };
+    }
+    const context = await this.context(entry);
+
+    // Pass 1: every record checked; invalid ones written to the rejected-records file.
+    const counts = { ...none };
+    const errors: ActivityError[] = [];
+    let rejected: { stream: PassThrough; done: Promise<void>; key: string } | undefined;
+    let lastProgress = this.now();
+    const reading = readFile(this.buckets.read('incoming', entry.key), kind, context);
+    try {
+      for await (const item of reading.items) {
+        if (signal.aborted) throw signal.reason;
+        counts.read += item.lines;
+        if (Array.isArray(item.result)) {
+          counts.invalid += item.lines;
+          for (const p of item.result)
+            if (errors.length < MAX_ENTRY_ERRORS) errors.push({ line: item.line, ...p });
+          rejected ??= this.rejectedFile(entry);
+          if (
+            !rejected.stream.write(
+              `${JSON.stringify({ line: item.line, errors: item.result, record: item.raw })}\n`,
+            )
+          ) {
+            await new Promise((r) => rejected!.stream.once('drain', r));
+          }
+        } else if (item.dropped) counts.dropped += item.lines;
+        if (this.now() - lastProgress >= PROGRESS_MS) {
+          lastProgress = this.now();
+          const records = counts.read;
+          const bytes = reading.bytes();
+          void write((e) => ({
+            ...e,
+            record: { ...e.record, progress: { records, bytes, size: e.record.size } },
+          })).catch(() => undefined);
+        }
+      }
+    } catch (err) {
+      rejected?.stream.destroy();
+      await rejected?.done.catch(() => undefined);
+      if (err instanceof UnreadableFileError) {
+        return {
+          state: 'rejected',
+          records: counts,
+          errors,
+          dropped_fields: [],
+          progress,
+          rejection_reason: err.message,
+        };
+      }
+      throw err;
+    }
+    rejected?.stream.end();
+    await rejected?.done;
+    const dropped_fields = [...reading.dropped].sort().slice(0, MAX_ENTRY_ERRORS);
+    const finalProgress = { records: counts.read, bytes: reading.bytes(), size: entry.record.size };
+    const rejectedFile = rejected
+      ? { rejected_records_file: `${this.options.bucketNames.scratch}/${rejected.key}` }
+      : {};
+    // "More than 1% of the data is invalid": 1.0% still loads.
+    if (counts.invalid * 100 > counts.read) {
+      const share = Math.floor((counts.invalid * 1000) / counts.read) / 10;
+      return {
+        state: 'rejected',
+        records: counts,
+        errors,
+        dropped_fields,
+        progress: finalProgress,
+        rejection_reason: `${share.toFixed(1)}% invalid, above 1%`,
+        ...rejectedFile,
+      };
+    }
+
+    // Pass 2: the valid records published, in messages numbered from the start of the file.
+    const published = await this.publish(entry, kind, context, write, signal);
+    return {
+      state: 'completed',
+      records: { ...counts, loaded: published },
+      errors,
+      dropped_fields,
+      progress: finalProgress,
+      ...rejectedFile,
+    };
+  }
+
+  private rejectedFile(entry: ActivityEntry): { stream: PassThrough; done: Promise<void>; key: string } {
+    const key = `${entry.trackerId}/activity/${entry.record.id}/rejected-records.jsonl`;
+    const stream = new PassThrough();
+    return { stream, key, done: this.buckets.write('scratch', key, stream) };
+  }
+
+  private async publish(
+    entry: ActivityEntry,
+    kind: NonNullable<ReturnType<typeof fileKind>>,
+    context: LoadContext,
+    write: (change: (entry: ActivityEntry) => ActivityEntry) => Promise<void>,
+    signal: AbortSignal,
+  ): Promise<number> {
+    const reading = readFile(this.buckets.read('incoming', entry.key), kind, context);
+    const buffers = new Map<LoadedRecord['kind'], { records: unknown[]; lines: number }>();
+    let sequence = 0;
+    let loaded = 0;
+    let lastProgress = this.now();
+    const skip = entry.published;
+    const resend = entry.attempts > 1;
+    const flush = async (recordKind: LoadedRecord['kind']): Promise<void> => {
+      const buffer = buffers.get(recordKind);
+      if (!buffer || buffer.records.length === 0) return;
+      buffers.delete(recordKind);
+      const seq = sequence++;
+      if (seq < skip) return;
+      const message = {
+        id: derivedRequestId(entry.account, `file:${entry.record.id}`, String(seq)),
+        account: entry.account,
+        kind: recordKind,
+        receivedAt: entry.receivedAt,
+        records: buffer.records,
+        ...(resend ? { resend: true as const } : {}),
+      } as IngestMessage;
+      faultPoint(FAULT_POINTS_LOADER.publish, entry.record.name);
+      await this.publishDurably(message, signal);
+      if (this.now() - lastProgress >= PROGRESS_MS) {
+        lastProgress = this.now();
+        const done = seq + 1;
+        const records = loaded;
+        const bytes = reading.bytes();
+        void write((e) => ({
+          ...e,
+          published: Math.max(e.published, done),
+          record: {
+            ...e.record,
+            records: { ...e.record.records, loaded: records },
+            progress: { ...e.record.progress, bytes },
+          },
+        })).catch(() => undefined);
+      }
+    };
+    for await (const item of reading.items) {
+      if (signal.aborted) throw signal.reason;
+      if (Array.isArray(item.result)) continue;
+      const kindOf = item.result.kind;
+      const buffer = buffers.get(kindOf) ?? { records: [], lines: 0 };
+      buffers.set(kindOf, buffer);
+      buffer.records.push(item.result.record);
+      loaded += item.lines;
+      if (buffer.records.length >= this.options.recordsPerMessage) await flush(kindOf);
+    }
+    for (const recordKind of [...buffers.keys()]) await flush(recordKind);
+    return loaded;
+  }
+
+  private async publishDurably(message: IngestMessage, signal: AbortSignal): Promise<void> {
+    for (;;) {
+      try {
+        await this.bus.publish(message);
+        return;
+      } catch (err) {
+        if (!(err instanceof BusUnavailableError) || signal.aborted) throw err;
+        // The bus is full or away: wait, as an API client told 503 would.
+        await new Promise((r) => setTimeout(r, err.retryAfterSeconds * 1000));
+      }
+    }
+  }
+}
+
+export type { FileItem };

@@ -1,0 +1,81 @@
+import { ApiError, type Invalid } from '@cdp/contracts';
+import type {
+  CustomFields,
+  CustomIdentifierNames,
+  EventInput,
+  EventRecord,
+  ProductRecord,
+  ProfileRecord,
+} from '@cdp/domain';
+import { eventsValidator, productsValidator, profilesValidator } from '@cdp/http-api/records';
+
+/** What reading a file's record needs of its account; fixed per file so that a resumed load reads the same. */
+export interface LoadContext {
+  /** The default `ts` of a record without one: when the file was first seen. */
+  nowMs: number;
+  customers: CustomFields;
+  events: CustomFields;
+  /** The account's custom identifiers (SchemaRegistry: AccountSchema.identifierNames). */
+  identifiers?: CustomIdentifierNames;
+}
+
+export type LoadedRecord =
+  | { kind: 'profiles'; record: ProfileRecord }
+  | { kind: 'products'; record: ProductRecord }
+  | { kind: 'events'; record: EventRecord };
+
+/** One problem of a record, as the activity log and the rejected-records file show it. */
+export interface RecordProblem {
+  field: string;
+  reason: string;
+}
+
+/**
+ * Runs one record through the validator of the equivalent API call (`POST /v3/profiles`,
+ * `POST /v3/objects/products`, `POST /v3/events`), so that a file's record is accepted, refused and
+ * normalised exactly as that call would.
+ */
+function through<T>(parse: () => T[]): T | RecordProblem[] {
+  try {
+    return parse()[0]!;
+  } catch (err) {
+    if (err instanceof ApiError && 'invalids' in err.detail) return err.detail.invalids.map(problem);
+    throw err;
+  }
+}
+
+function problem(invalid: Invalid): RecordProblem {
+  return {
+    field: Array.isArray(invalid.field) ? invalid.field.join('|') : invalid.field,
+    reason: invalid.reason,
+  };
+}
+
+export function customerRecord(
+  attributes: Record<string, unknown>,
+  context: LoadContext,
+): LoadedRecord | RecordProblem[] {
+  const record = through(() =>
+    profilesValidator.parse(
+      { attributes },
+      { custom: context.customers, customIds: context.identifiers ?? new Set() },
+    ),
+  );
+  return Array.isArray(record) ? record : { kind: 'profiles', record };
+}
+
+export function productRecord(fields: Record<string, unknown>): LoadedRecord | RecordProblem[] {
+  const record = through(() => productsValidator.parse(fields, undefined));
+  return Array.isArray(record) ? record : { kind: 'products', record };
+}
+
+export function eventRecord(input: EventInput, context: LoadContext): LoadedRecord | RecordProblem[] {
+  const record = through(() =>
+    eventsValidator.parse(input, {
+      nowMs: context.nowMs,
+      custom: context.events,
+      ...(context.identifiers ? { customIds: context.identifiers } : {}),
+    }),
+  );
+  return Array.isArray(record) ? record : { kind: 'events', record };
+}

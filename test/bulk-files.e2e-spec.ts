@@ -1,0 +1,460 @@
+import { gzipSync } from 'node:zlib';
+import { AccountsService } from '@cdp/accounts';
+import { Buckets } from '@cdp/buckets';
+import { EventBus } from '@cdp/bus';
+import { configureFaults, parseFaults } from '@cdp/faults';
+import { BulkLoader, type ActivityRecord } from '@cdp/loader';
+import { createLogger } from '@cdp/logger';
+import { MetadataStore } from '@cdp/metadata';
+import { SchemaRegistry } from '@cdp/schema';
+import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
+import { eventually } from './support/eventually.js';
+import { S3Server } from './support/s3-server.js';
+import type { ScaledPlatform } from './support/scaled.js';
+import { WIRINGS } from './support/wirings.js';
+
+type Row = Record<string, unknown>;
+
+const lines = (...rows: string[]) => rows.map((r) => `${r}\n`).join('');
+const FINAL = ['completed', 'rejected', 'failed'];
+
+/** The 1% edge: `invalid` bad lines among `total` pageviews of `page`. */
+function edgeFile(page: string, total: number, invalid: number): string {
+  const rows = ['type,email,page'];
+  for (let i = 0; i < total - invalid; i++) rows.push(`pageview,edge${i}@x.com,${page}`);
+  rows.push(`pageview,extra@x.com,${page},one too many`);
+  rows.push(`pageview,"line\nbreak@x.com",${page}`);
+  for (let i = 2; i < invalid; i++) rows.push(`pageview,not-an-email-${i},${page}`);
+  return lines(...rows);
+}
+
+const ORDERS = lines(
+  'customer_id,action,order_id,ts,total,subtotal,coupon_code,item_product_id,item_price,item_quantity,item_subtotal,gift_note,item_color',
+  'c1,purchase,o1,2024-02-01T10:00:00Z,30,,SAVE,p1,10,1,10,hello,red',
+  ',,,,,,,p2,10,2,20,,blue',
+  'c2,purchase,o2,2024-02-02T10:00:00Z,5,,,p1,5,1,5,note-a,',
+  'c2,purchase,o2,2024-02-02T10:00:00Z,5,,,p2,5,1,5,note-b,',
+  ...Array.from({ length: 200 }, (_, i) => `c3,purchase,ofill${i},2024-03-01,1,,,p1,1,1,1,,`),
+);
+
+const FILES: Record<string, string | Buffer> = {
+  'svc_customers_1.csv': lines(
+    'customer_id,email,first_name,tier,shoe_size',
+    'c1,ann@x.com,Ann,3,42',
+    'c2,bob@x.com,Bob,,43',
+  ),
+  'svc_products_1.csv.gz': gzipSync(
+    lines('product_id,name,price,category', 'p1,Shoe,19.99,Shoes > Running', 'p2,"Hat, ""big""",5,Hats'),
+  ),
+  'svc_events_1.csv': lines(
+    'type,action,email,ts,page,campaign_code',
+    'pageview,,ann@x.com,2024-01-05,/home,SPRING',
+    'video,play,bob@x.com,1704067200,/video,',
+  ),
+  'svc_orders_1.csv': ORDERS,
+  'batch_events.svc': lines(
+    JSON.stringify({
+      type: 'event',
+      data: { type: 'pageview', identifiers: { email: 'ann@x.com' }, data: { page: '/jsonl' } },
+    }),
+    JSON.stringify({
+      type: 'order',
+      data: {
+        action: 'purchase',
+        identifiers: { customer_id: 'c1' },
+        data: {
+          order: {
+            order_id: 'oj1',
+            items: [{ product_id: 'p1', sku: 'SKU1', quantity: '2', subtotal: '20.5', price: 10.25 }],
+          },
+        },
+      },
+    }),
+  ),
+  'new_customers.svc': lines(
+    JSON.stringify({ type: 'customer', data: { customer_id: 'cj1', email: 'cj@x.com', tier: 7 } }),
+  ),
+  'feed_products.svc': lines(
+    JSON.stringify({ type: 'product', data: { product_id: 'pj1', name: 'Json product', price: 3 } }),
+  ),
+  'svc_events_edge_ok.csv': edgeFile('/edge-ok', 1000, 10),
+  'svc_events_edge_bad.csv': edgeFile('/edge-bad', 1000, 11),
+  'notes.txt': 'not a bulk file\n',
+};
+
+const RESTART_FILE = 'svc_events_restart.csv';
+const UPLOADED = 'svc_events_uploaded.csv';
+const RESTART = lines(
+  'type,email,page',
+  ...Array.from({ length: 1500 }, (_, i) => `pageview,r${i % 50}@x.com,/restart`),
+);
+
+/**
+ * Bulk files end to end (spec "Bulk file ingestion") on both wirings: every data type, gzip, order
+ * grouping, custom fields, the 1% edge both sides, a loader dying mid-file, two loaders, a duplicate drop,
+ * the scratch bucket, a file name that is no upload. Everything is dropped at once, then checked.
+ */
+describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
+  let p: EmbeddedPlatform | ScaledPlatform;
+  let acc: TestAccount;
+  let buckets: Buckets;
+  let second: BulkLoader | undefined;
+  let s3: S3Server | undefined;
+  let upload: { url: string; path: string; method: string };
+  let activity: Map<string, ActivityRecord>;
+  const events: Row[] = [];
+
+  const api = (path: string) => p.http().get(path).set('x-api-key', acc.privateKey);
+  const put = (name: string, body: string | Buffer) =>
+    buckets.write('incoming', `${acc.publicKey}/${name}`, body);
+  /** POST /v3/files/uploads over a real socket: the URL it issues must reach this very server. */
+  async function issueUpload(name: unknown, key = acc.privateKey): Promise<{ status: number; body: Row }> {
+    let base: string;
+    if (p instanceof EmbeddedPlatform) {
+      const server = p.app.getHttpServer();
+      if (!server.address()) await p.app.listen({ port: 0, host: '127.0.0.1' });
+      base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    } else base = p.api.baseUrl;
+    const res = await fetch(`${base}/v3/files/uploads`, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      body: JSON.stringify({ name }),
+    });
+    return { status: res.status, body: (await res.json()) as Row };
+  }
+  async function entries(): Promise<Map<string, ActivityRecord>> {
+    const res = await api('/v3/activity?limit=100');
+    expect(res.status).toBe(200);
+    return new Map((res.body.activity as ActivityRecord[]).map((r) => [r.name, r]));
+  }
+  async function settled(names: string[]): Promise<Map<string, ActivityRecord>> {
+    let all = new Map<string, ActivityRecord>();
+    await eventually(
+      async () => {
+        all = await entries();
+        return names.every((n) => FINAL.includes(all.get(n)?.state ?? ''));
+      },
+      45_000,
+      100,
+    );
+    return all;
+  }
+  /** The store, read once (scaled out, chDB belongs to the processor, which is stopped for the read). */
+  const QUERIES = {
+    events: 'SELECT page, type, action, ts, campaign_code, gift_note, `order` FROM {db}.events',
+    products: 'SELECT product_id, name, price FROM {db}.products FINAL ORDER BY product_id',
+    orders:
+      "SELECT order_id, subtotal, total FROM {db}.orders FINAL WHERE order_id IN ('o1', 'o2', 'oj1') ORDER BY order_id",
+    items:
+      "SELECT order_id, product_id, quantity FROM {db}.line_items WHERE order_id IN ('o1', 'oj1') ORDER BY order_id, product_id",
+    fill: "SELECT count() AS n FROM {db}.orders FINAL WHERE order_id LIKE 'ofill%'",
+  };
+  const store: Record<keyof typeof QUERIES, Row[]> = {
+    events: [],
+    products: [],
+    orders: [],
+    items: [],
+    fill: [],
+  };
+  async function readStore(): Promise<void> {
+    const read = async (query: (sql: string) => Promise<Row[]>) => {
+      for (const [name, sql] of Object.entries(QUERIES))
+        store[name as keyof typeof QUERIES] = await query(sql);
+    };
+    if (p instanceof EmbeddedPlatform) {
+      const e = p;
+      return read((sql) => e.query<Row>(acc.id, sql));
+    }
+    return p.withStore((s) => read((sql) => s.query<Row>(acc.id, sql)));
+  }
+
+  beforeAll(async () => {
+    const env: Record<string, string> = {
+      CDP_LOADER_POLL_MS: '50',
+      CDP_LOADER_LEASE_SECONDS: '1',
+      CDP_LOADER_RECORDS_PER_MESSAGE: '100',
+    };
+    // Scaled out, all three buckets are in object storage: an S3-protocol server of the test's own.
+    if (wiring === 'scaled out') {
+      s3 = await S3Server.start();
+      Object.assign(env, s3.env());
+    }
+    p = await start(env);
+    acc = await p.createAccount('bulk');
+    for (const [object, name, type] of [
+      ['customers', 'tier', 'number'],
+      ['events', 'campaign_code', 'string'],
+      ['events', 'gift_note', 'string'],
+    ]) {
+      const res = await p
+        .http()
+        .post(`/v3/schema/objects/${object}/fields`)
+        .set('x-api-key', acc.privateKey)
+        .send({ name, type, display_name: name });
+      expect(res.status).toBe(201);
+    }
+    if (p instanceof EmbeddedPlatform) {
+      const app = p.app;
+      buckets = app.get(Buckets);
+      // A file that fails once mid-way (after three of its fifteen messages) is resumed by a loader.
+      configureFaults(parseFaults(`loader.publish[${RESTART_FILE}]:throw@4`));
+      await put(RESTART_FILE, RESTART);
+      // A second loader beside the one of the all-in-one process.
+      second = new BulkLoader(
+        buckets,
+        app.get(EventBus),
+        app.get(MetadataStore),
+        {
+          byTrackerId: (t) => app.get(AccountsService).byTrackerId(t),
+          customFields: async (a, o) => (await app.get(SchemaRegistry).read(a, true)).customFields(o),
+        },
+        {
+          pollMs: 50,
+          leaseMs: 1000,
+          recordsPerMessage: 100,
+          bucketNames: { incoming: 'incoming', scratch: 'scratch' },
+        },
+        createLogger('warn'),
+      );
+      second.start();
+    } else {
+      const scaled = p;
+      buckets = s3!.buckets();
+      // A loader killed mid-file (SIGKILL after three messages); the next loaders take over after its lease.
+      const doomed = await scaled.startLoader({ CDP_TEST_FAULTS: `loader.publish[${RESTART_FILE}]:kill@4` });
+      await put(RESTART_FILE, RESTART);
+      expect((await doomed.exited()).signal).toBe('SIGKILL');
+      await Promise.all([scaled.startLoader(), scaled.startLoader()]);
+    }
+    await buckets.write(
+      'scratch',
+      `${acc.publicKey}/svc_events_scratch.csv`,
+      lines('type,email,page', 'pageview,s@x.com,/scratch'),
+    );
+    await buckets.write(
+      'incoming',
+      `${acc.publicKey}/deeper/svc_events_deep.csv`,
+      lines('type,email,page', 'pageview,d@x.com,/deep'),
+    );
+    for (const [name, body] of Object.entries(FILES)) await put(name, body);
+    // A file uploaded by a client through the URL the API issues (presigned by S3, or served by the API).
+    const issued = await issueUpload(UPLOADED);
+    expect(issued.status).toBe(200);
+    upload = issued.body as { url: string; path: string; method: string };
+    if (p instanceof EmbeddedPlatform) {
+      // The API's own URL names one file: another name under its signature is refused. (On S3 that is
+      // the object store's check; s3rver does not make it.)
+      const tampered = await fetch(upload.url.replace(UPLOADED, 'svc_events_other.csv'), {
+        method: 'PUT',
+        body: 'type,email,page\n',
+      });
+      expect(tampered.status).toBe(403);
+    }
+    const sent = await fetch(upload.url, {
+      method: 'PUT',
+      body: lines('type,email,page', 'pageview,u@x.com,/uploaded'),
+      headers: { 'content-type': 'text/csv' },
+    });
+    expect(sent.status).toBe(200);
+    await settled([...Object.keys(FILES), RESTART_FILE, UPLOADED]);
+    // The same file dropped again under its name, then a last file: the duplicate is looked at first.
+    await put('svc_events_1.csv', FILES['svc_events_1.csv']!);
+    await put('svc_events_z_last.csv', lines('type,email,page', 'pageview,z@x.com,/last'));
+    activity = await settled([...Object.keys(FILES), RESTART_FILE, UPLOADED, 'svc_events_z_last.csv']);
+    // A completed file is on the bus; its records are visible once the processor has settled them all.
+    await eventually(
+      async () => {
+        if (p instanceof EmbeddedPlatform) {
+          const backlog = await p.app.get(EventBus).backlog();
+          return backlog?.pending === 0 && backlog.inFlight === 0;
+        }
+        // JetStream's ingest stream keeps a message until it is acknowledged (work-queue retention).
+        return /^0 message/.test((await p.http().get('/health')).body.drivers.bus.detail ?? '');
+      },
+      45_000,
+      100,
+    );
+    await readStore();
+    events.push(...store.events);
+  }, 120_000);
+
+  afterAll(async () => {
+    configureFaults([]);
+    await second?.stop();
+    await p?.close();
+    await s3?.close();
+  });
+
+  const pages = (page: string) => events.filter((e) => e.page === page);
+
+  it('loads customers with custom fields, dropping and reporting unknown columns', async () => {
+    expect(activity.get('svc_customers_1.csv')).toMatchObject({
+      state: 'completed',
+      data_type: 'customers',
+      format: 'csv',
+      records: { read: 2, loaded: 2, invalid: 0, dropped: 2 },
+      dropped_fields: ['shoe_size'],
+      errors: [],
+    });
+    const ann = await eventually(async () => {
+      const res = await api('/v3/profiles?customer_id=c1');
+      return res.status === 200 && res.body;
+    });
+    expect(ann.attributes).toMatchObject({
+      customer_id: 'c1',
+      email: 'ann@x.com',
+      first_name: 'Ann',
+      tier: 3,
+    });
+    const cj = await eventually(async () => {
+      const res = await api('/v3/profiles?customer_id=cj1');
+      return res.status === 200 && res.body;
+    });
+    expect(cj.attributes).toMatchObject({ email: 'cj@x.com', tier: 7 });
+  });
+
+  it('loads a gzip products CSV with RFC 4180 quoting, and products JSON lines', () => {
+    expect(activity.get('svc_products_1.csv.gz')).toMatchObject({
+      state: 'completed',
+      records: { read: 2, loaded: 2 },
+    });
+    expect(store.products.map((r) => [r.product_id, r.name, Number(r.price)])).toEqual([
+      ['p1', 'Shoe', 19.99],
+      ['p2', 'Hat, "big"', 5],
+      ['pj1', 'Json product', 3],
+    ]);
+  });
+
+  it('loads events as the events API would: custom fields, a date alone at midnight UTC, epoch seconds', () => {
+    const [home] = pages('/home');
+    expect(home).toMatchObject({ type: 'pageview', campaign_code: 'SPRING' });
+    expect(new Date(String(home!.ts) + (String(home!.ts).endsWith('Z') ? '' : 'Z')).toISOString()).toBe(
+      '2024-01-05T00:00:00.000Z',
+    );
+    expect(pages('/video')).toEqual([expect.objectContaining({ type: 'video', action: 'play' })]);
+    expect(pages('/jsonl')).toHaveLength(1);
+  });
+
+  it('groups order lines into orders, sums item subtotals, and leaves out an order whose custom values differ', () => {
+    const entry = activity.get('svc_orders_1.csv')!;
+    expect(entry).toMatchObject({
+      state: 'completed',
+      records: { read: 204, loaded: 202, invalid: 2 },
+      dropped_fields: ['item_color'],
+    });
+    expect(entry.errors).toEqual([expect.objectContaining({ line: 4, field: 'gift_note' })]);
+    expect(store.orders.map((o) => [o.order_id, Number(o.subtotal)])).toEqual([
+      ['o1', 30],
+      ['oj1', 20.5],
+    ]);
+    expect(store.items.map((i) => [i.order_id, i.product_id, Number(i.quantity)])).toEqual([
+      ['o1', 'p1', 1],
+      ['o1', 'p2', 2],
+      ['oj1', 'p1', 2],
+    ]);
+    expect(store.fill.map((r) => Number(r.n))).toEqual([200]);
+    expect(events.filter((e) => e.type === 'order' && e.gift_note === 'hello')).toHaveLength(1);
+  });
+
+  it('loads a file with 1.0% invalid records and rejects one with 1.1%, storing nothing of it', () => {
+    const ok = activity.get('svc_events_edge_ok.csv')!;
+    expect(ok).toMatchObject({ state: 'completed', records: { read: 1000, loaded: 990, invalid: 10 } });
+    expect(ok.errors).toHaveLength(10);
+    expect(ok.errors.map((e) => e.reason)).toEqual(
+      expect.arrayContaining([
+        'has 4 fields; the header has 3',
+        expect.stringContaining('carriage return or newline'),
+      ]),
+    );
+    expect(pages('/edge-ok')).toHaveLength(990);
+    const bad = activity.get('svc_events_edge_bad.csv')!;
+    expect(bad).toMatchObject({
+      state: 'rejected',
+      rejection_reason: '1.1% invalid, above 1%',
+      records: { read: 1000, loaded: 0, invalid: 11 },
+    });
+    expect(bad.rejected_records_file).toMatch(
+      new RegExp(`/${acc.publicKey}/activity/${bad.id}/rejected-records.jsonl$`),
+    );
+    expect(pages('/edge-bad')).toHaveLength(0);
+  });
+
+  it('writes the rejected records with their reasons to the scratch bucket', async () => {
+    const bad = activity.get('svc_events_edge_bad.csv')!;
+    const key = bad.rejected_records_file!.split('/').slice(1).join('/');
+    let text = '';
+    for await (const chunk of buckets.read('scratch', key)) text += String(chunk);
+    const rejected = text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { line: number; errors: unknown[]; record: string });
+    expect(rejected).toHaveLength(11);
+    expect(rejected[0]).toMatchObject({ line: 991, record: expect.stringContaining('one too many') });
+  });
+
+  it('finishes a file a loader stopped in the middle of, with every record once', () => {
+    expect(activity.get(RESTART_FILE)).toMatchObject({
+      state: 'completed',
+      records: { read: 1500, loaded: 1500 },
+    });
+    expect(pages('/restart')).toHaveLength(1500);
+  });
+
+  it('ingests the same file dropped again under its name once', () => {
+    expect([...activity.values()].filter((r) => r.name === 'svc_events_1.csv')).toHaveLength(1);
+    expect(pages('/home')).toHaveLength(1);
+    expect(pages('/last')).toHaveLength(1);
+  });
+
+  it('never reads the scratch bucket, nor anything below the account prefix', () => {
+    expect(activity.has('svc_events_scratch.csv')).toBe(false);
+    expect(pages('/scratch')).toHaveLength(0);
+    expect(pages('/deep')).toHaveLength(0);
+  });
+
+  it('issues upload URLs into the own prefix of the account only', async () => {
+    expect(upload).toMatchObject({
+      method: 'PUT',
+      path: expect.stringMatching(new RegExp(`/${acc.publicKey}/${UPLOADED}$`)),
+    });
+    expect(activity.get(UPLOADED)).toMatchObject({ state: 'completed', records: { loaded: 1 } });
+    expect(pages('/uploaded')).toHaveLength(1);
+    for (const name of [
+      '../other/svc_events_x.csv',
+      'sub/svc_events_x.csv',
+      '..',
+      'svc_events_x.txt',
+      '',
+      42,
+    ]) {
+      const res = await issueUpload(name);
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ detail: { invalids: [expect.objectContaining({ field: 'name' })] } });
+    }
+    expect((await issueUpload('svc_events_x.csv', acc.publicKey)).status).toBe(403);
+  });
+
+  it('rejects a file whose name is no bulk file name', () => {
+    expect(activity.get('notes.txt')).toMatchObject({
+      state: 'rejected',
+      rejection_reason: expect.stringContaining('must start with svc_products'),
+    });
+  });
+
+  it('shows one entry with its progress, and pages the log newest first', async () => {
+    const one = activity.get('svc_events_1.csv')!;
+    const res = await api(`/v3/activity/${one.id}`);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ id: one.id, progress: { records: 2, size: one.size } });
+    expect((await api('/v3/activity/0123456789abcdef0123456789abcdef')).status).toBe(404);
+    expect((await p.http().get('/v3/activity').set('x-api-key', acc.publicKey)).status).toBe(403);
+    const first = await api('/v3/activity?limit=5');
+    expect(first.body.activity).toHaveLength(5);
+    const rest = await api(`/v3/activity?limit=100&cursor=${first.body.next}`);
+    const all = [...first.body.activity, ...rest.body.activity] as ActivityRecord[];
+    expect(all.map((r) => r.id).sort()).toEqual([...activity.values()].map((r) => r.id).sort());
+    const created = all.map((r) => r.created_at);
+    expect(created).toEqual([...created].sort().reverse());
+    expect(wiring).toBeTruthy();
+  });
+});
