@@ -6,7 +6,7 @@ import { EventBus } from '@cdp/bus';
 import { APP_CONFIG, type AppConfig } from '@cdp/config';
 import type { RedisClient } from '@cdp/redis';
 import { IdentityIndex, ProfileState } from '@cdp/identity';
-import { ConsentState } from '@cdp/consent';
+import { ConsentState, IdentifierState } from '@cdp/consent';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { IdempotencyStore } from '@cdp/idempotency';
 import { Inspector } from '@cdp/inspector';
@@ -134,6 +134,14 @@ export class DriversModule {
             : new (await import('@cdp/consent/memory')).MemoryConsentState(),
       },
       {
+        provide: IdentifierState,
+        inject: [REDIS_CLIENT],
+        useFactory: async (redis?: RedisClient): Promise<IdentifierState> =>
+          config.identity === 'redis'
+            ? new (await import('@cdp/consent/redis')).RedisIdentifierState(redis!)
+            : new (await import('@cdp/consent/memory')).MemoryIdentifierState(),
+      },
+      {
         // Shared by every API replica in Redis (spec/NOTES.md "Limits": per account, not per replica).
         provide: RateLimiter,
         inject: [REDIS_CLIENT],
@@ -200,6 +208,7 @@ export class DriversModule {
       ProfileState,
       RateLimiter,
       ConsentState,
+      IdentifierState,
       OrderState,
       IdempotencyStore,
       Inspector,

@@ -27,11 +27,16 @@ import { APP_CONFIG, type AppConfig } from '@cdp/config';
 import { IdempotencyRecords, IdempotencyStore } from '@cdp/idempotency';
 import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor.js';
 import { SchemaController } from './schema/schema.controller.js';
-import { IdentifiersController } from './schema/identifiers.controller.js';
+import { CustomIdentifiersController } from './schema/custom-identifiers.controller.js';
 import { ObjectsController } from './objects/objects.controller.js';
 import { ObjectsIngest } from './objects/objects.ingest.js';
 
 import { OptOutController } from './optout/optout.controller.js';
+import { IdentifiersController } from './identifiers/identifiers.controller.js';
+import { IdentifierLookup } from './identifiers/identifier-lookup.service.js';
+import { SchemaModulesController } from './schema/schema-modules.controller.js';
+import { AdminModulesController } from './admin/admin-modules.controller.js';
+import { ModuleGate } from './schema/requires-module.js';
 import { ActivityModule } from '@cdp/loader';
 import { ActivityController } from './activity/activity.controller.js';
 import { UploadsController } from './files/uploads.controller.js';
@@ -59,7 +64,7 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     AdminController,
     HealthController,
     MetricsController,
-    IdentifiersController,
+    CustomIdentifiersController,
     SchemaController,
     ObjectsController,
     AdminRateLimitsController,
@@ -70,6 +75,9 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     CommerceObjectsController,
     ExportsController,
     OptOutController,
+    IdentifiersController,
+    SchemaModulesController,
+    AdminModulesController,
     ActivityController,
     UploadsController,
     SdkController,
@@ -79,6 +87,8 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     EventsIngest,
     ProfileLookup,
     ObjectsIngest,
+    IdentifierLookup,
+    ModuleGate,
     { provide: APP_GUARD, useClass: ApiKeyGuard },
     { provide: APP_FILTER, useClass: ErrorEnvelopeFilter },
     RateLimitPolicy,

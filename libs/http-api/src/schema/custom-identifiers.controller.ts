@@ -6,7 +6,7 @@ import { Auth } from '@cdp/http-common';
 import { SchemaRegistry, fieldView, type FieldView } from '@cdp/schema';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { EnvelopeValidation } from '../validation/envelope-validation.pipe.js';
-import { CustomIdentifierDto } from './identifiers.dto.js';
+import { CustomIdentifierDto } from './custom-identifiers.dto.js';
 
 /**
  * Custom identifiers (not in the spec; the original API's clients call it): a new kind of identifier
@@ -17,7 +17,7 @@ import { CustomIdentifierDto } from './identifiers.dto.js';
 @UsePipes(EnvelopeValidation)
 @Controller('v3/schema/identifiers')
 @Auth('private')
-export class IdentifiersController {
+export class CustomIdentifiersController {
   constructor(private readonly registry: SchemaRegistry) {}
 
   @Post()
