@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { AccountsModule } from '@cdp/accounts';
 import { ExportsApiModule } from '@cdp/exports';
 import { ListsService } from '@cdp/lists';
+import { ActivityModule } from '@cdp/loader';
 import { RateLimitPolicy } from '@cdp/rate-limits';
 import { SchemaModule } from '@cdp/schema';
 import { ConsoleAccountController } from './console-account.controller.js';
@@ -14,7 +15,7 @@ import { ConsoleStreams } from './console-streams.js';
 
 /** The account console and the event inspector under /console (the API role serves them). */
 @Module({
-  imports: [AccountsModule, SchemaModule, ExportsApiModule],
+  imports: [AccountsModule, SchemaModule, ExportsApiModule, ActivityModule],
   controllers: [ConsoleSessionController, ConsoleInspectorController, ConsoleAccountController],
   providers: [
     ConsoleSessions,
