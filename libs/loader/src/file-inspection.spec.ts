@@ -43,7 +43,7 @@ describe('FileInspection', () => {
       },
     });
     const inspection = new FileInspection(inspector, entry);
-    inspection.published('m1', 'events', records as unknown[]);
+    inspection.published('m1', 'events', records);
     inspection.invalid(3, 'x,y\n', [{ field: 'type', reason: 'is required' }]);
     inspection.rejected('50.0% invalid, above 1%', { read: 2, loaded: 0, invalid: 1, dropped: 0 });
     expect(inspector.sent).toEqual([]);
