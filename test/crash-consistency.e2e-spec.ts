@@ -30,6 +30,8 @@ interface Round {
   conflict?: { customerId: string; email: string };
   order?: { orderId: string; email: string };
   subscribed?: string;
+  /** A push token whose consent (POST /v3/consent, false) was acknowledged. */
+  tokenConsent?: string;
   /** A customer an opt-out was sent for (redacted if it was applied): its fields may be gone by design. */
   optedOut?: string;
   storeId?: string;
@@ -102,6 +104,12 @@ async function sendRound(rig: CrashRig, point: string, tag: string): Promise<Rou
     return round;
   round.subscribed = email(2);
 
+  // 4b. A push token's consent (per-identifier state, its own table).
+  const token = `${tag}-tok`;
+  const consent = { identifier_field_name: 'ios_push_tokens', identifier_value: token, consent: false };
+  if ((await post(rig, '/v3/consent', [consent], publicKey)) !== 202) return round;
+  round.tokenConsent = token;
+
   // 5. A compliance opt-out of the last new customer. A request the server died answering may still
   //    have been stored and applied: the customer counts as redacted once the opt-out is sent.
   round.optedOut = email(NEW_CUSTOMERS - 1);
@@ -159,6 +167,12 @@ async function checkReads(rig: CrashRig, round: Round): Promise<void> {
     await eventually(async () =>
       expect(await profile(rig, `customer_id=${customerId}`)).toMatchObject({ email }),
     );
+  }
+  if (round.tokenConsent) {
+    await eventually(async () => {
+      const res = await get(rig, `/v3/consent/ios_push_tokens?id=${round.tokenConsent}`);
+      expect((res.body as { consent: boolean | null }).consent).toBe(false);
+    });
   }
   if (round.subscribed) {
     const query = `/v3/lists/subscriptions?email=${encodeURIComponent(round.subscribed)}`;

@@ -201,12 +201,37 @@ describe.each(WIRINGS)('customers and identity (%s)', (_wiring, start) => {
     ]);
     expect(res.status).toBe(400);
     expect(res.body.detail.invalids).toEqual([
-      { event: 1, field: 'attributes.gender', reason: 'must be M or F' },
-      { event: 1, field: 'attributes.country', reason: 'must be an ISO 3166-1 alpha-3 country code' },
-      { event: 1, field: 'attributes.timezone', reason: expect.stringContaining('tz database') },
-      { event: 1, field: 'attributes.image_url', reason: 'must be a valid http or https URL' },
-      { event: 2, field: 'attributes.email', reason: expect.stringContaining('email address') },
-      { event: 3, field: 'attributes.city', reason: expect.stringContaining('1024') },
+      { event: 1, field: 'attributes.gender', reason: 'must be M or F', message: expect.any(String) },
+      {
+        event: 1,
+        field: 'attributes.country',
+        reason: 'must be an ISO 3166-1 alpha-3 country code',
+        message: expect.any(String),
+      },
+      {
+        event: 1,
+        field: 'attributes.timezone',
+        reason: expect.stringContaining('tz database'),
+        message: expect.any(String),
+      },
+      {
+        event: 1,
+        field: 'attributes.image_url',
+        reason: 'must be a valid http or https URL',
+        message: expect.any(String),
+      },
+      {
+        event: 2,
+        field: 'attributes.email',
+        reason: expect.stringContaining('email address'),
+        message: expect.any(String),
+      },
+      {
+        event: 3,
+        field: 'attributes.city',
+        reason: expect.stringContaining('1024'),
+        message: expect.any(String),
+      },
     ]);
     expect((await profile('email=fine@x.com')).status).toBe(404); // nothing of a refused request is stored
     const ok = await post('/v3/profiles', {

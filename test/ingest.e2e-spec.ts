@@ -112,11 +112,21 @@ describe.each(WIRINGS)('the first write path: events and profiles (%s)', (_wirin
     ]);
     expect(res.status).toBe(400);
     expect(res.body.detail.invalids).toEqual([
-      { event: 1, field: 'type', reason: 'is required' },
-      { event: 2, field: 'identifiers', reason: expect.stringContaining('at least one identifier') },
-      { event: 3, field: 'data.days_since_last_visit', reason: expect.any(String) },
-      { event: 3, field: 'data.landing', reason: expect.any(String) },
-      { event: 4, field: 'data.page', reason: expect.stringContaining('1024') },
+      { event: 1, field: 'type', reason: 'is required', message: expect.any(String) },
+      {
+        event: 2,
+        field: 'identifiers',
+        reason: expect.stringContaining('at least one identifier'),
+        message: expect.any(String),
+      },
+      {
+        event: 3,
+        field: 'data.days_since_last_visit',
+        reason: expect.any(String),
+        message: expect.any(String),
+      },
+      { event: 3, field: 'data.landing', reason: expect.any(String), message: expect.any(String) },
+      { event: 4, field: 'data.page', reason: expect.stringContaining('1024'), message: expect.any(String) },
     ]);
     // Nothing of it was published: a marker sent after it arrives while batch-a never does.
     await events({ type: 'marker', identifiers: { vuid: 'after-invalid' } });
@@ -131,7 +141,9 @@ describe.each(WIRINGS)('the first write path: events and profiles (%s)', (_wirin
   it('reports an unreadable ts on its field', async () => {
     const res = await events({ type: 'x', identifiers: { vuid: 'bad-ts' }, data: { ts: '2024-02-30' } });
     expect(res.status).toBe(400);
-    expect(res.body.detail.invalids).toEqual([{ event: 0, field: 'data.ts', reason: expect.any(String) }]);
+    expect(res.body.detail.invalids).toEqual([
+      { event: 0, field: 'data.ts', reason: expect.any(String), message: expect.any(String) },
+    ]);
   });
 
   it('takes a batch of exactly 1000 events and refuses 1001 and an empty one', async () => {
@@ -272,8 +284,13 @@ describe.each(WIRINGS)('the first write path: events and profiles (%s)', (_wirin
       ]);
       expect(bad.status).toBe(400);
       expect(bad.body.detail.invalids).toEqual([
-        { event: 1, field: 'attributes', reason: expect.stringContaining('identifier') },
-        { event: 2, field: 'attributes', reason: 'is required' },
+        {
+          event: 1,
+          field: 'attributes',
+          reason: expect.stringContaining('identifier'),
+          message: expect.any(String),
+        },
+        { event: 2, field: 'attributes', reason: 'is required', message: expect.any(String) },
       ]);
     });
 

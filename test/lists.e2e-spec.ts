@@ -242,12 +242,12 @@ describe.each(WIRINGS)('lists, subscriptions and consent (%s)', (_wiring, start)
       ]);
       expect(batch.status).toBe(400);
       expect(batch.body.detail.invalids).toEqual([
-        { event: 1, field: 'email', reason: 'is required' },
-        { event: 2, field: 'subscribed', reason: 'is required' },
-        { event: 3, field: 'list_id', reason: 'is required' },
-        { event: 4, field: 'opted_in', reason: expect.any(String) },
-        { event: 5, field: ['list_id', 'opted_in'], reason: expect.any(String) },
-        { event: 6, field: 'email', reason: expect.any(String) },
+        { event: 1, field: 'email', reason: 'is required', message: expect.any(String) },
+        { event: 2, field: 'subscribed', reason: 'is required', message: expect.any(String) },
+        { event: 3, field: 'list_id', reason: 'is required', message: expect.any(String) },
+        { event: 4, field: 'opted_in', reason: expect.any(String), message: expect.any(String) },
+        { event: 5, field: ['list_id', 'opted_in'], reason: expect.any(String), message: expect.any(String) },
+        { event: 6, field: 'email', reason: expect.any(String), message: expect.any(String) },
       ]);
       expect((await subscribe([])).status).toBe(400);
       // Nothing of a refused request was applied.

@@ -411,12 +411,32 @@ describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
     ]);
     expect(res.status).toBe(400);
     expect(res.body.detail.invalids).toEqual([
-      { event: 0, field: 'data.product_id', reason: expect.stringContaining('required') },
-      { event: 1, field: 'action', reason: expect.stringContaining('purchase, return, refund, cancel') },
-      { event: 2, field: 'data.order', reason: expect.stringContaining('required') },
-      { event: 3, field: 'data.order.order_id', reason: 'is required' },
-      { event: 3, field: 'data.order.items.0.price', reason: expect.any(String) },
-      { event: 4, field: 'data.order.ts', reason: expect.any(String) },
+      {
+        event: 0,
+        field: 'data.product_id',
+        reason: expect.stringContaining('required'),
+        message: expect.any(String),
+      },
+      {
+        event: 1,
+        field: 'action',
+        reason: expect.stringContaining('purchase, return, refund, cancel'),
+        message: expect.any(String),
+      },
+      {
+        event: 2,
+        field: 'data.order',
+        reason: expect.stringContaining('required'),
+        message: expect.any(String),
+      },
+      { event: 3, field: 'data.order.order_id', reason: 'is required', message: expect.any(String) },
+      {
+        event: 3,
+        field: 'data.order.items.0.price',
+        reason: expect.any(String),
+        message: expect.any(String),
+      },
+      { event: 4, field: 'data.order.ts', reason: expect.any(String), message: expect.any(String) },
     ]);
     const products = await post('/v3/objects/products', [
       { name: 'no id' },
@@ -424,8 +444,8 @@ describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
     ]);
     expect(products.status).toBe(400);
     expect(products.body.detail.invalids).toEqual([
-      { event: 0, field: 'product_id', reason: 'is required' },
-      { event: 1, field: 'price', reason: expect.any(String) },
+      { event: 0, field: 'product_id', reason: 'is required', message: expect.any(String) },
+      { event: 1, field: 'price', reason: expect.any(String), message: expect.any(String) },
     ]);
     const entity = await v2('/v2/entities', [
       { type: 'order', data: { order_id: 'oA', subtotal: 5 } },
@@ -434,9 +454,14 @@ describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
     ]);
     expect(entity.status).toBe(400);
     expect(entity.body.detail.invalids).toEqual([
-      { event: 0, field: 'data.subtotal', reason: expect.stringContaining('order events') },
-      { event: 1, field: 'type', reason: expect.any(String) },
-      { event: 2, field: 'data', reason: expect.stringContaining('identifier') },
+      {
+        event: 0,
+        field: 'data.subtotal',
+        reason: expect.stringContaining('order events'),
+        message: expect.any(String),
+      },
+      { event: 1, field: 'type', reason: expect.any(String), message: expect.any(String) },
+      { event: 2, field: 'data', reason: expect.stringContaining('identifier'), message: expect.any(String) },
     ]);
   });
 

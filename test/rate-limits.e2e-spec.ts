@@ -128,7 +128,9 @@ describe.each(WIRINGS)('rate limits per account and API family (%s)', (_wiring, 
       return answer;
     });
     expect(again.status).toBe(404);
-    expect(again.headers['ratelimit-remaining']).toBe('0');
+    // How many tokens came back by then depends on how late the poll ran (10 a second); the bucket is
+    // still far from full, since the burst emptied it a moment ago.
+    expect(Number(again.headers['ratelimit-remaining'])).toBeLessThan(9);
   });
 
   it('counts reads and writes of /v3/profiles in one bucket, and never limits events by default', async () => {

@@ -309,10 +309,30 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
       );
       expect(bad.status).toBe(400);
       expect(bad.body.detail.invalids).toEqual([
-        { event: 1, field: 'data.score', reason: expect.stringContaining('18 digits') },
-        { event: 2, field: 'data.score', reason: expect.stringContaining('4 digits after') },
-        { event: 2, field: 'data.promo', reason: 'must be one of 0, 1, true, false' },
-        { event: 2, field: 'data.seen_at', reason: 'must be a unix timestamp in seconds' },
+        {
+          event: 1,
+          field: 'data.score',
+          reason: expect.stringContaining('18 digits'),
+          message: expect.any(String),
+        },
+        {
+          event: 2,
+          field: 'data.score',
+          reason: expect.stringContaining('4 digits after'),
+          message: expect.any(String),
+        },
+        {
+          event: 2,
+          field: 'data.promo',
+          reason: 'must be one of 0, 1, true, false',
+          message: expect.any(String),
+        },
+        {
+          event: 2,
+          field: 'data.seen_at',
+          reason: 'must be a unix timestamp in seconds',
+          message: expect.any(String),
+        },
       ]);
       await eventually(async () => (await profile('vuid=decimals')).status === 200);
     });
@@ -349,7 +369,12 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
       );
       expect(bad.status).toBe(400);
       expect(bad.body.detail.invalids).toEqual([
-        { event: 1, field: 'attributes.loyalty_tier', reason: 'must be a number in standard decimal format' },
+        {
+          event: 1,
+          field: 'attributes.loyalty_tier',
+          reason: 'must be a number in standard decimal format',
+          message: expect.any(String),
+        },
       ]);
     });
 
@@ -404,8 +429,13 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
       );
       expect(bad.status).toBe(400);
       expect(bad.body.detail.invalids).toEqual([
-        { event: 1, field: 'store_id', reason: 'is required (primary key)' },
-        { event: 2, field: 'area', reason: expect.stringContaining('4 digits after') },
+        { event: 1, field: 'store_id', reason: 'is required (primary key)', message: expect.any(String) },
+        {
+          event: 2,
+          field: 'area',
+          reason: expect.stringContaining('4 digits after'),
+          message: expect.any(String),
+        },
       ]);
       const many = (n: number) => Array.from({ length: n }, (_, i) => ({ store_id: `bulk-${i}` }));
       expect((await post('/v3/objects/stores', many(1000), acc.publicKey)).status).toBe(202);
@@ -415,7 +445,7 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
       const customer = await post('/v3/objects/customers', { city: 'No identifier' }, acc.publicKey);
       expect(customer.status).toBe(400);
       expect(customer.body.detail.invalids).toEqual([
-        { event: 0, field: 'body', reason: expect.any(String) },
+        { event: 0, field: 'body', reason: expect.any(String), message: expect.any(String) },
       ]);
     });
 

@@ -1,1 +1,2 @@
 export * from './consent-state.port.js';
+export * from './identifier-state.port.js';

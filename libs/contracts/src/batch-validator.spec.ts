@@ -19,7 +19,8 @@ function eventRule(
   index: number,
   tag: string,
 ): { index: number; type: string; tag: string } | Invalid[] {
-  if (record.type === 'refuse') return [{ event: index, field: 'type', reason: 'refused by the rule' }];
+  if (record.type === 'refuse')
+    return [{ event: index, field: 'type', reason: 'refused by the rule', message: expect.any(String) }];
   return { index, type: record.type, tag };
 }
 
@@ -118,7 +119,12 @@ describe('BatchValidator', () => {
     it('rejects 1025 characters in a data field, naming the field path and the record index', () => {
       const body = [event(), event(), event({ data: { page: over } })];
       expect(invalidsOf(() => events.parse(body, 'ctx'))).toEqual([
-        { event: 2, field: 'data.page', reason: 'must NOT have more than 1024 characters' },
+        {
+          event: 2,
+          field: 'data.page',
+          reason: 'must NOT have more than 1024 characters',
+          message: expect.any(String),
+        },
       ]);
     });
 
@@ -126,7 +132,7 @@ describe('BatchValidator', () => {
       expect(events.parse(event({ data: { page: '😀'.repeat(MAX_STRING) } }), 'ctx')).toHaveLength(1);
       expect(
         invalidsOf(() => events.parse(event({ data: { page: '😀'.repeat(MAX_STRING + 1) } }), 'ctx')),
-      ).toEqual([{ event: 0, field: 'data.page', reason: expect.any(String) }]);
+      ).toEqual([{ event: 0, field: 'data.page', reason: expect.any(String), message: expect.any(String) }]);
     });
 
     it.each([
@@ -137,7 +143,7 @@ describe('BatchValidator', () => {
     ])('limits %s to 1024 characters', (field, make) => {
       expect(events.parse(make(exactly), 'ctx')).toHaveLength(1);
       expect(invalidsOf(() => events.parse([make(over)], 'ctx'))).toEqual([
-        { event: 0, field, reason: expect.stringContaining('1024') },
+        { event: 0, field, reason: expect.stringContaining('1024'), message: expect.any(String) },
       ]);
     });
 
@@ -147,7 +153,7 @@ describe('BatchValidator', () => {
         const name = path.split('.')[1]!;
         expect(profiles.parse({ attributes: { [name]: exactly } }, undefined)).toHaveLength(1);
         expect(invalidsOf(() => profiles.parse([{ attributes: { [name]: over } }], undefined))).toEqual([
-          { event: 0, field: path, reason: expect.stringContaining('1024') },
+          { event: 0, field: path, reason: expect.stringContaining('1024'), message: expect.any(String) },
         ]);
       },
     );
@@ -159,12 +165,24 @@ describe('BatchValidator', () => {
       ).toHaveLength(1);
       expect(
         invalidsOf(() => profiles.parse({ attributes: { ios_push_tokens: tokens(101) } }, undefined)),
-      ).toEqual([{ event: 0, field: 'attributes.ios_push_tokens', reason: expect.any(String) }]);
+      ).toEqual([
+        {
+          event: 0,
+          field: 'attributes.ios_push_tokens',
+          reason: expect.any(String),
+          message: expect.any(String),
+        },
+      ]);
       expect(
         invalidsOf(() => profiles.parse({ attributes: { ios_push_tokens: ['ok', over] } }, undefined)),
       ).toEqual(
         expect.arrayContaining([
-          { event: 0, field: 'attributes.ios_push_tokens.1', reason: expect.stringContaining('1024') },
+          {
+            event: 0,
+            field: 'attributes.ios_push_tokens.1',
+            reason: expect.stringContaining('1024'),
+            message: expect.any(String),
+          },
         ]),
       );
     });
@@ -181,13 +199,18 @@ describe('BatchValidator', () => {
       expect(invalids).toHaveLength(7);
       expect(invalids).toEqual(
         expect.arrayContaining([
-          { event: 0, field: 'type', reason: 'must be string' },
-          { event: 0, field: 'identifiers.email', reason: expect.any(String) },
-          { event: 0, field: 'data.page', reason: 'must be string' },
-          { event: 0, field: 'data.landing', reason: 'must be boolean' },
-          { event: 0, field: 'data.days_since_last_visit', reason: 'must be integer' },
-          { event: 0, field: 'data.order', reason: 'must be object' },
-          { event: 0, field: 'data.ts', reason: expect.any(String) },
+          { event: 0, field: 'type', reason: 'must be string', message: expect.any(String) },
+          { event: 0, field: 'identifiers.email', reason: expect.any(String), message: expect.any(String) },
+          { event: 0, field: 'data.page', reason: 'must be string', message: expect.any(String) },
+          { event: 0, field: 'data.landing', reason: 'must be boolean', message: expect.any(String) },
+          {
+            event: 0,
+            field: 'data.days_since_last_visit',
+            reason: 'must be integer',
+            message: expect.any(String),
+          },
+          { event: 0, field: 'data.order', reason: 'must be object', message: expect.any(String) },
+          { event: 0, field: 'data.ts', reason: expect.any(String), message: expect.any(String) },
         ]),
       );
     });
@@ -201,6 +224,10 @@ describe('BatchValidator', () => {
             event: 0,
             field: 'data.days_since_last_visit',
             reason: expect.stringMatching(/^must be [<>]= -?9007199254740991$/),
+            message:
+              'record 0: data.days_since_last_visit ' +
+              String(days > 0 ? 'must be <= ' : 'must be >= -') +
+              '9007199254740991',
           },
         ]);
       }
@@ -214,9 +241,9 @@ describe('BatchValidator', () => {
       expect(invalids).toHaveLength(3);
       expect(invalids).toEqual(
         expect.arrayContaining([
-          { event: 0, field: 'attributes.opted_in', reason: 'must be boolean' },
-          { event: 0, field: 'attributes.city', reason: 'must be string' },
-          { event: 0, field: 'attributes.email', reason: 'must be string' },
+          { event: 0, field: 'attributes.opted_in', reason: 'must be boolean', message: expect.any(String) },
+          { event: 0, field: 'attributes.city', reason: 'must be string', message: expect.any(String) },
+          { event: 0, field: 'attributes.email', reason: 'must be string', message: expect.any(String) },
         ]),
       );
     });
@@ -225,14 +252,14 @@ describe('BatchValidator', () => {
       for (const body of [null, 'text', 42, [event(), 'text']]) {
         const index = Array.isArray(body) ? 1 : 0;
         expect(invalidsOf(() => events.parse(body, 'ctx'))).toEqual([
-          { event: index, field: 'body', reason: 'must be object' },
+          { event: index, field: 'body', reason: 'must be object', message: expect.any(String) },
         ]);
       }
     });
 
     it('rejects an empty type', () => {
       expect(invalidsOf(() => events.parse(event({ type: '' }), 'ctx'))).toEqual([
-        { event: 0, field: 'type', reason: expect.any(String) },
+        { event: 0, field: 'type', reason: expect.any(String), message: expect.any(String) },
       ]);
     });
 
@@ -258,15 +285,15 @@ describe('BatchValidator', () => {
     it('names each missing field', () => {
       expect(invalidsOf(() => events.parse({}, 'ctx'))).toEqual(
         expect.arrayContaining([
-          { event: 0, field: 'type', reason: 'is required' },
-          { event: 0, field: 'identifiers', reason: 'is required' },
+          { event: 0, field: 'type', reason: 'is required', message: expect.any(String) },
+          { event: 0, field: 'identifiers', reason: 'is required', message: expect.any(String) },
         ]),
       );
       expect(invalidsOf(() => events.parse([event(), { type: 'x' }], 'ctx'))).toEqual([
-        { event: 1, field: 'identifiers', reason: 'is required' },
+        { event: 1, field: 'identifiers', reason: 'is required', message: expect.any(String) },
       ]);
       expect(invalidsOf(() => profiles.parse({ email: 'a@b.co' }, undefined))).toEqual([
-        { event: 0, field: 'attributes', reason: 'is required' },
+        { event: 0, field: 'attributes', reason: 'is required', message: expect.any(String) },
       ]);
     });
 
@@ -277,7 +304,7 @@ describe('BatchValidator', () => {
         (r) => r,
       );
       expect(invalidsOf(() => v.parse({ order: {} }, undefined))).toEqual([
-        { event: 0, field: 'order.order_id', reason: 'is required' },
+        { event: 0, field: 'order.order_id', reason: 'is required', message: expect.any(String) },
       ]);
     });
   });
@@ -311,9 +338,9 @@ describe('BatchValidator', () => {
       ];
       const invalids = invalidsOf(() => events.parse(body, 'ctx'));
       expect(invalids).toEqual([
-        { event: 1, field: 'type', reason: 'refused by the rule' },
-        { event: 2, field: 'data.page', reason: 'must be string' },
-        { event: 3, field: 'type', reason: 'refused by the rule' },
+        { event: 1, field: 'type', reason: 'refused by the rule', message: expect.any(String) },
+        { event: 2, field: 'data.page', reason: 'must be string', message: expect.any(String) },
+        { event: 3, field: 'type', reason: 'refused by the rule', message: expect.any(String) },
       ]);
     });
   });

@@ -8,6 +8,17 @@ export interface Invalid {
   reason: string;
   /** Index of the record in a batch request. */
   event?: number;
+  /**
+   * A sentence naming the field and the reason, beside them on every invalid of a batch record: the
+   * original API's clients type an ingestion invalid as `{event, message}`.
+   */
+  message?: string;
+}
+
+/** The sentence of a batch record's invalid: `record 2: data.ts must be a unix timestamp…`. */
+export function invalidMessage(invalid: Pick<Invalid, 'field' | 'reason' | 'event'>): string {
+  const field = Array.isArray(invalid.field) ? `one of ${invalid.field.join(', ')}` : invalid.field;
+  return `record ${invalid.event ?? 0}: ${field} ${invalid.reason}`;
 }
 
 export type ErrorDetail = { invalids: Invalid[] } | { message: string };
@@ -54,8 +65,13 @@ export class ApiError extends Error {
     super('message' in detail ? detail.message : `${detail.invalids.length} invalid field(s)`);
   }
 
+  /** Invalids of batch records (those with `event`) get their `message` here, wherever they come from. */
   static invalid(invalids: Invalid[]): ApiError {
-    return new ApiError(400, { invalids });
+    return new ApiError(400, {
+      invalids: invalids.map((inv) =>
+        inv.event === undefined || inv.message !== undefined ? inv : { ...inv, message: invalidMessage(inv) },
+      ),
+    });
   }
   static badRequest(message: string): ApiError {
     return new ApiError(400, { message });

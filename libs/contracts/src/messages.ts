@@ -1,6 +1,7 @@
 import type {
   CustomValue,
   EventRecord,
+  IdentifierUpdate,
   OrderUpdateRecord,
   ProductRecord,
   ProfileRecord,
@@ -88,6 +89,17 @@ export interface OptOutMessage extends IngestMessageBase {
   records: OptOutRecord[];
 }
 
+/**
+ * Per-identifier state changes (`POST /v3/consent`, `/v3/reachability`, `/v3/identifiers`): one
+ * request's records, all of one type. `key` says which key sent them, for the consent history.
+ */
+export interface IdentifierUpdatesMessage extends IngestMessageBase {
+  kind: 'identifier-updates';
+  records: IdentifierUpdate[];
+  /** `public`, or `private:<key id>`. */
+  key: string;
+}
+
 export type IngestMessage =
   | EventsMessage
   | ProfilesMessage
@@ -95,7 +107,8 @@ export type IngestMessage =
   | SubscriptionsMessage
   | ProductsMessage
   | OrderUpdatesMessage
-  | OptOutMessage;
+  | OptOutMessage
+  | IdentifierUpdatesMessage;
 
 /** The pattern under which the processor's handler receives batches of ingest messages. */
 export const INGEST_PATTERN = 'ingest';

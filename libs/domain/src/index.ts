@@ -10,3 +10,4 @@ export * from './lists.js';
 export * from './orders.js';
 export * from './products.js';
 export * from './event-types.js';
+export * from './identifier-updates.js';

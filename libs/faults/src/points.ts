@@ -17,6 +17,7 @@ export const STORE_TABLES = [
   'orders',
   'products',
   'consent_history',
+  'identifier_updates',
   'optout_pool',
   'optout_requests',
   /** Account objects (`obj_<name>` tables) share one point. */

@@ -30,6 +30,11 @@ import { ObjectsController } from './objects/objects.controller.js';
 import { ObjectsIngest } from './objects/objects.ingest.js';
 
 import { OptOutController } from './optout/optout.controller.js';
+import { IdentifiersController } from './identifiers/identifiers.controller.js';
+import { IdentifierLookup } from './identifiers/identifier-lookup.service.js';
+import { SchemaModulesController } from './schema/schema-modules.controller.js';
+import { AdminModulesController } from './admin/admin-modules.controller.js';
+import { ModuleGate } from './schema/requires-module.js';
 import { ActivityModule } from '@cdp/loader';
 import { ActivityController } from './activity/activity.controller.js';
 import { UploadsController } from './files/uploads.controller.js';
@@ -39,6 +44,9 @@ import { BrowserRequests } from './browser/browser-requests.js';
 import { SdkAssets } from './sdk/sdk-assets.js';
 import { SdkController } from './sdk/sdk.controller.js';
 import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
+import { RecommendationRulesService } from '@cdp/recommendations';
+import { RecommendationsController } from './recommendations/recommendations.controller.js';
+import { AdminRecommendationRulesController } from './admin/admin-recommendation-rules.controller.js';
 import { InspectorTap } from './inspector/inspector.tap.js';
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
@@ -66,6 +74,11 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     CommerceObjectsController,
     ExportsController,
     OptOutController,
+    IdentifiersController,
+    SchemaModulesController,
+    AdminModulesController,
+    RecommendationsController,
+    AdminRecommendationRulesController,
     ActivityController,
     UploadsController,
     SdkController,
@@ -75,6 +88,8 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     EventsIngest,
     ProfileLookup,
     ObjectsIngest,
+    IdentifierLookup,
+    ModuleGate,
     { provide: APP_GUARD, useClass: ApiKeyGuard },
     { provide: APP_FILTER, useClass: ErrorEnvelopeFilter },
     RateLimitPolicy,
@@ -88,6 +103,7 @@ import { InspectorTap } from './inspector/inspector.tap.js';
         new IdempotencyRecords(store, config.idempotency),
     },
     IdempotencyInterceptor,
+    RecommendationRulesService,
     {
       provide: UploadSigner,
       inject: [APP_CONFIG],

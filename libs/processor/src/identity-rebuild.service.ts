@@ -1,5 +1,5 @@
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
-import { ConsentState } from '@cdp/consent';
+import { ConsentState, IdentifierState } from '@cdp/consent';
 import { IdentityIndex, ProfileState } from '@cdp/identity';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { MetadataStore } from '@cdp/metadata';
@@ -23,6 +23,7 @@ export class IdentityRebuild extends AccountRebuild implements OnModuleInit {
     private readonly store: AnalyticStore,
     metadata: MetadataStore,
     @Inject(LOGGER) private readonly logger: Logger,
+    private readonly identifierState: IdentifierState,
   ) {
     super(metadata, 'identity index');
   }
@@ -36,6 +37,7 @@ export class IdentityRebuild extends AccountRebuild implements OnModuleInit {
     const started = Date.now();
     // List memberships, like profiles, before the index opens the account again.
     await this.consent.load(account, this.store.consentStates(account));
+    await this.identifierState.load(account, this.store.identifierUpdates(account));
     // Profiles first: the index opens the account again only once both are loaded.
     const profiles = await this.profiles.load(account, this.store.currentProfiles(account));
     await this.profiles.loadOptOutPool(account, this.store.optOutPool(account));

@@ -15,6 +15,7 @@ import type { CustomColumns } from './custom-columns.service.js';
 import type { IdentityStep } from './identity.step.js';
 import { IngestPipeline } from './ingest.pipeline.js';
 import type { ObjectsWriter } from './objects.writer.js';
+import type { IdentifierUpdatesStep } from './identifier-updates.step.js';
 import type { OptOutStep } from './optout.step.js';
 import type { OrdersStep } from './orders.step.js';
 import type { ProductsStep } from './products.step.js';
@@ -88,6 +89,7 @@ function harness() {
     { run: () => Promise.resolve(ok({})) } as unknown as ProductsStep,
     {} as OptOutStep,
     new StepWriter(store, identity as unknown as IdentityStep),
+    {} as IdentifierUpdatesStep,
   );
   let consumer: BatchConsumer | undefined;
   const bus = { consume: (c: BatchConsumer) => (consumer = c) } as unknown as EventBus;

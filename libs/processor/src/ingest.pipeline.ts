@@ -34,6 +34,7 @@ import {
 import { orderEventOf, OrdersStep, type OrderEvent } from './orders.step.js';
 import { ProductsStep } from './products.step.js';
 import { isOptOutDelivery, OptOutStep } from './optout.step.js';
+import { IdentifierUpdatesStep, isIdentifierUpdatesDelivery } from './identifier-updates.step.js';
 import { StepWriter } from './step-writer.js';
 import { collectRows, emptyBatch, StepFailed, unwrap } from './store-rows.js';
 
@@ -65,6 +66,7 @@ export class IngestPipeline {
     private readonly productsStep: ProductsStep,
     private readonly optout: OptOutStep,
     private readonly writer: StepWriter,
+    private readonly identifierUpdates: IdentifierUpdatesStep,
   ) {}
 
   /** The last batch's preparation: the next one starts after it (identity resolves in arrival order). */
@@ -154,6 +156,13 @@ export class IngestPipeline {
       if (run.every(isSubscriptionsDelivery)) {
         for (const [account, deliveries] of groupByAccount(run)) {
           const rows = unwrap(await this.subscriptions.run({ account, deliveries }));
+          await this.writer.write(account, deliveries, rows);
+        }
+      } else if (run.every(isIdentifierUpdatesDelivery)) {
+        for (const [account, deliveries] of groupByAccount(run)) {
+          const rows = unwrap(await this.identifierUpdates.run({ account, deliveries }));
+          // event_data may carry custom event fields: their columns before the rows.
+          await this.columns.prepare(account, rows);
           await this.writer.write(account, deliveries, rows);
         }
       } else if (run.every(isOptOutDelivery)) {

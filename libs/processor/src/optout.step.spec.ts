@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Delivery } from '@cdp/bus';
-import { MemoryConsentState } from '@cdp/consent/memory';
+import { MemoryConsentState, MemoryIdentifierState } from '@cdp/consent/memory';
 import type { OptOutMessage, OptOutRecord } from '@cdp/contracts';
 import { MemoryIdentityIndex, MemoryProfileState } from '@cdp/identity/memory';
 import { createLogger } from '@cdp/logger';
@@ -47,6 +47,7 @@ describe('OptOutStep', () => {
       store,
       new FileMetadataStore(mkdtempSync(join(tmpdir(), 'cdp-optout-meta-'))),
       createLogger('silent'),
+      new MemoryIdentifierState(),
     );
     identityStep = new IdentityStep(identity, profiles, rebuild);
     step = new OptOutStep(identity, profiles, identityStep);
@@ -169,6 +170,7 @@ describe('OptOutStep', () => {
       store,
       new FileMetadataStore(mkdtempSync(join(tmpdir(), 'cdp-optout-meta-'))),
       createLogger('silent'),
+      new MemoryIdentifierState(),
     );
     expect(await again.rebuild(a)).toBe(true);
     expect(await freshProfiles.get(a, cy)).toMatchObject({ attributes: { opted_in: false }, redacted: true });

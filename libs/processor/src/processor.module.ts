@@ -11,6 +11,7 @@ import { OrdersRebuild } from './orders-rebuild.service.js';
 import { OrdersStep } from './orders.step.js';
 import { ProductsStep } from './products.step.js';
 import { OptOutStep } from './optout.step.js';
+import { IdentifierUpdatesStep } from './identifier-updates.step.js';
 import { StepWriter } from './step-writer.js';
 
 /**
@@ -32,6 +33,7 @@ import { StepWriter } from './step-writer.js';
     ProductsStep,
     OptOutStep,
     StepWriter,
+    IdentifierUpdatesStep,
   ],
   exports: [IdentityRebuild, CustomColumns, OrdersRebuild],
 })

@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Delivery } from '@cdp/bus';
-import { MemoryConsentState } from '@cdp/consent/memory';
+import { MemoryConsentState, MemoryIdentifierState } from '@cdp/consent/memory';
 import type { SubscriptionsMessage } from '@cdp/contracts';
 import type { SubscriptionRecord } from '@cdp/domain';
 import { MemoryIdentityIndex, MemoryProfileState } from '@cdp/identity/memory';
@@ -44,6 +44,7 @@ describe('SubscriptionsStep', () => {
       store,
       new FileMetadataStore(mkdtempSync(join(tmpdir(), 'cdp-subs-meta-'))),
       createLogger('silent'),
+      new MemoryIdentifierState(),
     );
     const identityStep = new IdentityStep(identity, profiles, rebuild);
     step = new SubscriptionsStep(identityStep, consent);

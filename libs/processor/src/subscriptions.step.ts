@@ -33,9 +33,10 @@ export function isSubscriptionsDelivery(d: Delivery): d is Delivery & { message:
   return d.message.kind === 'subscriptions';
 }
 
-/** Consent changes and compliance opt-outs have steps of their own; everything else is ingest. */
+/** Consent changes, compliance opt-outs and identifier updates have steps of their own; everything else is ingest. */
+const OWN_LANES = new Set(['subscriptions', 'optout', 'identifier-updates']);
 function lane(d: Delivery): string {
-  return d.message.kind === 'subscriptions' || d.message.kind === 'optout' ? d.message.kind : 'ingest';
+  return OWN_LANES.has(d.message.kind) ? d.message.kind : 'ingest';
 }
 
 /** Consecutive deliveries split where they change between consent changes, opt-outs and other records. */

@@ -5,3 +5,4 @@ export * from './account-schema.js';
 export * from './schema.validation.js';
 export * from './schema.registry.js';
 export * from './schema.module.js';
+export * from './account-modules.js';

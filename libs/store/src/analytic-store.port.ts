@@ -175,6 +175,25 @@ export interface ProductRow {
   fields: Record<string, string | number>;
 }
 
+/** One change of an identifier's state (`POST /v3/consent`, `/v3/reachability`, `/v3/identifiers`). */
+export interface IdentifierUpdateRow {
+  field: string;
+  value: string;
+  /** The identifier's version after this change (rebuilds replay in this order). */
+  version: number;
+  type: string;
+  /** The change without field and value, as JSON (IdentifierState's `changeBody`). */
+  change: string;
+  /** The customer the identifier resolved to. */
+  svc_id: string;
+  /** `public`, or `private:<key id>`. */
+  api_key: string;
+  msg_id: string;
+  /** The sender's update time, or when the API accepted the request. */
+  changed_at: string;
+  stored_at: string;
+}
+
 /** Everything one processed batch writes for one account. */
 export interface StoreBatch {
   identityLinks: IdentityLinkRow[];
@@ -183,6 +202,7 @@ export interface StoreBatch {
   customers: CustomerRow[];
   events: EventRow[];
   consentHistory?: ConsentHistoryRow[];
+  identifierUpdates?: IdentifierUpdateRow[];
   orderChanges?: OrderChangeRow[];
   lineItems?: LineItemRow[];
   orders?: OrderRow[];
@@ -249,6 +269,10 @@ export abstract class AnalyticStore {
   abstract consentStates(
     account: string,
   ): AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number }>;
+  /** Every stored identifier change, by identifier and version: what the identifier state is rebuilt from. */
+  abstract identifierUpdates(
+    account: string,
+  ): AsyncIterable<{ field: string; value: string; version: number; change: string }>;
   /** Every applied order change, each order's in the order they were applied: what the order state is rebuilt from. */
   abstract orderChanges(account: string): AsyncIterable<OrderChangeRow>;
   /** The current rows of the products named (for additive updates). */
@@ -261,6 +285,8 @@ export abstract class AnalyticStore {
   abstract redactCustomers(account: string, customerIds: readonly string[]): Promise<void>;
   /** Every identifier of the opt-out pool: what the hot pool is rebuilt from. */
   abstract optOutPool(account: string): AsyncIterable<{ kind: string; value: string }>;
+  /** Runs a statement that returns nothing (DDL, `INSERT … SELECT`) in the account's database (`{db}`). */
+  abstract execute(account: string, sql: string): Promise<void>;
   /** Runs a select in the account's database: `{db}` in the SQL names it. */
   abstract query<T>(account: string, sql: string, params?: Record<string, unknown>): Promise<T[]>;
   /**

@@ -99,6 +99,7 @@ export class ClickHouseStore extends AnalyticStore {
     }
     // Consent changes last: a batch that failed before them is redelivered and writes them then.
     await this.appendRows(db, 'consent_history', batch.consentHistory ?? [], redelivery);
+    await this.appendRows(db, 'identifier_updates', batch.identifierUpdates ?? [], redelivery);
     await this.appendRows(db, 'optout_pool', batch.optoutPool ?? [], redelivery);
     // The audit row last: it says the opt-out was done.
     await this.appendRows(db, 'optout_requests', batch.optoutRequests ?? [], redelivery);
@@ -342,7 +343,10 @@ export class ClickHouseStore extends AnalyticStore {
       latest: string;
     }>(
       `SELECT svc_id, list_id, argMax(subscribed, version) AS subscribed, max(version) AS latest
-       FROM ${databaseName(account)}.consent_history ${COUNTED} GROUP BY svc_id, list_id`,
+       FROM ${databaseName(account)}.consent_history ${COUNTED}
+       -- consent of a push token (POST /v3/consent) is the identifier's, not a list membership
+       AND source != 'identifier_consent'
+       GROUP BY svc_id, list_id`,
       { unfinished },
     );
     for await (const r of rows) {
@@ -353,6 +357,20 @@ export class ClickHouseStore extends AnalyticStore {
         version: Number(r.latest),
       };
     }
+  }
+
+  async *identifierUpdates(
+    account: string,
+  ): AsyncIterable<{ field: string; value: string; version: number; change: string }> {
+    const unfinished = await this.unfinishedMessages(account);
+    // LIMIT 1 BY: a change is replayed once, even if an insert was ever repeated outside the dedup window.
+    const rows = this.transport.stream<{ field: string; value: string; version: string; change: string }>(
+      `SELECT field, value, version, change FROM ${databaseName(account)}.identifier_updates ${COUNTED}
+       ORDER BY field, value, version LIMIT 1 BY field, value, version`,
+      { unfinished },
+    );
+    for await (const r of rows)
+      yield { field: r.field, value: r.value, version: Number(r.version), change: r.change };
   }
 
   async *orderChanges(account: string): AsyncIterable<OrderChangeRow> {
@@ -387,6 +405,11 @@ export class ClickHouseStore extends AnalyticStore {
         fields,
       };
     });
+  }
+
+  async execute(account: string, sql: string): Promise<void> {
+    await this.ensureAccount(account);
+    await this.transport.exec(sql.replaceAll('{db}', databaseName(account)));
   }
 
   async query<T>(account: string, sql: string, params: Record<string, unknown> = {}): Promise<T[]> {

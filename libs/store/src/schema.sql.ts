@@ -129,6 +129,21 @@ ${eventColumns},
   stored_at DateTime64(3, 'UTC'),
   INDEX msg_idx msg_id TYPE bloom_filter GRANULARITY 4
 ) ENGINE = MergeTree ORDER BY (svc_id, list_id, version) ${DEDUP}`,
+    // Changes of per-identifier state (consent, reachability, metadata), replayed in `version` order per
+    // identifier to rebuild the hot IdentifierState. `change` is the change as JSON.
+    `CREATE TABLE IF NOT EXISTS ${db}.identifier_updates (
+  field LowCardinality(String),
+  value String,
+  version UInt64,
+  type LowCardinality(String),
+  change String,
+  svc_id String,
+  api_key String,
+  msg_id String,
+  changed_at DateTime64(3, 'UTC'),
+  stored_at DateTime64(3, 'UTC'),
+  INDEX msg_idx msg_id TYPE bloom_filter GRANULARITY 4
+) ENGINE = MergeTree ORDER BY (field, value, version) ${DEDUP}`,
     // Compliance opt-outs (spec "Compliance opt-out"): the audit of every request, and the pool of
     // opted-out identifiers the hot pool is rebuilt from. Identifiers are written `kind:value`.
     `CREATE TABLE IF NOT EXISTS ${db}.optout_requests (

@@ -64,8 +64,13 @@ describe('v2 events', () => {
         }),
       ),
     ).toEqual([
-      { event: 0, field: 'data', reason: expect.stringContaining('identifier') },
-      { event: 0, field: 'data.action', reason: expect.stringContaining('purchase') },
+      { event: 0, field: 'data', reason: expect.stringContaining('identifier'), message: expect.any(String) },
+      {
+        event: 0,
+        field: 'data.action',
+        reason: expect.stringContaining('purchase'),
+        message: expect.any(String),
+      },
     ]);
     expect(
       invalids(() =>
@@ -73,8 +78,8 @@ describe('v2 events', () => {
       ),
     ).toEqual(
       expect.arrayContaining([
-        { event: 0, field: 'data.email', reason: expect.any(String) },
-        { event: 0, field: 'data.page', reason: 'must be string' },
+        { event: 0, field: 'data.email', reason: expect.any(String), message: expect.any(String) },
+        { event: 0, field: 'data.page', reason: 'must be string', message: expect.any(String) },
       ]),
     );
   });
@@ -115,12 +120,12 @@ describe('entities and objects', () => {
         ),
       ),
     ).toEqual([
-      { event: 0, field: 'data.opted_in', reason: 'must be boolean' },
-      { event: 1, field: 'data.product_id', reason: 'is required' },
-      { event: 1, field: 'data.price', reason: 'must be number' },
-      { event: 2, field: 'data.order_id', reason: 'is required' },
-      { event: 2, field: 'data.coupon_code', reason: 'must be string' },
-      { event: 3, field: 'data', reason: 'is required' },
+      { event: 0, field: 'data.opted_in', reason: 'must be boolean', message: expect.any(String) },
+      { event: 1, field: 'data.product_id', reason: 'is required', message: expect.any(String) },
+      { event: 1, field: 'data.price', reason: 'must be number', message: expect.any(String) },
+      { event: 2, field: 'data.order_id', reason: 'is required', message: expect.any(String) },
+      { event: 2, field: 'data.coupon_code', reason: 'must be string', message: expect.any(String) },
+      { event: 3, field: 'data', reason: 'is required', message: expect.any(String) },
     ]);
   });
 
@@ -131,13 +136,23 @@ describe('entities and objects', () => {
       { field: 'body', reason: expect.stringContaining('1000 products') },
     ]);
     expect(invalids(() => orderUpdatesValidator.parse({ order_id: 'o', total: 1 }, undefined))).toEqual([
-      { event: 0, field: 'total', reason: expect.stringContaining('order events') },
+      {
+        event: 0,
+        field: 'total',
+        reason: expect.stringContaining('order events'),
+        message: expect.any(String),
+      },
     ]);
     expect(invalids(() => orderUpdatesValidator.parse({ order_id: 'o', ts: 5 }, undefined))).toEqual([
-      { event: 0, field: 'ts', reason: expect.stringContaining('purchase event') },
+      {
+        event: 0,
+        field: 'ts',
+        reason: expect.stringContaining('purchase event'),
+        message: expect.any(String),
+      },
     ]);
     expect(invalids(() => productsValidator.parse({ product_id: 'x'.repeat(1025) }, undefined))).toEqual([
-      { event: 0, field: 'product_id', reason: expect.stringContaining('1024') },
+      { event: 0, field: 'product_id', reason: expect.stringContaining('1024'), message: expect.any(String) },
     ]);
   });
 });

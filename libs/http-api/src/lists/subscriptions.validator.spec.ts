@@ -42,10 +42,15 @@ describe('parseSubscriptions', () => {
     });
     expect(invalids([{ list_id: '', email: 'null', subscribed: 'true' }, 'text'])).toEqual({
       invalids: [
-        { event: 0, field: 'email', reason: 'must be an email address' },
-        { event: 0, field: 'list_id', reason: expect.stringContaining('list id') },
-        { event: 0, field: 'subscribed', reason: 'must be true or false' },
-        { event: 1, field: 'body', reason: 'an update must be an object' },
+        { event: 0, field: 'email', reason: 'must be an email address', message: expect.any(String) },
+        {
+          event: 0,
+          field: 'list_id',
+          reason: expect.stringContaining('list id'),
+          message: expect.any(String),
+        },
+        { event: 0, field: 'subscribed', reason: 'must be true or false', message: expect.any(String) },
+        { event: 1, field: 'body', reason: 'an update must be an object', message: expect.any(String) },
       ],
     });
     expect(invalids(null)).toEqual({ invalids: [{ field: 'body', reason: 'an update must be an object' }] });

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ApiError, BatchValidator, type Invalid } from '@cdp/contracts';
 import { readCustomFields, type CustomValue } from '@cdp/domain';
-import { SchemaRegistry, type AccountSchema, type ObjectDef } from '@cdp/schema';
+import { AccountModules, SchemaRegistry, type AccountSchema, type ObjectDef } from '@cdp/schema';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { profilesValidator } from '../profiles/profiles.validator.js';
 
@@ -51,6 +51,7 @@ export class ObjectsIngest {
   constructor(
     private readonly registry: SchemaRegistry,
     private readonly publisher: IngestPublisher,
+    private readonly modules: AccountModules,
   ) {
     this.register('customers', (r) => this.customers(r));
   }
@@ -74,6 +75,8 @@ export class ObjectsIngest {
   }
 
   private async accountObject(r: ObjectUpsertRequest): Promise<void> {
+    // Records of account objects are the custom_objects module's: refused (403) while it is off.
+    await this.modules.require(r.account, 'custom_objects');
     const records = objectRecords.parse(r.body, r.object);
     await this.publisher.publish({
       id: r.requestId,

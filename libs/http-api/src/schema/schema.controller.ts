@@ -15,6 +15,7 @@ import {
 import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { FieldDefDto, NewFieldsDto, ObjectDefDto, RelationDefDto } from './schema.dto.js';
+import { RequiresModule } from './requires-module.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 
 /**
@@ -33,6 +34,7 @@ export class SchemaController {
 
   @Post()
   @HttpCode(201)
+  @RequiresModule('custom_objects')
   @ApiBody({ type: ObjectDefDto })
   @ApiResponse({ status: 201, description: 'the created object' })
   async createObject(@Body() body: unknown, @CurrentPrincipal() principal: Principal): Promise<ObjectView> {

@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Delivery, StepResult } from '@cdp/bus';
-import { MemoryConsentState } from '@cdp/consent/memory';
+import { MemoryConsentState, MemoryIdentifierState } from '@cdp/consent/memory';
 import type { IngestMessage } from '@cdp/contracts';
 import { MemoryIdentityIndex, MemoryProfileState } from '@cdp/identity/memory';
 import { createLogger } from '@cdp/logger';
@@ -21,6 +21,7 @@ import { OrdersRebuild } from '../orders-rebuild.service.js';
 import { OrdersStep } from '../orders.step.js';
 import { ProductsStep } from '../products.step.js';
 import { SubscriptionsStep } from '../subscriptions.step.js';
+import { IdentifierUpdatesStep } from '../identifier-updates.step.js';
 import { StepWriter } from '../step-writer.js';
 
 /** A chDB store in a directory of its own (one per spec file: chDB opens one directory per process). */
@@ -39,12 +40,13 @@ export function buildProcessor(store: AnalyticStore) {
   const identity = new MemoryIdentityIndex();
   const profiles = new MemoryProfileState();
   const consent = new MemoryConsentState();
+  const identifierState = new MemoryIdentifierState();
   const orders = new MemoryOrderState();
   const schema = new SchemaRegistry(metadata);
   const identityStep = new IdentityStep(
     identity,
     profiles,
-    new IdentityRebuild(identity, profiles, consent, store, metadata, logger),
+    new IdentityRebuild(identity, profiles, consent, store, metadata, logger, identifierState),
   );
   const ordersStep = new OrdersStep(orders, new OrdersRebuild(orders, store, metadata, logger));
   const productsStep = new ProductsStep(store);
@@ -61,6 +63,7 @@ export function buildProcessor(store: AnalyticStore) {
     productsStep,
     optOutStep,
     writer,
+    new IdentifierUpdatesStep(identityStep, identifierState, consent, profiles),
   );
   return {
     metadata,
