@@ -359,10 +359,25 @@ describe('console in a browser (embedded)', () => {
   });
 
   it('shows lists, exports and the activity log, and every page at phone size and in dark mode', async () => {
-    await fetch(`${base}/v3/lists`, {
+    const created = await fetch(`${base}/v3/lists`, {
       method: 'POST',
       headers: { 'x-api-key': account.privateKey, 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'Newsletter' }),
+    });
+    const news = ((await created.json()) as { created: { list_id: string } }).created.list_id;
+    // Subscribers now: s1 and s2; s3 unsubscribed after subscribing. So 2.
+    const subscribe = (email: string, subscribed = true) =>
+      send('/v3/lists/subscriptions', { list_id: news, subscribed, email });
+    for (const email of ['s1@lists.io', 's2@lists.io', 's3@lists.io']) {
+      expect((await subscribe(email)).status).toBe(200);
+    }
+    expect((await subscribe('s3@lists.io', false)).status).toBe(200);
+    await eventually(async () => {
+      const res = await fetch(`${base}/v3/lists/subscriptions?email=s3%40lists.io&include=${news}`, {
+        headers: { 'x-api-key': account.privateKey },
+      });
+      const body = (await res.json()) as { subscriptions: { subscribed: boolean }[] };
+      return res.status === 200 && body.subscriptions[0]?.subscribed === false;
     });
     await fetch(`${base}/v3/exports`, {
       method: 'POST',
@@ -374,6 +389,8 @@ describe('console in a browser (embedded)', () => {
       .getByTestId('lists')
       .getByRole('cell', { name: 'Newsletter', exact: true })
       .waitFor({ timeout: WAIT });
+    expect(await page.locator(`[data-list="${news}"]`).getByTestId('subscribers').textContent()).toBe('2');
+    expect(await page.locator('[data-list=svc_all]').getByTestId('subscribers').textContent()).toBe('—');
     await screenshot(page, 'console-lists-1280');
     await go('exports');
     await page

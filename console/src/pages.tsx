@@ -342,6 +342,8 @@ interface ListView {
   list_id: string;
   name: string;
   created_at?: string;
+  /** Current subscribers; null for svc_all (the global opt-in is each profile's, not counted). */
+  subscribers: number | null;
 }
 
 export function ListsPage() {
@@ -354,14 +356,22 @@ export function ListsPage() {
         <thead>
           <tr>
             <th>List</th>
+            <th class="num">Subscribers</th>
             <th>Id</th>
             <th>Created</th>
           </tr>
         </thead>
         <tbody>
           {data.map((l) => (
-            <tr key={l.list_id}>
+            <tr key={l.list_id} data-testid="list" data-list={l.list_id}>
               <td>{l.name}</td>
+              <td
+                class="num"
+                data-testid="subscribers"
+                title={l.subscribers === null ? 'global opt-in' : undefined}
+              >
+                {l.subscribers === null ? '—' : l.subscribers}
+              </td>
               <td>
                 <code>{l.list_id}</code>
               </td>

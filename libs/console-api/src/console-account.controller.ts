@@ -5,6 +5,8 @@ import { ExportsService, type ExportRecord } from '@cdp/exports';
 import { Auth } from '@cdp/http-common';
 import { ListsService, type List } from '@cdp/lists';
 import { ActivityLog, type ActivityRecord } from '@cdp/loader';
+import { SVC_ALL } from '@cdp/domain';
+import { SubscriberCounts } from './subscriber-counts.js';
 import {
   DEFAULT_RATES,
   RATE_LIMIT_FAMILIES,
@@ -69,6 +71,7 @@ export class ConsoleAccountController {
     private readonly lists: ListsService,
     private readonly exports: ExportsService,
     private readonly activity: ActivityLog,
+    private readonly subscribers: SubscriberCounts,
   ) {}
 
   @Get('account')
@@ -131,10 +134,18 @@ export class ConsoleAccountController {
     return fields.map(fieldView);
   }
 
+  /** The lists with their current subscribers (`svc_all`: null, the global opt-in is not a list walk's). */
   @Get('lists')
-  async allLists(@Req() request: ConsoleRequest): Promise<List[]> {
+  async allLists(@Req() request: ConsoleRequest): Promise<(List & { subscribers: number | null })[]> {
     const { account } = request.consoleSession!;
-    return this.lists.all(account.id, account.createdAt);
+    const [lists, counts] = await Promise.all([
+      this.lists.all(account.id, account.createdAt),
+      this.subscribers.count(account.id),
+    ]);
+    return lists.map((l) => ({
+      ...l,
+      subscribers: l.list_id === SVC_ALL ? null : (counts.get(l.list_id) ?? 0),
+    }));
   }
 
   @Get('exports')

@@ -12,6 +12,7 @@ import { ConsoleSessionController } from './console-session.controller.js';
 import { ConsoleSessionGuard } from './console-session.guard.js';
 import { ConsoleSessions } from './console-sessions.service.js';
 import { ConsoleStreams } from './console-streams.js';
+import { SubscriberCounts } from './subscriber-counts.js';
 
 /** The account console and the event inspector under /console (the API role serves them). */
 @Module({
@@ -24,6 +25,7 @@ import { ConsoleStreams } from './console-streams.js';
     ConsolePages,
     RateLimitPolicy,
     ListsService,
+    SubscriberCounts,
   ],
 })
 export class ConsoleApiModule {}
