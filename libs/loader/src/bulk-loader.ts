@@ -22,7 +22,7 @@ import type { LoadContext, LoadedRecord } from './record-rules.js';
 /** What the loader needs of the accounts and their schemas (AccountsService, SchemaRegistry). */
 export interface LoaderAccounts {
   byTrackerId(trackerId: string): Promise<{ id: string } | undefined>;
-  customFields(account: string, object: 'customers' | 'events'): Promise<CustomFields>;
+  customFields(account: string, object: 'customers' | 'events' | 'products'): Promise<CustomFields>;
 }
 
 export interface BulkLoaderOptions {
@@ -302,11 +302,12 @@ export class BulkLoader {
   }
 
   private async context(entry: ActivityEntry): Promise<LoadContext> {
-    const [customers, events] = await Promise.all([
+    const [customers, events, products] = await Promise.all([
       this.accounts.customFields(entry.account, 'customers'),
       this.accounts.customFields(entry.account, 'events'),
+      this.accounts.customFields(entry.account, 'products'),
     ]);
-    return { nowMs: entry.receivedAt, customers, events };
+    return { nowMs: entry.receivedAt, customers, events, products };
   }
 
   private async load(

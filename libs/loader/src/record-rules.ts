@@ -8,6 +8,7 @@ export interface LoadContext {
   nowMs: number;
   customers: CustomFields;
   events: CustomFields;
+  products: CustomFields;
 }
 
 export type LoadedRecord =
@@ -50,8 +51,11 @@ export function customerRecord(
   return Array.isArray(record) ? record : { kind: 'profiles', record };
 }
 
-export function productRecord(fields: Record<string, unknown>): LoadedRecord | RecordProblem[] {
-  const record = through(() => productsValidator.parse(fields, undefined));
+export function productRecord(
+  fields: Record<string, unknown>,
+  context: LoadContext,
+): LoadedRecord | RecordProblem[] {
+  const record = through(() => productsValidator.parse(fields, context.products));
   return Array.isArray(record) ? record : { kind: 'products', record };
 }
 
