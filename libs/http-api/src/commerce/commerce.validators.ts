@@ -14,6 +14,7 @@ import {
   normalizeProfile,
   readCustomFields,
   type CustomFields,
+  type CustomIdentifierNames,
   type EventInput,
   type EventRecord,
   type OrderUpdateRecord,
@@ -116,12 +117,12 @@ interface V2EventIn {
  * The v2 event shape as a v3 event: identifier fields and `action` are lifted out of `data` (spec
  * "Entities (v2)": `{type: order, data: {action, email, order: {...}}}`).
  */
-export function v2ToV3(input: V2EventIn): EventInput {
+export function v2ToV3(input: V2EventIn, customIds?: CustomIdentifierNames): EventInput {
   const identifiers: Fields = { ...(input.identifiers ?? {}) };
   const data: Fields = {};
   for (const [name, value] of Object.entries(input.data)) {
     if (name === 'action') continue;
-    if (isIdentifierField(name)) identifiers[name] = value;
+    if (isIdentifierField(name, customIds)) identifiers[name] = value;
     else data[name] = value;
   }
   const action = input.data.action ?? input.action;
@@ -135,7 +136,7 @@ export const v2EventsValidator = new BatchValidator<V2EventIn, EventRecord, Even
   v2EventSchema,
   'event',
   (input, index, context) => {
-    const result = eventRule(v2ToV3(input), index, context);
+    const result = eventRule(v2ToV3(input, context.customIds), index, context);
     if (!Array.isArray(result)) return result;
     return result.map((invalid) =>
       invalid.field === 'identifiers'
@@ -156,7 +157,11 @@ export const EntitiesBatch = BatchValidationPipe(entitiesValidator, async (schem
   const account = await schema.read(request.account);
   return { customers: account.customFields('customers'), products: account.customFields('products') };
 });
-export const V2EventsBatch = BatchValidationPipe(v2EventsValidator, async (schema, request) => ({
-  nowMs: request.receivedAt,
-  custom: (await schema.read(request.account)).customFields('events'),
-}));
+export const V2EventsBatch = BatchValidationPipe(v2EventsValidator, async (schema, request) => {
+  const account = await schema.read(request.account);
+  return {
+    nowMs: request.receivedAt,
+    custom: account.customFields('events'),
+    customIds: account.identifierNames,
+  };
+});
