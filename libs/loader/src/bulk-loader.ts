@@ -24,7 +24,7 @@ import type { LoadContext, LoadedRecord } from './record-rules.js';
 /** What the loader needs of the accounts and their schemas (AccountsService, SchemaRegistry). */
 export interface LoaderAccounts {
   byTrackerId(trackerId: string): Promise<{ id: string } | undefined>;
-  customFields(account: string, object: 'customers' | 'events'): Promise<CustomFields>;
+  customFields(account: string, object: 'customers' | 'events' | 'products'): Promise<CustomFields>;
   /** The account's custom identifiers: identifier columns and fields besides the built-in ones. */
   identifiers?(account: string): Promise<CustomIdentifierNames>;
 }
@@ -310,12 +310,13 @@ export class BulkLoader {
   }
 
   private async context(entry: ActivityEntry): Promise<LoadContext> {
-    const [customers, events, identifiers] = await Promise.all([
+    const [customers, events, products, identifiers] = await Promise.all([
       this.accounts.customFields(entry.account, 'customers'),
       this.accounts.customFields(entry.account, 'events'),
+      this.accounts.customFields(entry.account, 'products'),
       this.accounts.identifiers?.(entry.account),
     ]);
-    return { nowMs: entry.receivedAt, customers, events, ...(identifiers ? { identifiers } : {}) };
+    return { nowMs: entry.receivedAt, customers, events, products, ...(identifiers ? { identifiers } : {}) };
   }
 
   private async load(

@@ -172,7 +172,8 @@ export interface ProductRow {
   version: number;
   msg_id: string;
   updated_at: string;
-  fields: Record<string, string | number>;
+  /** The spec's fields and the account's custom product fields (their columns), in the store's form. */
+  fields: Record<string, string | number | boolean>;
 }
 
 /** One change of an identifier's state (`POST /v3/consent`, `/v3/reachability`, `/v3/identifiers`). */

@@ -12,13 +12,7 @@ import {
 import type { ClickHouseTransport } from './clickhouse-transport.js';
 import { EVENT_COLUMN_FIELDS, toStoreTime } from '@cdp/domain';
 import { FAULT_POINTS, faultPoint, storeInsertPoint, type STORE_TABLES } from '@cdp/faults';
-import {
-  COMMITS_TABLE,
-  CUSTOMER_COLUMNS,
-  PRODUCT_COLUMNS,
-  accountTables,
-  databaseName,
-} from './schema.sql.js';
+import { COMMITS_TABLE, CUSTOMER_COLUMNS, accountTables, databaseName } from './schema.sql.js';
 import { addColumnSql, objectTableSql, sqlName, type ColumnSpec } from './custom-columns.sql.js';
 
 type TableName = keyof typeof TABLES;
@@ -386,15 +380,15 @@ export class ClickHouseStore extends AnalyticStore {
   async products(account: string, productIds: string[]): Promise<ProductRow[]> {
     if (productIds.length === 0) return [];
     await this.ensureAccount(account);
-    const rows = await this.transport.query<Record<string, string | number | null>>(
-      `SELECT product_id, version, msg_id, updated_at, ${PRODUCT_COLUMNS.join(', ')}
-       FROM ${databaseName(account)}.products FINAL WHERE product_id IN {ids:Array(String)}`,
+    // Every column: custom product fields have theirs beside the spec's, and an update keeps them too.
+    const rows = await this.transport.query<Record<string, string | number | boolean | null>>(
+      `SELECT * FROM ${databaseName(account)}.products FINAL WHERE product_id IN {ids:Array(String)}`,
       { ids: productIds },
     );
     return rows.map((row) => {
-      const fields: Record<string, string | number> = {};
-      for (const column of PRODUCT_COLUMNS) {
-        const value = row[column];
+      const fields: Record<string, string | number | boolean> = {};
+      for (const [column, value] of Object.entries(row)) {
+        if (PRODUCT_META_COLUMNS.has(column)) continue;
         if (value !== null && value !== undefined) fields[column] = value;
       }
       return {
@@ -461,6 +455,9 @@ function toStoreLine(table: TableName, row: { msg_id: string }): string {
   }
   return JSON.stringify(row);
 }
+
+/** Columns of `products` that are not a product's field. */
+const PRODUCT_META_COLUMNS = new Set(['product_id', 'version', 'msg_id', 'updated_at']);
 
 function joinJson(head: object, tail: object): string {
   const a = JSON.stringify(head);
