@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { AccountsModule } from '@cdp/accounts';
-import { ListsService } from '@cdp/lists';
+import { ListsService, UnsubscribeLinks } from '@cdp/lists';
 import { RateLimitPolicy } from '@cdp/rate-limits';
 import { ExportsApiModule } from '@cdp/exports';
 import { ConsoleApiModule } from '@cdp/console-api';
@@ -17,6 +17,7 @@ import { EventsController } from './events/events.controller.js';
 import { ExportsController } from './exports/exports.controller.js';
 import { HealthController, MetricsController } from '@cdp/health';
 import { ListsController } from './lists/lists.controller.js';
+import { UnsubscribeLinksController } from './lists/unsubscribe-links.controller.js';
 import { SubscriptionLookup } from './lists/subscription-lookup.service.js';
 import { IngestPublisher } from './ingest/ingest.publisher.js';
 import { ProfileLookup } from './profiles/profile-lookup.service.js';
@@ -26,6 +27,7 @@ import { APP_CONFIG, type AppConfig } from '@cdp/config';
 import { IdempotencyRecords, IdempotencyStore } from '@cdp/idempotency';
 import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor.js';
 import { SchemaController } from './schema/schema.controller.js';
+import { CustomIdentifiersController } from './schema/custom-identifiers.controller.js';
 import { ObjectsController } from './objects/objects.controller.js';
 import { ObjectsIngest } from './objects/objects.ingest.js';
 
@@ -65,11 +67,13 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     AdminController,
     HealthController,
     MetricsController,
+    CustomIdentifiersController,
     SchemaController,
     ObjectsController,
     AdminRateLimitsController,
     AdminDeadLettersController,
     ListsController,
+    UnsubscribeLinksController,
     V2Controller,
     CommerceObjectsController,
     ExportsController,
@@ -94,6 +98,7 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     { provide: APP_FILTER, useClass: ErrorEnvelopeFilter },
     RateLimitPolicy,
     ListsService,
+    UnsubscribeLinks,
     SubscriptionLookup,
     { provide: APP_INTERCEPTOR, useClass: RateLimitInterceptor },
     {
