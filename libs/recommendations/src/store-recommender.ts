@@ -153,7 +153,7 @@ export class StoreRecommender extends Recommender {
     }
     const rows = await this.store.query<{ kind: string; product_id: string; weight: number }>(
       account,
-      inline(CUSTOMER_SQL, { since: Math.max(0, gen - LATE_COMMITS_MS) }),
+      inline(CUSTOMER_SQL, { since: Math.max(0, gen - LATE_COMMITS_MS), gen }),
       { ids: [customer, ...merged] },
     );
     const strongest = Math.max(0, ...rows.filter((r) => r.kind === 'seed').map((r) => Number(r.weight)));
