@@ -110,7 +110,7 @@ describe.each(WIRINGS)('recommendations (%s)', (_wiring, start) => {
     ]).expect(202);
     // The tables are refreshed asynchronously: wait until the bundle shows.
     await eventually(async () => (await ids('email=ann@x.com'))[0] === 'mouse', 30_000);
-    // Best sellers are reused for up to 2 s: wait until they show too.
+    // Best sellers are kept until a newer refresh generation is seen: wait until they show too.
     await eventually(async () => (await ids('email=nobody@x.com'))[0] === 'pan');
   }, 90_000);
 
