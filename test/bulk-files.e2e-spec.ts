@@ -43,6 +43,9 @@ const FILES: Record<string, string | Buffer> = {
     'c1,ann@x.com,Ann,3,42',
     'c2,bob@x.com,Bob,,43',
   ),
+  // A custom identifier column (member_id, high confidence): a row naming it and an email merges the
+  // customers they name, whichever file is loaded first, as the API would.
+  'svc_customers_members.csv': lines('member_id,email,last_name', 'M-1,,Lee', 'M-1,ann@x.com,'),
   'svc_products_1.csv.gz': gzipSync(
     lines(
       'product_id,name,price,category,in_stock,colour',
@@ -201,6 +204,12 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
         .send({ name, type, display_name: name });
       expect(res.status).toBe(201);
     }
+    const member = await p
+      .http()
+      .post('/v3/schema/identifiers')
+      .set('x-api-key', acc.privateKey)
+      .send({ name: 'member_id', display_name: 'Member ID', merge_confidence: 'high' });
+    expect(member.status).toBe(201);
     if (p instanceof EmbeddedPlatform) {
       const app = p.app;
       buckets = app.get(Buckets);
@@ -215,6 +224,7 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
         {
           byTrackerId: (t) => app.get(AccountsService).byTrackerId(t),
           customFields: async (a, o) => (await app.get(SchemaRegistry).read(a, true)).customFields(o),
+          identifiers: async (a) => (await app.get(SchemaRegistry).read(a, true)).identifierNames,
         },
         {
           pollMs: 50,
@@ -319,6 +329,26 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
       return res.status === 200 && res.body;
     });
     expect(cj.attributes).toMatchObject({ email: 'cj@x.com', tier: 7 });
+  });
+
+  it('resolves and merges customers by a custom identifier column, as the API does', async () => {
+    expect(activity.get('svc_customers_members.csv')).toMatchObject({
+      state: 'completed',
+      records: { read: 2, loaded: 2, invalid: 0 },
+      dropped_fields: [],
+      errors: [],
+    });
+    const merged = await eventually(async () => {
+      const res = await api('/v3/profiles?member_id=M-1');
+      return res.status === 200 && res.body.attributes.customer_id === 'c1' && res.body;
+    });
+    expect(merged.attributes).toMatchObject({
+      customer_id: 'c1',
+      email: 'ann@x.com',
+      first_name: 'Ann',
+      last_name: 'Lee',
+      member_id: 'M-1',
+    });
   });
 
   it('loads a gzip products CSV with RFC 4180 quoting, and products JSON lines, custom fields included', () => {

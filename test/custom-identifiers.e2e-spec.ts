@@ -244,6 +244,102 @@ describe.each(WIRINGS)('custom identifiers (%s)', (_wiring, start) => {
     ]);
   });
 
+  it('per-identifier state: reachability and metadata of any custom identifier, consent of a messaging one', async () => {
+    const send = (path: string, body: unknown) =>
+      p
+        .http()
+        .post(path)
+        .set('x-api-key', acc.privateKey)
+        .send(body as object);
+    const read = (path: string) => p.http().get(path).set('x-api-key', acc.privateKey);
+    expect(
+      (
+        await createIdentifier({
+          name: 'pager_number',
+          display_name: 'Pager Number',
+          merge_confidence: 'low',
+          messaging: true,
+        })
+      ).status,
+    ).toBe(201);
+    expect(
+      (
+        await send('/v3/schema/objects/customers/fields', {
+          name: 'tier',
+          type: 'string',
+          display_name: 'Tier',
+        })
+      ).status,
+    ).toBe(201);
+    const consent = await send('/v3/consent', [
+      {
+        identifier_field_name: 'pager_number',
+        identifier_value: 'P-1',
+        consent: false,
+        consent_update_reason: 'asked',
+      },
+    ]);
+    expect(consent.status).toBe(202);
+    const reachability = await send('/v3/reachability', [
+      {
+        identifier_field_name: 'loyalty_id',
+        identifier_value: 'L-1',
+        reachable: false,
+        reachable_update_type: 'other',
+      },
+    ]);
+    expect(reachability.status).toBe(202);
+    const metadata = await send('/v3/identifiers', [
+      { identifier_field_name: 'loyalty_id', identifier_value: 'L-1', metadata: { tier: 'gold' } },
+    ]);
+    expect(metadata.status).toBe(202);
+    // Consent is for messaging identifiers: a custom one created without `messaging` is refused, before the 202.
+    const refused = await send('/v3/consent', [
+      { identifier_field_name: 'loyalty_id', identifier_value: 'L-1', consent: true },
+    ]);
+    expect(refused.status).toBe(400);
+    expect(refused.body.detail.invalids).toEqual([
+      expect.objectContaining({
+        field: 'identifier_field_name',
+        reason: expect.stringContaining('messaging identifier'),
+      }),
+    ]);
+    expect((await read('/v3/consent/loyalty_id?id=L-1')).status).toBe(400);
+    // An identifier the account has not created is none.
+    expect((await read('/v3/reachability/member_id?id=L-1')).status).toBe(400);
+    expect(
+      (
+        await send('/v3/reachability', [
+          { identifier_field_name: 'member_id', identifier_value: 'x', reachable: true },
+        ])
+      ).status,
+    ).toBe(400);
+    const answer = (path: string, ready: (body: Record<string, unknown>) => boolean) =>
+      eventually(async () => {
+        const res = await read(path);
+        if (res.status !== 200 || !ready(res.body))
+          throw new Error(`${path}: ${res.status} ${JSON.stringify(res.body)}`);
+        return res.body as Record<string, unknown>;
+      }, 30_000);
+    expect(await answer('/v3/consent/pager_number?id=P-1', (b) => b.consent === false)).toMatchObject({
+      identifier_field_name: 'pager_number',
+      identifier_value: 'P-1',
+      consent: false,
+      consent_update_reason: 'asked',
+    });
+    expect(await answer('/v3/reachability/loyalty_id?id=L-1', (b) => b.reachable === false)).toMatchObject({
+      identifier_field_name: 'loyalty_id',
+      reachable: false,
+      reachable_update_type: 'other',
+    });
+    expect(
+      await answer('/v3/identifiers/loyalty_id?id=L-1', (b) => b.metadata_update_ts !== null),
+    ).toMatchObject({
+      identifier_field_name: 'loyalty_id',
+      metadata: { tier: 'gold' },
+    });
+  });
+
   it('keeps working after the identity index is rebuilt from the store', async () => {
     if (p instanceof EmbeddedPlatform) {
       // The embedded index lives in memory: a restart rebuilds it from the store.

@@ -82,6 +82,12 @@ describe.each(WIRINGS)('recommendations (%s)', (_wiring, start) => {
         .send(field);
       expect(res.status).toBe(201);
     }
+    // A custom identifier names a customer like the built-in ones (issue 20).
+    await send(acc.privateKey, '/v3/schema/identifiers', {
+      name: 'loyalty_id',
+      display_name: 'Loyalty ID',
+      merge_confidence: 'high',
+    }).expect(201);
     other = await p.createAccount('recs-other');
     // The custom product fields are ingested with the base ones: nothing is dropped.
     const ingested = await send(acc.publicKey, '/v3/objects/products', PRODUCTS).expect(202);
@@ -103,6 +109,7 @@ describe.each(WIRINGS)('recommendations (%s)', (_wiring, start) => {
       purchase({ customer_id: 'cust-7' }, 'c7', ['lap1']),
       view({ vuid: 'vuid-9' }, 'lap1', 'add_to_cart'),
       view({ svc_alias_cart: 'cart-3' }, 'lap1'),
+      purchase({ loyalty_id: 'L-9' }, 'l9', ['lap1']),
     );
     await send(acc.publicKey, '/v3/events', events).expect(202);
     await send(other.publicKey, '/v3/events', [
@@ -120,7 +127,7 @@ describe.each(WIRINGS)('recommendations (%s)', (_wiring, start) => {
     const ann = (await recs('email=ann@x.com')).body as Product[];
     expect(ann[0]).toMatchObject({ product_id: 'mouse', recommendation_type: 'personal' });
     expect(ann.map((r) => r.product_id)).not.toContain('lap1'); // bought
-    for (const query of ['customer_id=cust-7', 'vuid=vuid-9', 'svc_alias_cart=cart-3']) {
+    for (const query of ['customer_id=cust-7', 'vuid=vuid-9', 'svc_alias_cart=cart-3', 'loyalty_id=L-9']) {
       const body = (await recs(query)).body as Product[];
       expect(body[0]).toMatchObject({ product_id: 'mouse', recommendation_type: 'personal' });
       expect(body.filter((r) => r.recommendation_type === 'personal').map((r) => r.product_id)).toEqual(

@@ -1,6 +1,13 @@
 import type { CustomValue } from './custom-fields.js';
 import type { EventRecord } from './events.js';
-import { isIdentifierField, normalizeIdentifierValue, PUSH_TOKENS_SUFFIX } from './identifiers.js';
+import {
+  isIdentifierField,
+  normalizeIdentifierValue,
+  PUSH_TOKENS_SUFFIX,
+  type CustomIdentifierNames,
+} from './identifiers.js';
+
+const NONE: CustomIdentifierNames = new Set();
 
 /**
  * State kept per identifier value rather than per customer (the original API's `/v3/consent`,
@@ -29,9 +36,9 @@ export type ReachabilityUpdateType = (typeof REACHABILITY_UPDATE_TYPES)[number];
  */
 export const PHONE = 'phone';
 
-/** Fields whose values can hold per-identifier state: every identifier field, and phone. */
-export function isStateIdentifier(field: string): boolean {
-  return isIdentifierField(field) || field === PHONE;
+/** Fields whose values can hold per-identifier state: every identifier field (custom ones too), and phone. */
+export function isStateIdentifier(field: string, custom: CustomIdentifierNames = NONE): boolean {
+  return isIdentifierField(field, custom) || field === PHONE;
 }
 
 export const STATE_IDENTIFIERS_TEXT =
@@ -39,11 +46,15 @@ export const STATE_IDENTIFIERS_TEXT =
 
 /**
  * Identifiers a message is sent to: email, phone and push tokens. Consent is asked of these only; the
- * others (customer_id, vuid, aliases) address no one.
+ * others (customer_id, vuid, aliases) address no one. `messaging` names the account's custom identifiers
+ * created with `messaging: true`: channel addresses as well.
  */
-export function isMessagingIdentifier(field: string): boolean {
+export function isMessagingIdentifier(field: string, messaging: CustomIdentifierNames = NONE): boolean {
   return (
-    field === 'email' || field === PHONE || (isIdentifierField(field) && field.endsWith(PUSH_TOKENS_SUFFIX))
+    field === 'email' ||
+    field === PHONE ||
+    messaging.has(field) ||
+    (isIdentifierField(field) && field.endsWith(PUSH_TOKENS_SUFFIX))
   );
 }
 

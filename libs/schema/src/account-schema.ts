@@ -13,6 +13,8 @@ export class AccountSchema {
   /** The names of the account's custom identifiers, and those of low merge confidence. */
   readonly identifierNames: CustomIdentifierNames;
   readonly lowConfidenceIdentifiers: CustomIdentifierNames;
+  /** The custom identifiers created with `messaging: true` (channel addresses: they take consent). */
+  readonly messagingIdentifiers: CustomIdentifierNames;
 
   constructor(
     readonly doc: AccountSchemaDoc,
@@ -32,6 +34,11 @@ export class AccountSchema {
     this.lowConfidenceIdentifiers = new Set(
       this.customIdentifiers()
         .filter((i) => i.merge_confidence === 'low')
+        .map((i) => i.name),
+    );
+    this.messagingIdentifiers = new Set(
+      this.customIdentifiers()
+        .filter((i) => i.messaging)
         .map((i) => i.name),
     );
   }

@@ -10,6 +10,7 @@ import {
   STATE_IDENTIFIERS_TEXT,
 } from '@cdp/domain';
 import { IdentityIndex, ProfileState } from '@cdp/identity';
+import { SchemaRegistry } from '@cdp/schema';
 
 export interface ConsentStatus {
   identifier_field_name: string;
@@ -49,11 +50,24 @@ export class IdentifierLookup {
     private readonly state: IdentifierState,
     private readonly identity: IdentityIndex,
     private readonly profiles: ProfileState,
+    private readonly schema: SchemaRegistry,
   ) {}
 
-  /** Checks the path's field and the `id` query parameter before anything is read. */
-  check(field: string, id: unknown, messaging = false): { field: string; sent: string; value: string } {
-    if (!isStateIdentifier(field) || (messaging && !isMessagingIdentifier(field))) {
+  /**
+   * Checks the path's field (the account's custom identifiers count, and for consent those created
+   * with `messaging: true`) and the `id` query parameter before anything is read.
+   */
+  async check(
+    account: string,
+    field: string,
+    id: unknown,
+    messaging = false,
+  ): Promise<{ field: string; sent: string; value: string }> {
+    const schema = await this.schema.read(account);
+    if (
+      !isStateIdentifier(field, schema.identifierNames) ||
+      (messaging && !isMessagingIdentifier(field, schema.messagingIdentifiers))
+    ) {
       throw ApiError.invalid([
         {
           field: 'identifier_field_name',

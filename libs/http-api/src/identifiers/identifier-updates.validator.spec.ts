@@ -9,6 +9,8 @@ const context = {
   nowMs: 1_700_000_000_000,
   eventFields: { campaign: 'string' as const },
   customerFields: { tier: 'string' as const, score: 'number' as const, vip: 'boolean' as const },
+  identifiers: new Set<string>(),
+  messagingIdentifiers: new Set<string>(),
 };
 
 function invalidsOf(run: () => unknown) {

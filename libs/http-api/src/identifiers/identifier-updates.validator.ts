@@ -14,6 +14,7 @@ import {
   readCustomValue,
   type ConsentUpdate,
   type CustomFields,
+  type CustomIdentifierNames,
   type CustomValue,
   type EventRecord,
   type MetadataUpdate,
@@ -32,6 +33,9 @@ export interface IdentifierUpdatesContext {
   nowMs: number;
   eventFields: CustomFields;
   customerFields: CustomFields;
+  /** The account's custom identifiers, and those of them created with `messaging: true`. */
+  identifiers: CustomIdentifierNames;
+  messagingIdentifiers: CustomIdentifierNames;
 }
 
 interface IdentifierInput {
@@ -64,15 +68,16 @@ function readIdentifier(
   index: number,
   invalids: Invalid[],
   messaging: boolean,
+  context: IdentifierUpdatesContext,
 ): { field: string; value: string } {
   const field = input.identifier_field_name;
-  if (!isStateIdentifier(field)) {
+  if (!isStateIdentifier(field, context.identifiers)) {
     invalids.push({
       event: index,
       field: 'identifier_field_name',
       reason: `must be an identifier field: ${STATE_IDENTIFIERS_TEXT}`,
     });
-  } else if (messaging && !isMessagingIdentifier(field)) {
+  } else if (messaging && !isMessagingIdentifier(field, context.messagingIdentifiers)) {
     invalids.push({
       event: index,
       field: 'identifier_field_name',
@@ -151,7 +156,7 @@ export function consentRule(
   context: IdentifierUpdatesContext,
 ): ConsentUpdate | Invalid[] {
   const invalids: Invalid[] = [];
-  const id = readIdentifier(input, index, invalids, true);
+  const id = readIdentifier(input, index, invalids, true, context);
   const ts = readUpdateTs(input.consent_update_ts, 'consent_update_ts', index, context.nowMs, invalids);
   const action = input.consent ? 'opt-in' : 'opt-out';
   const event = eventOf('consent', action, id, input.event_data, index, context, ts, invalids);
@@ -172,7 +177,7 @@ export function reachabilityRule(
   context: IdentifierUpdatesContext,
 ): ReachabilityUpdate | Invalid[] {
   const invalids: Invalid[] = [];
-  const id = readIdentifier(input, index, invalids, false);
+  const id = readIdentifier(input, index, invalids, false, context);
   const ts = readUpdateTs(input.reachable_update_ts, 'reachable_update_ts', index, context.nowMs, invalids);
   const updateType = input.reachable_update_type ?? null;
   if (!input.reachable && updateType === null) {
@@ -212,7 +217,7 @@ export function metadataRule(
   context: IdentifierUpdatesContext,
 ): MetadataUpdate | Invalid[] {
   const invalids: Invalid[] = [];
-  const id = readIdentifier(input, index, invalids, false);
+  const id = readIdentifier(input, index, invalids, false, context);
   const metadata: Record<string, CustomValue | null> = {};
   for (const [name, sent] of Object.entries(input.metadata)) {
     const type = Object.hasOwn(context.customerFields, name) ? context.customerFields[name] : undefined;
@@ -249,7 +254,13 @@ export const metadataValidator = new BatchValidator<MetadataInput, MetadataUpdat
 );
 
 const context = async (
-  schema: { read(account: string): Promise<{ customFields(object: string): CustomFields }> },
+  schema: {
+    read(account: string): Promise<{
+      customFields(object: string): CustomFields;
+      identifierNames: CustomIdentifierNames;
+      messagingIdentifiers: CustomIdentifierNames;
+    }>;
+  },
   request: { account: string; receivedAt: number },
 ): Promise<IdentifierUpdatesContext> => {
   const account = await schema.read(request.account);
@@ -257,6 +268,8 @@ const context = async (
     nowMs: request.receivedAt,
     eventFields: account.customFields('events'),
     customerFields: account.customFields('customers'),
+    identifiers: account.identifierNames,
+    messagingIdentifiers: account.messagingIdentifiers,
   };
 };
 

@@ -71,7 +71,8 @@ export class IdentifiersController {
     @Query() query: IdentifierQueryDto,
     @CurrentPrincipal() principal: Principal,
   ): Promise<ConsentStatus> {
-    return this.lookup.consent(principal.account, this.lookup.check(field, query.id, true));
+    const id = await this.lookup.check(principal.account, field, query.id, true);
+    return this.lookup.consent(principal.account, id);
   }
 
   @Post('reachability')
@@ -101,7 +102,8 @@ export class IdentifiersController {
     @Query() query: IdentifierQueryDto,
     @CurrentPrincipal() principal: Principal,
   ): Promise<ReachabilityStatus> {
-    return this.lookup.reachability(principal.account, this.lookup.check(field, query.id));
+    const id = await this.lookup.check(principal.account, field, query.id);
+    return this.lookup.reachability(principal.account, id);
   }
 
   @Post('identifiers')
@@ -130,7 +132,8 @@ export class IdentifiersController {
     @Query() query: IdentifierQueryDto,
     @CurrentPrincipal() principal: Principal,
   ): Promise<MetadataStatus> {
-    return this.lookup.metadata(principal.account, this.lookup.check(field, query.id));
+    const id = await this.lookup.check(principal.account, field, query.id);
+    return this.lookup.metadata(principal.account, id);
   }
 
   private async publish(

@@ -2,7 +2,7 @@ import { Controller, Get, Query, UsePipes } from '@nestjs/common';
 import { ApiHeader, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Principal } from '@cdp/accounts';
 import { ApiError } from '@cdp/contracts';
-import { extractIdentifiers, PRODUCT_FIELDS } from '@cdp/domain';
+import { extractIdentifiers, PRODUCT_FIELDS, type CustomIdentifierNames } from '@cdp/domain';
 import { Auth } from '@cdp/http-common';
 import { IdentityIndex } from '@cdp/identity';
 import { RecommendationRulesService, Recommender, type RecommendedProduct } from '@cdp/recommendations';
@@ -42,14 +42,15 @@ export class RecommendationsController {
     @CurrentPrincipal() principal: Principal,
   ): Promise<RecommendedProduct[]> {
     const account = principal.account;
-    const custom = (await this.schema.read(account)).customFields('products');
+    const schema = await this.schema.read(account);
+    const custom = schema.customFields('products');
     const fields = [...Object.keys(PRODUCT_FIELDS), ...Object.keys(custom)];
     if (query.sort !== undefined && !fields.includes(query.sort)) {
       throw ApiError.invalid([{ field: 'sort', reason: 'is not a product field' }]);
     }
     const productIds = contextIds(query.product_ids);
     const [customer, rules] = await Promise.all([
-      this.customer(account, query as Record<string, unknown>),
+      this.customer(account, query as Record<string, unknown>, schema.identifierNames),
       this.rules.cached(account),
     ]);
     const products = await this.recommender.recommend({
@@ -69,9 +70,16 @@ export class RecommendationsController {
     });
   }
 
-  /** The first identifier that names a customer (customer_id, email, then the others), or nobody. */
-  private async customer(account: string, query: Record<string, unknown>): Promise<string | undefined> {
-    for (const id of extractIdentifiers(query)) {
+  /**
+   * The first identifier that names a customer (customer_id, email, then the others, the account's
+   * custom identifiers among them), or nobody.
+   */
+  private async customer(
+    account: string,
+    query: Record<string, unknown>,
+    custom: CustomIdentifierNames,
+  ): Promise<string | undefined> {
+    for (const id of extractIdentifiers(query, custom)) {
       const found = await this.identity.lookup(account, id);
       if (found) return found;
     }

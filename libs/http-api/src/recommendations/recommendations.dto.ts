@@ -9,7 +9,7 @@ export const MAX_CONTEXT_PRODUCTS = 100;
 
 /**
  * `GET /v3/recommendations/products` (spec "Recommendations"). The customer is named by `vuid`,
- * `customer_id`, `email` or any `svc_alias_<name>` (read from the query by the identifier rules, not
+ * `customer_id`, `email`, any `svc_alias_<name>` or a custom identifier of the account (read from the query by the identifier rules, not
  * declared here); an unknown customer is not an error. `sort` is checked against the account's product
  * fields by the controller, which knows them.
  */
