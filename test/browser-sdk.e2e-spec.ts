@@ -15,6 +15,7 @@ const ENV = { CDP_TRUSTED_PROXIES: '127.0.0.1', CDP_EXPORT_POLL_MS: '50' };
 const UTM = 'utm_source=newsletter&utm_medium=email&utm_campaign=spring&utm_content=hero&utm_term=red+lamps';
 const BAD_EMAIL = 'ann-at-example';
 const EMAIL = 'ann@example.com';
+const CONSENT_TS = 1_760_000_000;
 
 type Row = Record<string, string>;
 
@@ -146,7 +147,13 @@ describe.each(WIRINGS)('browser SDK (%s)', (_wiring, start) => {
           'access-control-request-headers': 'content-type,x-api-key,idempotency-key',
         },
       });
-    for (const path of ['/v3/events', '/v3/profiles', '/v3/lists/subscriptions', '/v3/objects/products']) {
+    for (const path of [
+      '/v3/events',
+      '/v3/profiles',
+      '/v3/lists/subscriptions',
+      '/v3/objects/products',
+      '/v3/consent',
+    ]) {
       const res = await preflight(path);
       expect(res.status).toBe(204);
       expect(res.headers.get('access-control-allow-origin')).toBe('*');
@@ -223,6 +230,19 @@ describe.each(WIRINGS)('browser SDK (%s)', (_wiring, start) => {
       headers: { 'content-type': 'text/plain', 'x-api-key': acc.publicKey },
     });
     expect(plain.status).toBe(415);
+    // The consent route is public by its `@Auth('public')` alone: a beacon reaches it as well.
+    const consentBeacon = await fetch(
+      `${api}/v3/consent?api_key=${acc.publicKey}&idempotency_key=beacon-consent-1`,
+      {
+        method: 'POST',
+        body: JSON.stringify([
+          { identifier_field_name: 'email', identifier_value: 'beacon@example.com', consent: true },
+        ]),
+        headers: { 'content-type': 'text/plain;charset=UTF-8', origin: 'https://shop.example' },
+      },
+    );
+    expect(consentBeacon.status).toBe(202);
+    expect(consentBeacon.headers.get('access-control-allow-origin')).toBe('*');
   });
 
   it(
@@ -255,6 +275,21 @@ describe.each(WIRINGS)('browser SDK (%s)', (_wiring, start) => {
       await page.click('#subscribe button');
       await page.waitForSelector('#status:text("subscribed")');
       await screenshot(page, 'sdk-subscribed');
+      // The visitor ticks a marketing-consent box: the email's channel opt-in, with reason and time.
+      expect(
+        await page.evaluate(
+          ([email, ts]) =>
+            window.svc.consent({
+              consent: true,
+              identifier_field_name: 'email',
+              identifier_value: email,
+              update_reason: 'footer checkbox',
+              update_ts: ts,
+              event_data: { campaign: 'footer' },
+            }),
+          [EMAIL, CONSENT_TS] as const,
+        ),
+      ).toBe(true);
 
       // Offline: the batch fails and waits in localStorage; back online, it goes.
       await context.setOffline(true);
@@ -299,8 +334,22 @@ describe.each(WIRINGS)('browser SDK (%s)', (_wiring, start) => {
       await eventually(async () => {
         const res = await p.http().get('/v3/profiles').query({ vuid: id }).set('x-api-key', acc.privateKey);
         expect(res.status).toBe(200);
-        expect(res.body.attributes).toMatchObject({ email: EMAIL, first_name: 'Ann' });
+        expect(res.body.attributes).toMatchObject({ email: EMAIL, first_name: 'Ann', opted_in: true });
       }, 30_000);
+      // The consent the page gave, as the consent API reads it (the reason and time the SDK sent).
+      const consent = await p
+        .http()
+        .get('/v3/consent/email')
+        .query({ id: EMAIL })
+        .set('x-api-key', acc.privateKey);
+      expect(consent.status).toBe(200);
+      expect(consent.body).toEqual({
+        identifier_field_name: 'email',
+        identifier_value: EMAIL,
+        consent: true,
+        consent_update_reason: 'footer checkbox',
+        consent_update_ts: CONSENT_TS,
+      });
       await eventually(async () => {
         const subs = await p
           .http()
@@ -328,6 +377,7 @@ describe.each(WIRINGS)('browser SDK (%s)', (_wiring, start) => {
           const all = await exportEvents();
           const missing = expected.filter((k) => !all.some((r) => r.channel === 'web' && key(r) === k));
           if (!all.some((r) => r.type === 'list')) missing.push('list/subscribe');
+          if (!all.some((r) => r.type === 'consent')) missing.push('consent/opt-in');
           if (!all.some((r) => r.type === 'module_check')) missing.push('module_check');
           if (!all.some((r) => r.type === 'beacon_fallback')) missing.push('beacon_fallback');
           if (missing.length) throw new Error(`missing ${missing.join(', ')} in ${all.map(key).join(', ')}`);
@@ -376,6 +426,11 @@ describe.each(WIRINGS)('browser SDK (%s)', (_wiring, start) => {
         landing: 'false',
       });
       expect(JSON.parse(lists[0]!.identifiers!)).toEqual({ email: EMAIL });
+      // The consent's event, once, with its event_data as sent (the beacon check's consent is another's).
+      const consents = rows.filter((r) => r.type === 'consent' && r.identifiers!.includes(EMAIL));
+      expect(consents).toHaveLength(1);
+      expect(consents[0]).toMatchObject({ action: 'opt-in', campaign: 'footer' });
+      expect(JSON.parse(consents[0]!.identifiers!)).toEqual({ email: EMAIL });
       // The bad email never left the page.
       expect(bodies.some((b) => b.includes(BAD_EMAIL))).toBe(false);
 
@@ -435,7 +490,12 @@ interface SvcWindow {
   moduleVuid?: string;
   svcModule?: SvcWindow['svc'];
   fetch: () => Promise<unknown>;
-  svc: { getVuid?: () => string; flush: () => void; event: (type: string, fields?: object) => void };
+  svc: {
+    getVuid?: () => string;
+    flush: () => void;
+    event: (type: string, fields?: object) => void;
+    consent: (options: object) => boolean;
+  };
 }
 
 /** Runs in the page: whether a batch the SDK keeps in localStorage has failed at least once. */

@@ -7,6 +7,7 @@ import { HttpApiModule } from '@cdp/http-api';
 import { LoaderModule } from '@cdp/loader';
 import type { Logger } from '@cdp/logger';
 import { ProcessorModule } from '@cdp/processor';
+import { RecommendationsWorkerModule } from '@cdp/recommendations';
 
 /** The all-in-one process: every role in one process, on the drivers the configuration names. */
 @Module({})
@@ -21,6 +22,7 @@ export class CdpModule {
         HttpApiModule,
         ProcessorModule,
         ExportWorkerModule,
+        RecommendationsWorkerModule,
         LoaderModule,
       ],
       providers: [AccountsBootstrap, { provide: CREATE_FIRST_ACCOUNT, useValue: true }],

@@ -5,6 +5,7 @@ import { ExportWorkerModule } from '@cdp/exports/worker';
 import { HealthModule } from '@cdp/health';
 import type { Logger } from '@cdp/logger';
 import { ProcessorModule } from '@cdp/processor';
+import { RecommendationsWorkerModule } from '@cdp/recommendations';
 
 /**
  * The processor alone: consumes the bus, resolves identities, writes the store. Any number of
@@ -21,6 +22,7 @@ export class ProcessorAppModule {
         DriversModule.forRoot(config, logger, { openStore: true }),
         ProcessorModule,
         HealthModule,
+        RecommendationsWorkerModule,
         // chDB has one owner, this process, so exports run here; with a ClickHouse server, apps/exporter.
         ...(config.store === 'chdb' ? [ExportWorkerModule] : []),
       ],

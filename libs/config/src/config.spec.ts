@@ -61,4 +61,25 @@ describe('checkWiring', () => {
     ).not.toThrow();
     expect(() => checkWiring(loadConfig({}), ['api', 'processor'], true)).not.toThrow();
   });
+
+  it('reads the unsubscribe link settings: a long secret, a TTL, an http(s) base URL', () => {
+    expect(loadConfig({}).unsubscribeLinks).toEqual({
+      secret: undefined,
+      ttlMs: 60 * 86_400_000,
+      baseUrl: undefined,
+    });
+    const c = loadConfig({
+      CDP_UNSUBSCRIBE_SECRET: 'x'.repeat(32),
+      CDP_UNSUBSCRIBE_LINK_TTL_SECONDS: '120',
+      CDP_PUBLIC_URL: 'https://cdp.example.com/',
+    });
+    expect(c.unsubscribeLinks).toEqual({
+      secret: 'x'.repeat(32),
+      ttlMs: 120_000,
+      baseUrl: 'https://cdp.example.com',
+    });
+    expect(() => loadConfig({ CDP_UNSUBSCRIBE_SECRET: 'short' })).toThrow(ConfigError);
+    expect(() => loadConfig({ CDP_PUBLIC_URL: 'ftp://x' })).toThrow(ConfigError);
+    expect(() => loadConfig({ CDP_PUBLIC_URL: 'not a url' })).toThrow(ConfigError);
+  });
 });

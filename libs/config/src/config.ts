@@ -96,6 +96,13 @@ export interface AppConfig {
   trustedProxies: string[];
   /** Test hooks only (`CDP_TEST_FAULTS`, @cdp/faults): where the write path fails or dies on purpose. */
   testFaults: string | undefined;
+  /**
+   * Email unsubscribe links (`POST /v3/lists/unsubscribe-links`): the HMAC secret they are signed with
+   * (`CDP_UNSUBSCRIBE_SECRET`; unset: one generated once and kept in the metadata store, shared by every
+   * replica), how long a link works, and the public base URL the links point at (unset: the host the
+   * creating request was sent to).
+   */
+  unsubscribeLinks: { secret: string | undefined; ttlMs: number; baseUrl: string | undefined };
 }
 
 export class ConfigError extends Error {
@@ -200,6 +207,11 @@ export function loadConfig(env: Env = process.env): AppConfig {
     },
     trustedProxies: addressList(env, 'CDP_TRUSTED_PROXIES'),
     testFaults: env.CDP_TEST_FAULTS || undefined,
+    unsubscribeLinks: {
+      secret: secret(env, 'CDP_UNSUBSCRIBE_SECRET'),
+      ttlMs: integer(env, 'CDP_UNSUBSCRIBE_LINK_TTL_SECONDS', 60 * 86_400, 60, 3650 * 86_400) * 1000,
+      baseUrl: baseUrl(env, 'CDP_PUBLIC_URL'),
+    },
     console: {
       secret: consoleSecret(env.CDP_CONSOLE_SECRET),
       sessionTtlMs: integer(env, 'CDP_CONSOLE_SESSION_MINUTES', 30, 1, 24 * 60) * 60_000,
@@ -207,6 +219,29 @@ export function loadConfig(env: Env = process.env): AppConfig {
       inspectorBound: integer(env, 'CDP_INSPECTOR_MAX_PER_SECOND', 200, 1, 100_000),
     },
   };
+}
+
+/** A signing secret: long enough that guessing it is out of the question. */
+function secret(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  if (raw.length < 32) throw new ConfigError(`${name} must be at least 32 characters`);
+  return raw;
+}
+
+/** An http(s) URL without a trailing slash, or unset. */
+function baseUrl(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name}=${raw} is not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ConfigError(`${name}=${raw} must be an http or https URL`);
+  return raw.replace(/\/+$/, '');
 }
 
 function sse(value: string | undefined): S3Settings['sse'] {

@@ -49,7 +49,7 @@ export interface ObjectsMessage extends IngestMessageBase {
 export interface SubscriptionsMessage extends IngestMessageBase {
   kind: 'subscriptions';
   records: SubscriptionRecord[];
-  /** `public`, or `private:<key id>`. */
+  /** `public`, `private:<key id>`, or `unsubscribe-link` (a signed link in a message, no key). */
   key: string;
 }
 

@@ -1,4 +1,4 @@
-import { collectIdentifiers } from './identifiers.js';
+import { collectIdentifiers, type CustomIdentifierNames } from './identifiers.js';
 import { keptOrder, normalizeOrder } from './orders.js';
 import { parseTimestamp } from './timestamps.js';
 import type { CustomValue } from './custom-fields.js';
@@ -78,6 +78,8 @@ export function normalizeEvent(
   nowMs: number,
   /** The account's custom `data` fields, already read by their type (readCustomFields); kept, not dropped. */
   custom: Readonly<Record<string, CustomValue | null>> = {},
+  /** The account's custom identifiers: identifiers here, and each also an event field of its own. */
+  customIds: CustomIdentifierNames = new Set(),
 ): EventRecord | { invalidTs: true; field?: string } {
   const data: Record<string, string | number | boolean> = {};
   const dropped: string[] = [];
@@ -107,7 +109,13 @@ export function normalizeEvent(
       data[name] = value as string | number | boolean;
     }
   }
-  const identifiers = collectIdentifiers(input.identifiers);
+  const identifiers = collectIdentifiers(input.identifiers, customIds);
+  // A custom identifier's event field records the value the event was identified by (exports show it).
+  for (const name of customIds) {
+    const value = identifiers[name];
+    if (value !== undefined && data[name] === undefined)
+      data[name] = Array.isArray(value) ? value[0]! : value;
+  }
   const record: EventRecord = {
     type: input.type,
     action: input.action ?? '',

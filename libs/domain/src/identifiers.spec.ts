@@ -4,6 +4,8 @@ import {
   PUSH_TOKENS_SUFFIX,
   collectIdentifiers,
   compareIdentifierKinds,
+  customIdentifierDisplayNameProblem,
+  customIdentifierNameProblem,
   extractIdentifiers,
   identifierList,
   identityKey,
@@ -50,12 +52,41 @@ describe('isIdentifierField', () => {
 });
 
 describe('isProfileIdentifier', () => {
-  it('exposes only customer_id and email on the profile', () => {
+  it('exposes customer_id, email and custom identifiers on the profile, not vuid, aliases or push tokens', () => {
+    expect(isProfileIdentifier('loyalty_id')).toBe(true);
     expect(isProfileIdentifier('customer_id')).toBe(true);
     expect(isProfileIdentifier('email')).toBe(true);
     expect(isProfileIdentifier('vuid')).toBe(false);
     expect(isProfileIdentifier('svc_alias_cart')).toBe(false);
     expect(isProfileIdentifier('ios_push_tokens')).toBe(false);
+  });
+});
+
+describe('custom identifiers', () => {
+  const custom = new Set(['loyalty_id', 'device_hash']);
+
+  it('are identifier fields of the account that created them only', () => {
+    expect(isIdentifierField('loyalty_id', custom)).toBe(true);
+    expect(isIdentifierField('loyalty_id')).toBe(false);
+    expect(isIdentifierField('member_id', custom)).toBe(false);
+  });
+
+  it('are extracted beside the built-in ones, trimmed, junk dropped, in resolution order', () => {
+    expect(
+      collectIdentifiers(
+        { device_hash: ' D1 ', email: 'A@X.com', loyalty_id: 'unknown', member_id: 'm', vuid: 'v' },
+        custom,
+      ),
+    ).toEqual({ email: 'a@x.com', device_hash: 'D1', vuid: 'v' });
+  });
+
+  it('name and display name end with the kind of value they hold', () => {
+    expect(customIdentifierNameProblem('loyalty_id')).toBeUndefined();
+    expect(customIdentifierNameProblem('wallet_address')).toBeUndefined();
+    expect(customIdentifierNameProblem('_id')).toMatch(/^must end with one of _id, _hash/);
+    expect(customIdentifierNameProblem('loyalty')).toMatch(/^must end with one of/);
+    expect(customIdentifierDisplayNameProblem(' Loyalty ID ')).toBeUndefined();
+    expect(customIdentifierDisplayNameProblem('Loyalty id')).toMatch(/^must end with one of " ID"/);
   });
 });
 

@@ -1,6 +1,11 @@
 import { canonicalCustomerValue } from './customer-fields.js';
 import type { CustomValue } from './custom-fields.js';
-import { collectIdentifiers, isIdentifierField, isJunkIdentifierValue } from './identifiers.js';
+import {
+  collectIdentifiers,
+  isIdentifierField,
+  isJunkIdentifierValue,
+  type CustomIdentifierNames,
+} from './identifiers.js';
 
 /** Customer fields of the spec's customer table, plus the consent flag `opted_in`. */
 export const CUSTOMER_FIELDS: Readonly<Record<string, 'string' | 'boolean'>> = {
@@ -44,13 +49,23 @@ export function normalizeProfile(
   sent: Readonly<Record<string, unknown>>,
   /** The account's custom customer fields, already read by their type (readCustomFields); kept, not dropped. */
   custom: Readonly<Record<string, CustomValue | null>> = {},
+  /**
+   * The account's custom identifiers: each is also a custom customer field, so its value is both an
+   * identifier and an attribute of the profile.
+   */
+  customIds: CustomIdentifierNames = new Set(),
 ): ProfileRecord {
   const attributes: AttributeUpdate = {};
   const dropped: string[] = [];
   for (const [field, value] of Object.entries(sent)) {
     if (value === undefined) continue;
     // A junk identifier value identifies nobody; stored as an attribute it would pretend to.
-    if (isIdentifierField(field) && typeof value === 'string' && value !== '' && isJunkIdentifierValue(value))
+    if (
+      isIdentifierField(field, customIds) &&
+      typeof value === 'string' &&
+      value !== '' &&
+      isJunkIdentifierValue(value)
+    )
       continue;
     if (Object.hasOwn(CUSTOMER_FIELDS, field)) {
       attributes[field] =
@@ -61,7 +76,7 @@ export function normalizeProfile(
             : (value as AttributeValue);
     } else if (Object.hasOwn(custom, field)) {
       attributes[field] = custom[field]!;
-    } else if (!isIdentifierField(field)) {
+    } else if (!isIdentifierField(field, customIds)) {
       dropped.push(field);
     }
   }
@@ -69,7 +84,7 @@ export function normalizeProfile(
     const name = [sent.first_name, sent.last_name].filter((p) => typeof p === 'string' && p !== '').join(' ');
     if (name) attributes.name = name;
   }
-  const identifiers = collectIdentifiers(sent);
+  const identifiers = collectIdentifiers(sent, customIds);
   const record: ProfileRecord = { identifiers, attributes };
   if (dropped.length) record.dropped = dropped;
   return record;

@@ -15,11 +15,15 @@ import { RateLimiter } from '@cdp/rate-limits';
 import { OrderState } from '@cdp/orders';
 import { Metrics } from '@cdp/metrics';
 import { AnalyticStore, ClickHouseStore, MeteredTransport } from '@cdp/store';
+import { Recommender, StoreRecommender } from '@cdp/recommendations';
 import { DriversLifecycle, NATS_CONNECTION, REDIS_CLIENT } from './drivers.lifecycle.js';
 import { watchNatsConnection } from './nats-connection-state.js';
 
 // Every driver is imported inside its factory, when the configuration picks it: a role loads only the
 // drivers it runs (the API with `CDP_STORE=chdb` never maps libchdb, nor DuckDB, into its memory).
+
+/** The NATS subscription answering the API's recommendation requests (the chDB owner only). */
+export const RECOMMENDATIONS_RESPONDER = Symbol('RECOMMENDATIONS_RESPONDER');
 
 export interface DriverOptions {
   /**
@@ -198,6 +202,29 @@ export class DriversModule {
           ),
       });
     }
+    // Recommendations are computed where the store is: here when this process opened it, otherwise by
+    // the store's owner (the processor with chDB), asked over NATS; that owner answers for every replica.
+    providers.push({
+      provide: Recommender,
+      inject: [NATS_CONNECTION, { token: AnalyticStore, optional: true }],
+      useFactory: async (nc?: NatsConnection, store?: AnalyticStore): Promise<Recommender> =>
+        store
+          ? new StoreRecommender(store)
+          : new (await import('@cdp/recommendations/nats')).NatsRecommender(nc!, config.natsPrefix),
+    });
+    if (options.openStore && config.store === 'chdb' && config.bus === 'nats') {
+      providers.push({
+        provide: RECOMMENDATIONS_RESPONDER,
+        inject: [NATS_CONNECTION, Recommender],
+        useFactory: async (nc: NatsConnection, recommender: Recommender) =>
+          new (await import('@cdp/recommendations/nats')).RecommendationsResponder(
+            nc,
+            config.natsPrefix,
+            recommender,
+            (err) => logger.warn({ err }, 'a recommendation request failed'),
+          ),
+      });
+    }
     const exports = [
       APP_CONFIG,
       LOGGER,
@@ -213,6 +240,7 @@ export class DriversModule {
       IdempotencyStore,
       Inspector,
       Metrics,
+      Recommender,
     ];
     return {
       module: DriversModule,

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { AccountsModule } from '@cdp/accounts';
-import { ListsService } from '@cdp/lists';
+import { ListsService, UnsubscribeLinks } from '@cdp/lists';
 import { RateLimitPolicy } from '@cdp/rate-limits';
 import { ExportsApiModule } from '@cdp/exports';
 import { ConsoleApiModule } from '@cdp/console-api';
@@ -17,6 +17,7 @@ import { EventsController } from './events/events.controller.js';
 import { ExportsController } from './exports/exports.controller.js';
 import { HealthController, MetricsController } from '@cdp/health';
 import { ListsController } from './lists/lists.controller.js';
+import { UnsubscribeLinksController } from './lists/unsubscribe-links.controller.js';
 import { SubscriptionLookup } from './lists/subscription-lookup.service.js';
 import { IngestPublisher } from './ingest/ingest.publisher.js';
 import { ProfileLookup } from './profiles/profile-lookup.service.js';
@@ -26,6 +27,7 @@ import { APP_CONFIG, type AppConfig } from '@cdp/config';
 import { IdempotencyRecords, IdempotencyStore } from '@cdp/idempotency';
 import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor.js';
 import { SchemaController } from './schema/schema.controller.js';
+import { CustomIdentifiersController } from './schema/custom-identifiers.controller.js';
 import { ObjectsController } from './objects/objects.controller.js';
 import { ObjectsIngest } from './objects/objects.ingest.js';
 
@@ -44,6 +46,9 @@ import { BrowserRequests } from './browser/browser-requests.js';
 import { SdkAssets } from './sdk/sdk-assets.js';
 import { SdkController } from './sdk/sdk.controller.js';
 import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
+import { RecommendationRulesService } from '@cdp/recommendations';
+import { RecommendationsController } from './recommendations/recommendations.controller.js';
+import { AdminRecommendationRulesController } from './admin/admin-recommendation-rules.controller.js';
 import { InspectorTap } from './inspector/inspector.tap.js';
 
 /** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
@@ -62,11 +67,13 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     AdminController,
     HealthController,
     MetricsController,
+    CustomIdentifiersController,
     SchemaController,
     ObjectsController,
     AdminRateLimitsController,
     AdminDeadLettersController,
     ListsController,
+    UnsubscribeLinksController,
     V2Controller,
     CommerceObjectsController,
     ExportsController,
@@ -74,6 +81,8 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     IdentifiersController,
     SchemaModulesController,
     AdminModulesController,
+    RecommendationsController,
+    AdminRecommendationRulesController,
     ActivityController,
     UploadsController,
     SdkController,
@@ -89,6 +98,7 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     { provide: APP_FILTER, useClass: ErrorEnvelopeFilter },
     RateLimitPolicy,
     ListsService,
+    UnsubscribeLinks,
     SubscriptionLookup,
     { provide: APP_INTERCEPTOR, useClass: RateLimitInterceptor },
     {
@@ -98,6 +108,7 @@ import { InspectorTap } from './inspector/inspector.tap.js';
         new IdempotencyRecords(store, config.idempotency),
     },
     IdempotencyInterceptor,
+    RecommendationRulesService,
     {
       provide: UploadSigner,
       inject: [APP_CONFIG],

@@ -100,6 +100,11 @@ export function installHttpHooks(fastify: FastifyInstance): void {
     }
   });
 
+  // An unsubscribe link's one-click POST is a form (RFC 8058: `List-Unsubscribe=One-Click`, sent
+  // urlencoded or multipart), and so is its confirmation page's: read and ignored, the token says all.
+  for (const formType of ['application/x-www-form-urlencoded', 'multipart/form-data'])
+    fastify.addContentTypeParser(formType, { parseAs: 'buffer' }, (_request, _body, done) => done(null, {}));
+
   fastify.addHook('preParsing', (request, _reply, payload, done) => {
     // Every body of this API is JSON (spec "Endpoints"); anything else is refused before parsing.
     const type = String(request.headers['content-type'] ?? '');
@@ -107,7 +112,8 @@ export function installHttpHooks(fastify: FastifyInstance): void {
     // A file upload (the API's own signed upload URL) streams its bytes as sent.
     if ((request.routeOptions.config as { rawUpload?: boolean } | undefined)?.rawUpload)
       return done(null, payload);
-    if (!/^application\/json\s*(;|$)/i.test(type)) {
+    const form = FORM_BODY_PATH.test(request.url) && FORM_TYPE.test(type);
+    if (!form && !/^application\/json\s*(;|$)/i.test(type)) {
       return done(
         new ApiError(415, { message: 'request body must be sent with Content-Type: application/json' }),
       );
@@ -176,6 +182,10 @@ function drainOversizedBody(
   raw.once('error', finish);
   raw.resume();
 }
+
+/** The one route that takes a form body: an unsubscribe link (libs/http-api lists). */
+const FORM_BODY_PATH = /^\/v3\/lists\/unsubscribe(\?|$)/;
+const FORM_TYPE = /^(application\/x-www-form-urlencoded|multipart\/form-data)\s*(;|$)/i;
 
 function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
   const length = headers['content-length'];

@@ -28,7 +28,11 @@ class ReferenceModel {
   apply(rec: ResolveInput): Omit<Resolution, 'born'> {
     const keys = rec.ids.map(identityKey);
     const owners = keys.map((k) => this.ownerOf(k));
-    const known = [...new Set(owners.filter((o): o is string => o !== undefined))];
+    const low = new Set(rec.low ?? []);
+    const high = [...new Set(owners.filter((o, i): o is string => o !== undefined && !low.has(i)))];
+    const firstLow = owners.find((o, i) => o !== undefined && low.has(i));
+    // Low-confidence identifiers count only when the others know nobody.
+    const known = high.length === 0 && firstLow !== undefined ? [firstLow] : high;
     const cidAt = rec.ids.findIndex((i) => i.kind === 'customer_id');
     const anchor = cidAt >= 0 ? owners[cidAt] : known[0];
     const target =
@@ -88,6 +92,10 @@ class ReferenceModel {
   }
 }
 
+/** A custom identifier of low merge confidence: it never merges two known customers. */
+const LOW_KIND = 'device_hash';
+const lowPositions = (ids: Identifier[]) => ids.flatMap((id, i) => (id.kind === LOW_KIND ? [i] : []));
+
 /** A small universe of identifiers, so that records collide, merge and conflict often. */
 const identifier = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom('A', 'B', 'C').map((value) => ({ kind: 'customer_id', value })) },
@@ -100,12 +108,19 @@ const identifier = fc.oneof(
     weight: 1,
     arbitrary: fc.integer({ min: 0, max: 2 }).map((i) => ({ kind: 'svc_alias_cart', value: `k${i}` })),
   },
+  {
+    weight: 2,
+    arbitrary: fc.integer({ min: 0, max: 2 }).map((i) => ({ kind: LOW_KIND, value: `d${i}` })),
+  },
 );
 /** A record's identifiers as the domain hands them over: distinct, one customer_id at most, ranked. */
 const recordIds = (withCustomerIds: boolean) =>
   fc
     .uniqueArray(identifier, { minLength: 1, maxLength: 4, selector: identityKey })
     .map((ids) => ids.filter((id) => id.kind !== 'customer_id' || withCustomerIds))
+    // Low-confidence identifiers make who is merged with whom depend on order by design (the first
+    // record to link one decides whom later records attach to): they go with the customer_ids.
+    .map((ids) => ids.filter((id) => id.kind !== LOW_KIND || withCustomerIds))
     .map((ids) =>
       ids.filter(
         (id, i) => id.kind !== 'customer_id' || ids.findIndex((x) => x.kind === 'customer_id') === i,
@@ -133,7 +148,15 @@ function toInputs(messages: Identifier[][][], tag: string): ResolveInput[][] {
   return messages.map((records, m) =>
     records.map((ids, index) => {
       const message = `${tag}-m${m}`;
-      return { ids, seed: `${message}:${index}`, born: bornKey(1_000 + m, message, index), message, index };
+      const low = lowPositions(ids);
+      return {
+        ids,
+        seed: `${message}:${index}`,
+        born: bornKey(1_000 + m, message, index),
+        message,
+        index,
+        ...(low.length ? { low } : {}),
+      };
     }),
   );
 }

@@ -26,7 +26,7 @@ export function record(ids: Identifier[], seed: string, message = `m-${seed}`, i
 
 /** Account names unique to this run, since a shared Redis outlives it. */
 const run = Math.random().toString(36).slice(2, 8);
-const accountNames = ['acc', 'one', 'two', 'mrg', 'cnf', 'lim', 'mem', 'chn'];
+const accountNames = ['acc', 'one', 'two', 'mrg', 'cnf', 'lim', 'mem', 'chn', 'low'];
 
 /**
  * What every identity-index driver owes the processor and the profile reads. `openWarm` returns an
@@ -95,6 +95,26 @@ export function identityIndexContract(
       const ids = await index.identifiersOf(a, id('young'));
       expect(ids).toEqual(expect.arrayContaining([email('old@x.com'), vuid('young'), vuid('third')]));
       expect(ids).toHaveLength(3);
+      await index.close();
+    });
+
+    it('a low-confidence identifier attaches a record to its customer but never merges two known ones', async () => {
+      const index = await open();
+      const a = `low${run}`;
+      const device = (value: string) => ({ kind: 'device_hash', value });
+      const lowRecord = (ids: Identifier[], seed: string) => ({
+        ...record(ids, seed),
+        low: ids.flatMap((i, n) => (i.kind === 'device_hash' ? [n] : [])),
+      });
+      await index.resolve(a, [lowRecord([email('ann@x.com'), device('d1')], 'ann')]);
+      await index.resolve(a, [lowRecord([email('bob@x.com')], 'bob')]);
+      // Bob's email is known: the shared device leaves Ann alone (no merge, no conflict, not linked).
+      const [r] = await index.resolve(a, [lowRecord([email('bob@x.com'), device('d1')], 'x')]);
+      expect(r).toMatchObject({ customerId: id('bob'), merged: [], conflicts: [], linked: [] });
+      expect(await index.lookup(a, device('d1'))).toBe(id('ann'));
+      // A record known by the device alone is Ann's, and what else it carries is linked to her.
+      const [s] = await index.resolve(a, [lowRecord([vuid('new-v'), device('d1')], 'y')]);
+      expect(s).toMatchObject({ customerId: id('ann'), created: false, merged: [], linked: [vuid('new-v')] });
       await index.close();
     });
 

@@ -19,6 +19,11 @@ import { customerIdFromSeed, identityKey, type Identifier } from '@cdp/domain';
  *    identifiers, and those of customers merged into them before, now resolve to the survivor.
  *    With nobody to join, a new customer is created, its id derived from the record's seed.
  * 6. Identifiers nobody owned are linked to the survivor; those of conflicting customers stay theirs.
+ *
+ * Low-confidence identifiers (custom identifiers created with `merge_confidence: low`) take part only
+ * when the record's other identifiers know nobody: then the owner of the first of them is the record's
+ * customer, as if it were known by a high one. Otherwise their owners are left alone (no merge, no
+ * conflict: a shared low value is expected, not a contradiction). Either way an unowned one is linked.
  */
 export const MAX_MERGE = 10;
 
@@ -35,6 +40,8 @@ export interface ResolveInput {
   /** The bus message the record came in, and its index there: effects are remembered per message. */
   message: string;
   index: number;
+  /** Positions in `ids` of low-confidence identifiers (never customer_id); absent when there are none. */
+  low?: number[];
 }
 
 export type ConflictReason = 'customer_id' | 'merge_limit';
@@ -75,8 +82,15 @@ export function resolveRecord(graph: IdentityGraph, input: ResolveInput): Resolu
   const own = input.ids.findIndex((id) => id.kind === 'customer_id');
   const recordCid = own >= 0 ? input.ids[own]!.value : undefined;
 
+  const low = new Set(input.low ?? []);
   const known: string[] = [];
-  for (const o of owners) if (o !== undefined && !known.includes(o)) known.push(o);
+  owners.forEach((o, i) => {
+    if (o !== undefined && !low.has(i) && !known.includes(o)) known.push(o);
+  });
+  if (known.length === 0) {
+    const lowOwner = owners.find((o, i) => o !== undefined && low.has(i));
+    if (lowOwner !== undefined) known.push(lowOwner);
+  }
   const anchor = recordCid !== undefined ? owners[own] : known[0];
   let cid = recordCid ?? (anchor !== undefined ? graph.customerIdOf(anchor) : undefined);
   cid ??= known.map((c) => graph.customerIdOf(c)).find((c) => c !== undefined);

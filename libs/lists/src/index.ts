@@ -1,1 +1,3 @@
 export * from './lists.service.js';
+export * from './unsubscribe-link.token.js';
+export * from './unsubscribe-links.service.js';

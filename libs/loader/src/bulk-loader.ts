@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import type { Buckets, ObjectStat } from '@cdp/buckets';
 import { BusUnavailableError, type EventBus } from '@cdp/bus';
 import type { IngestMessage } from '@cdp/contracts';
-import type { CustomFields } from '@cdp/domain';
+import type { CustomFields, CustomIdentifierNames } from '@cdp/domain';
 import { FAULT_POINTS_LOADER, faultPoint } from './loader-faults.js';
 import { derivedRequestId } from '@cdp/idempotency';
 import type { Logger } from '@cdp/logger';
@@ -23,6 +23,8 @@ import type { LoadContext, LoadedRecord } from './record-rules.js';
 export interface LoaderAccounts {
   byTrackerId(trackerId: string): Promise<{ id: string } | undefined>;
   customFields(account: string, object: 'customers' | 'events'): Promise<CustomFields>;
+  /** The account's custom identifiers: identifier columns and fields besides the built-in ones. */
+  identifiers?(account: string): Promise<CustomIdentifierNames>;
 }
 
 export interface BulkLoaderOptions {
@@ -302,11 +304,12 @@ export class BulkLoader {
   }
 
   private async context(entry: ActivityEntry): Promise<LoadContext> {
-    const [customers, events] = await Promise.all([
+    const [customers, events, identifiers] = await Promise.all([
       this.accounts.customFields(entry.account, 'customers'),
       this.accounts.customFields(entry.account, 'events'),
+      this.accounts.identifiers?.(entry.account),
     ]);
-    return { nowMs: entry.receivedAt, customers, events };
+    return { nowMs: entry.receivedAt, customers, events, ...(identifiers ? { identifiers } : {}) };
   }
 
   private async load(

@@ -34,7 +34,7 @@ function column(dataType: DataType, name: string, context: LoadContext): Column 
   switch (dataType) {
     case 'customers':
       if (Object.hasOwn(CUSTOMER_FIELDS, name)) return { to: 'field', name, type: CUSTOMER_FIELDS[name]! };
-      if (isIdentifierField(name)) return { to: 'field', name, type: 'string' };
+      if (isIdentifierField(name, context.identifiers)) return { to: 'field', name, type: 'string' };
       if (Object.hasOwn(context.customers, name)) return { to: 'custom', name };
       return { to: 'dropped', name };
     case 'products':
@@ -42,7 +42,7 @@ function column(dataType: DataType, name: string, context: LoadContext): Column 
       return { to: 'dropped', name };
     case 'events':
       if (name === 'type' || name === 'action') return { to: 'top', name };
-      if (isIdentifierField(name)) return { to: 'identifier', name };
+      if (isIdentifierField(name, context.identifiers)) return { to: 'identifier', name };
       if (Object.hasOwn(EVENT_DATA_FIELDS, name) && name !== 'order')
         return { to: 'field', name, type: EVENT_DATA_FIELDS[name]! };
       if (Object.hasOwn(context.events, name)) return { to: 'custom', name };
@@ -59,7 +59,7 @@ function column(dataType: DataType, name: string, context: LoadContext): Column 
 function orderColumn(name: string, context: LoadContext): Column {
   if (name === 'action') return { to: 'top', name };
   if (Object.hasOwn(ORDER_FIELDS, name)) return { to: 'order', name, type: ORDER_FIELDS[name]! };
-  if (isIdentifierField(name)) return { to: 'identifier', name };
+  if (isIdentifierField(name, context.identifiers)) return { to: 'identifier', name };
   if (name.startsWith('item_')) {
     const field = name.slice('item_'.length);
     if (Object.hasOwn(ORDER_ITEM_FIELDS, field))

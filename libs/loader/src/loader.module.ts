@@ -47,6 +47,7 @@ export class LoaderLifecycle implements OnApplicationBootstrap, BeforeApplicatio
       {
         byTrackerId: (trackerId) => accounts.byTrackerId(trackerId),
         customFields: async (account, object) => (await schema.read(account, true)).customFields(object),
+        identifiers: async (account) => (await schema.read(account, true)).identifierNames,
       },
       { ...config.loader, bucketNames: bucketNames(config) },
       logger.child({ role: 'loader' }),

@@ -1,5 +1,12 @@
 import { ApiError, type Invalid } from '@cdp/contracts';
-import type { CustomFields, EventInput, EventRecord, ProductRecord, ProfileRecord } from '@cdp/domain';
+import type {
+  CustomFields,
+  CustomIdentifierNames,
+  EventInput,
+  EventRecord,
+  ProductRecord,
+  ProfileRecord,
+} from '@cdp/domain';
 import { eventsValidator, productsValidator, profilesValidator } from '@cdp/http-api/records';
 
 /** What reading a file's record needs of its account; fixed per file so that a resumed load reads the same. */
@@ -8,6 +15,8 @@ export interface LoadContext {
   nowMs: number;
   customers: CustomFields;
   events: CustomFields;
+  /** The account's custom identifiers (SchemaRegistry: AccountSchema.identifierNames). */
+  identifiers?: CustomIdentifierNames;
 }
 
 export type LoadedRecord =
@@ -46,7 +55,12 @@ export function customerRecord(
   attributes: Record<string, unknown>,
   context: LoadContext,
 ): LoadedRecord | RecordProblem[] {
-  const record = through(() => profilesValidator.parse({ attributes }, context.customers));
+  const record = through(() =>
+    profilesValidator.parse(
+      { attributes },
+      { custom: context.customers, customIds: context.identifiers ?? new Set() },
+    ),
+  );
   return Array.isArray(record) ? record : { kind: 'profiles', record };
 }
 
@@ -57,7 +71,11 @@ export function productRecord(fields: Record<string, unknown>): LoadedRecord | R
 
 export function eventRecord(input: EventInput, context: LoadContext): LoadedRecord | RecordProblem[] {
   const record = through(() =>
-    eventsValidator.parse(input, { nowMs: context.nowMs, custom: context.events }),
+    eventsValidator.parse(input, {
+      nowMs: context.nowMs,
+      custom: context.events,
+      ...(context.identifiers ? { customIds: context.identifiers } : {}),
+    }),
   );
   return Array.isArray(record) ? record : { kind: 'events', record };
 }

@@ -1,5 +1,12 @@
 import { Injectable, Optional } from '@nestjs/common';
-import { customerIdSeed, identifierList, identityKey, type Identifier } from '@cdp/domain';
+import {
+  customerIdSeed,
+  identifierList,
+  identityKey,
+  isIdentifierField,
+  type CustomIdentifierNames,
+  type Identifier,
+} from '@cdp/domain';
 import {
   bornKey,
   IdentityIndex,
@@ -12,6 +19,7 @@ import { Inspector } from '@cdp/inspector';
 import { Metrics } from '@cdp/metrics';
 import { FAULT_POINTS, faultPoint } from '@cdp/faults';
 import { ok, retry, type Step, type StepResult } from '@cdp/bus';
+import { SchemaRegistry } from '@cdp/schema';
 import type { ConflictRow, CustomerRow, IdentityLinkRow, MergeRow } from '@cdp/store';
 import { IdentityRebuild } from './identity-rebuild.service.js';
 
@@ -58,6 +66,8 @@ export class IdentityStep implements Step<IdentityInput, ResolvedBatch> {
     private readonly rebuild: IdentityRebuild,
     @Optional() private readonly metrics?: Metrics,
     @Optional() private readonly inspector?: Inspector,
+    /** The account's custom identifiers' merge confidence; without it every identifier merges. */
+    @Optional() private readonly schema?: SchemaRegistry,
   ) {}
 
   /**
@@ -110,13 +120,18 @@ export class IdentityStep implements Step<IdentityInput, ResolvedBatch> {
   ): Promise<StepResult<ResolvedBatch>> {
     if (items.length === 0) return ok({ resolutions: [], identifiers: [], pooled: new Set<string>() });
     const identifiers = items.map(({ record }) => identifierList(record.identifiers));
-    const records = items.map(({ message, index }, i) => ({
-      ids: identifiers[i]!,
-      seed: customerIdSeed(message.id, index),
-      born: bornKey(message.receivedAt, message.id, index),
-      message: message.id,
-      index,
-    }));
+    const lowKinds = await this.lowConfidence(account, identifiers);
+    const records = items.map(({ message, index }, i) => {
+      const low = lowKinds.size ? positionsOf(identifiers[i]!, lowKinds) : [];
+      return {
+        ids: identifiers[i]!,
+        seed: customerIdSeed(message.id, index),
+        born: bornKey(message.receivedAt, message.id, index),
+        message: message.id,
+        index,
+        ...(low.length ? { low } : {}),
+      };
+    });
     const lookUp = async (): Promise<ResolvedBatch> => {
       const [resolutions, pooled] = await Promise.all([
         this.identity.resolve(account, records),
@@ -136,6 +151,22 @@ export class IdentityStep implements Step<IdentityInput, ResolvedBatch> {
         return retry('the identity index of the account is being rebuilt by another processor');
       return ok(await lookUp());
     }
+  }
+
+  /**
+   * The account's low-confidence identifier kinds, read only when the batch carries a custom identifier.
+   * The API lets one through only once the schema defines it, so a kind this process does not know yet
+   * is looked up in a fresh read (a definition never changes afterwards: redeliveries resolve alike).
+   */
+  private async lowConfidence(account: string, identifiers: Identifier[][]): Promise<CustomIdentifierNames> {
+    if (!this.schema) return NONE;
+    const custom = new Set<string>();
+    for (const ids of identifiers) for (const id of ids) if (!isIdentifierField(id.kind)) custom.add(id.kind);
+    if (custom.size === 0) return NONE;
+    let schema = await this.schema.read(account);
+    if ([...custom].some((k) => !schema.identifierNames.has(k)))
+      schema = await this.schema.read(account, true);
+    return schema.lowConfidenceIdentifiers;
   }
 
   /** A record's identity effects as rows: links, merges and conflicts, with their cause. */
@@ -230,6 +261,17 @@ export class IdentityStep implements Step<IdentityInput, ResolvedBatch> {
     faultPoint(FAULT_POINTS.identitySettle);
     return this.identity.settle(account, [...new Set(messages.map((m) => m.id))]);
   }
+}
+
+const NONE: CustomIdentifierNames = new Set();
+
+/** Where in a record's identifiers the kinds named are. */
+function positionsOf(ids: readonly Identifier[], kinds: CustomIdentifierNames): number[] {
+  const out: number[] = [];
+  ids.forEach((id, i) => {
+    if (kinds.has(id.kind)) out.push(i);
+  });
+  return out;
 }
 
 /** A profile update that also folds in the customers this record merged. */

@@ -1,4 +1,4 @@
-import type { CustomFields } from '@cdp/domain';
+import type { CustomFields, CustomIdentifier, CustomIdentifierNames } from '@cdp/domain';
 import { BUILTIN_OBJECTS } from './builtin-objects.js';
 import type { AccountSchemaDoc, FieldDef, ObjectDef } from './schema.model.js';
 
@@ -10,6 +10,9 @@ export class AccountSchema {
   private readonly byName = new Map<string, ObjectDef>();
   private readonly byAlias = new Map<string, ObjectDef>();
   private readonly customCache = new Map<string, CustomFields>();
+  /** The names of the account's custom identifiers, and those of low merge confidence. */
+  readonly identifierNames: CustomIdentifierNames;
+  readonly lowConfidenceIdentifiers: CustomIdentifierNames;
 
   constructor(
     readonly doc: AccountSchemaDoc,
@@ -25,6 +28,21 @@ export class AccountSchema {
       });
     }
     for (const object of doc.objects) this.add(object);
+    this.identifierNames = new Set(this.customIdentifiers().map((i) => i.name));
+    this.lowConfidenceIdentifiers = new Set(
+      this.customIdentifiers()
+        .filter((i) => i.merge_confidence === 'low')
+        .map((i) => i.name),
+    );
+  }
+
+  /**
+   * The account's custom identifiers, oldest first. Everything that reads identifiers (events, profiles,
+   * lookups, bulk files, recommendations) takes them from here, with `identifierNames` for the domain's
+   * identifier functions (extractIdentifiers, collectIdentifiers, isIdentifierField).
+   */
+  customIdentifiers(): readonly CustomIdentifier[] {
+    return this.doc.identifiers ?? [];
   }
 
   private add(object: ObjectDef): void {

@@ -1,4 +1,4 @@
-import type { CustomFieldType } from '@cdp/domain';
+import type { CustomFieldType, CustomIdentifier } from '@cdp/domain';
 
 /** Who made a field, object or relation (spec/NOTES.md: the system value is `svc`). */
 export type CreatedBy = 'svc' | 'account';
@@ -47,6 +47,11 @@ export interface AccountSchemaDoc {
   objects: ObjectDef[];
   /** Fields and relations the account added to built-in objects, by object name. */
   extensions: Record<string, { fields: FieldDef[]; relations: RelationDef[] }>;
+  /**
+   * The account's custom identifiers (`POST /v3/schema/identifiers`), each also a field of customers and
+   * of events (in `extensions`). Absent in records written before they existed.
+   */
+  identifiers?: CustomIdentifier[];
 }
 
 export const EMPTY_SCHEMA_DOC: AccountSchemaDoc = { objects: [], extensions: {} };

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { ApiError } from '@cdp/contracts';
+import { ApiError, type Invalid } from '@cdp/contracts';
+import type { CustomIdentifier } from '@cdp/domain';
 import { METADATA_CACHE_CLOCK, MetadataCache, MetadataConflictError, MetadataStore } from '@cdp/metadata';
 import { AccountSchema } from './account-schema.js';
 import {
@@ -12,6 +13,9 @@ import {
 import { parseNewFields, parseNewRelation, parseObject } from './schema.validation.js';
 
 const BUCKET = 'schema';
+
+/** The objects a custom identifier adds its field to. */
+const IDENTIFIER_OBJECTS = ['customers', 'events'] as const;
 
 /**
  * How long a replica reuses an account's schema without reading the metadata store: a field created
@@ -87,6 +91,42 @@ export class SchemaRegistry {
       const relation = parseNewRelation(body, object, schema);
       target(doc, object).relations.push(relation);
       return relation;
+    });
+  }
+
+  /**
+   * A custom identifier: a text field of customers and one of events, both named after it, and the
+   * identifier itself. Its name and display name must be free on both objects (all or nothing); a
+   * clash is reported on the object's field (`customers.name`), as the original API's clients expect.
+   */
+  async createIdentifier(
+    account: string,
+    identifier: CustomIdentifier,
+  ): Promise<{ customers: FieldDef[]; events: FieldDef[] }> {
+    return this.change(account, (schema, doc) => {
+      const invalids: Invalid[] = [];
+      const created: Record<string, FieldDef[]> = {};
+      for (const objectName of IDENTIFIER_OBJECTS) {
+        const object = requireObject(schema, objectName);
+        const field = {
+          name: identifier.name,
+          display_name: identifier.display_name,
+          type: 'string',
+          description: `custom identifier (${identifier.merge_confidence} merge confidence)`,
+        };
+        try {
+          created[objectName] = parseNewFields(field, object).fields;
+        } catch (err) {
+          if (!(err instanceof ApiError) || !('invalids' in err.detail)) throw err;
+          for (const i of err.detail.invalids)
+            invalids.push({ ...i, field: `${objectName}.${String(i.field)}` });
+        }
+      }
+      if (invalids.length) throw ApiError.invalid(invalids);
+      for (const objectName of IDENTIFIER_OBJECTS)
+        target(doc, requireObject(schema, objectName)).fields.push(...created[objectName]!);
+      (doc.identifiers ??= []).push({ ...identifier, display_name: identifier.display_name.trim() });
+      return { customers: created.customers!, events: created.events! };
     });
   }
 

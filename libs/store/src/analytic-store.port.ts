@@ -110,6 +110,8 @@ export abstract class AnalyticStore {
   abstract redactCustomers(account: string, customerIds: readonly string[]): Promise<void>;
   /** Every identifier of the opt-out pool: what the hot pool is rebuilt from. */
   abstract optOutPool(account: string): AsyncIterable<{ kind: string; value: string }>;
+  /** Runs a statement that returns nothing (DDL, `INSERT … SELECT`) in the account's database (`{db}`). */
+  abstract execute(account: string, sql: string): Promise<void>;
   /** Runs a select in the account's database: `{db}` in the SQL names it. */
   abstract query<T>(account: string, sql: string, params?: Record<string, unknown>): Promise<T[]>;
   /**

@@ -212,6 +212,11 @@ export class ClickHouseStore extends AnalyticStore {
     });
   }
 
+  async execute(account: string, sql: string): Promise<void> {
+    await this.ensureAccount(account);
+    await this.transport.exec(sql.replaceAll('{db}', databaseName(account)));
+  }
+
   async query<T>(account: string, sql: string, params: Record<string, unknown> = {}): Promise<T[]> {
     await this.ensureAccount(account);
     return this.transport.query<T>(sql.replaceAll('{db}', databaseName(account)), params);

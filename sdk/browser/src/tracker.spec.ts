@@ -139,13 +139,31 @@ describe('Tracker', () => {
     await close();
   });
 
-  it('consent is the email channel opt-in; customer and entity go to their endpoints', async () => {
+  it('consent goes to POST /v3/consent with the reason, time and event data; an email is linked to the vuid first', async () => {
     const { svc, records, close } = tracker();
-    expect(svc.consent({ consent: false, identifier_field_name: 'phone', identifier_value: '123' })).toBe(
+    expect(svc.consent({ consent: false, identifier_field_name: 'vuid', identifier_value: 'v1' })).toBe(
       false,
     );
+    expect(svc.consent({ consent: true, identifier_field_name: 'email', identifier_value: 'ann-at' })).toBe(
+      false,
+    );
+    const before = Date.now() / 1000;
     expect(
-      svc.consent({ consent: true, identifier_field_name: 'email', identifier_value: 'ann@example.com' }),
+      svc.consent({
+        consent: true,
+        identifier_field_name: 'email',
+        identifier_value: ' ann@example.com ',
+        update_reason: 'signup form',
+        update_ts: 1_700_000_000,
+        event_data: { form: 'footer' },
+      }),
+    ).toBe(true);
+    // The original SDK's defaults: the field is email; a time in milliseconds is read as such.
+    expect(
+      svc.consent({ consent: false, identifier_value: 'ann@example.com', update_ts: 1_700_000_500_000 }),
+    ).toBe(true);
+    expect(
+      svc.consent({ consent: true, identifier_field_name: 'phone', identifier_value: '+4712345678' }),
     ).toBe(true);
     svc.customer({ customer_id: 'c1' }, { city: 'Oslo' });
     svc.entity('product', { product_id: 'p1', name: 'Lamp' });
@@ -154,10 +172,44 @@ describe('Tracker', () => {
       const sent = await records();
       paths.splice(0, paths.length, ...sent.map((s) => [s.path, s.body] as [string, unknown]));
     }
+    const vuid = svc.getVuid();
+    const phone = (paths[3]![1] as Record<string, unknown>[])[1]!;
+    expect(phone.consent_update_ts).toBeGreaterThanOrEqual(before);
+    expect(phone.consent_update_ts).toBeLessThanOrEqual(Date.now() / 1000);
     expect(paths).toEqual([
-      ['/v3/profiles', [{ attributes: { email: 'ann@example.com', vuid: svc.getVuid() } }]],
-      ['/v3/lists/subscriptions', [{ opted_in: true, email: 'ann@example.com' }]],
-      ['/v3/profiles', [{ attributes: { city: 'Oslo', customer_id: 'c1', vuid: svc.getVuid() } }]],
+      ['/v3/profiles', [{ attributes: { email: 'ann@example.com', vuid } }]],
+      [
+        '/v3/consent',
+        [
+          {
+            identifier_field_name: 'email',
+            identifier_value: 'ann@example.com',
+            consent: true,
+            consent_update_reason: 'signup form',
+            consent_update_ts: 1_700_000_000,
+            event_data: { form: 'footer' },
+          },
+        ],
+      ],
+      ['/v3/profiles', [{ attributes: { email: 'ann@example.com', vuid } }]],
+      [
+        '/v3/consent',
+        [
+          {
+            identifier_field_name: 'email',
+            identifier_value: 'ann@example.com',
+            consent: false,
+            consent_update_ts: 1_700_000_500,
+          },
+          {
+            identifier_field_name: 'phone',
+            identifier_value: '+4712345678',
+            consent: true,
+            consent_update_ts: phone.consent_update_ts,
+          },
+        ],
+      ],
+      ['/v3/profiles', [{ attributes: { city: 'Oslo', customer_id: 'c1', vuid } }]],
       ['/v3/objects/product', [{ product_id: 'p1', name: 'Lamp' }]],
     ]);
     await close();

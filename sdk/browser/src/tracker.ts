@@ -23,7 +23,8 @@ export interface ConsentOptions {
   identifier_field_name?: string;
   identifier_value: string;
   update_reason?: string;
-  update_ts?: number;
+  /** Unix seconds (milliseconds and Dates are read too). */
+  update_ts?: number | Date;
   event_data?: Record<string, unknown>;
 }
 
@@ -32,6 +33,9 @@ type Fields = Record<string, unknown>;
 const NAMED_IDENTIFIERS = ['customer_id', 'email', 'vuid'];
 const isIdentifier = (name: string) =>
   NAMED_IDENTIFIERS.includes(name) || name.startsWith('svc_alias_') || name.endsWith('_push_tokens');
+
+/** Unix seconds of a time given in seconds, milliseconds (past 1e11, i.e. year 5138 in seconds) or a Date. */
+const unixSeconds = (t: number | Date) => (+t > 1e11 ? +t / 1000 : +t);
 
 /**
  * The browser SDK's calls (the original web SDK's shapes under the global `svc`). Every call carries
@@ -92,16 +96,28 @@ export class Tracker {
   }
 
   /**
-   * `svc.consent({consent, identifier_field_name: 'email', identifier_value})`: the email channel's
-   * opt-in (spec "Lists and subscriptions": `{opted_in, email}`). The reason, time and event data have
-   * no place in that request. Returns false, sending nothing, without a usable email.
+   * `svc.consent({consent, identifier_field_name, identifier_value, update_reason, update_ts, event_data})`:
+   * `POST /v3/consent` (for `email` the channel opt-in: the profile's `opted_in` and `svc_all`). A consent
+   * record names one identifier only, so for an email the vuid is linked by a profile update queued first.
+   * `update_ts` (unix seconds, milliseconds or a Date) defaults to the call's time, so a consent delivered
+   * late (offline, retried) keeps when it was given. Returns false, sending nothing, for an identifier
+   * that takes no consent (email, phone, `*_push_tokens`) or an email that is none.
    */
   consent(options: ConsentOptions): boolean {
     const field = options?.identifier_field_name ?? 'email';
-    if (field !== 'email' || !isEmailLike(options.identifier_value)) return false;
-    const email = options.identifier_value.trim();
-    this.customer({ email });
-    this.outbox.add('/v3/lists/subscriptions', { opted_in: Boolean(options.consent), email });
+    const value = options?.identifier_value;
+    const email = field === 'email';
+    if (email ? !isEmailLike(value) : !/^phone$|_push_tokens$/.test(field) || !value) return false;
+    const id = email ? value.trim() : value;
+    if (email) this.customer({ email: id });
+    this.outbox.add('/v3/consent', {
+      identifier_field_name: field,
+      identifier_value: id,
+      consent: Boolean(options.consent),
+      consent_update_reason: options.update_reason,
+      consent_update_ts: unixSeconds(options.update_ts ?? Date.now()),
+      event_data: options.event_data,
+    });
     return true;
   }
 

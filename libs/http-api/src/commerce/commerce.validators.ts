@@ -12,6 +12,7 @@ import {
   normalizeOrderUpdate,
   normalizeProduct,
   normalizeProfile,
+  type CustomIdentifierNames,
   type EventInput,
   type EventRecord,
   type OrderUpdateRecord,
@@ -85,12 +86,12 @@ interface V2EventIn {
  * The v2 event shape as a v3 event: identifier fields and `action` are lifted out of `data` (spec
  * "Entities (v2)": `{type: order, data: {action, email, order: {...}}}`).
  */
-export function v2ToV3(input: V2EventIn): EventInput {
+export function v2ToV3(input: V2EventIn, customIds?: CustomIdentifierNames): EventInput {
   const identifiers: Fields = { ...(input.identifiers ?? {}) };
   const data: Fields = {};
   for (const [name, value] of Object.entries(input.data)) {
     if (name === 'action') continue;
-    if (isIdentifierField(name)) identifiers[name] = value;
+    if (isIdentifierField(name, customIds)) identifiers[name] = value;
     else data[name] = value;
   }
   const action = input.data.action ?? input.action;
@@ -104,7 +105,7 @@ export const v2EventsValidator = new BatchValidator<V2EventIn, EventRecord, Even
   v2EventSchema,
   'event',
   (input, index, context) => {
-    const result = eventRule(v2ToV3(input), index, context);
+    const result = eventRule(v2ToV3(input, context.customIds), index, context);
     if (!Array.isArray(result)) return result;
     return result.map((invalid) =>
       invalid.field === 'identifiers'
@@ -120,7 +121,11 @@ export const v2EventsValidator = new BatchValidator<V2EventIn, EventRecord, Even
 export const ProductsBatch = BatchValidationPipe(productsValidator, noContext);
 export const OrderUpdatesBatch = BatchValidationPipe(orderUpdatesValidator, noContext);
 export const EntitiesBatch = BatchValidationPipe(entitiesValidator, noContext);
-export const V2EventsBatch = BatchValidationPipe(v2EventsValidator, async (schema, request) => ({
-  nowMs: request.receivedAt,
-  custom: (await schema.read(request.account)).customFields('events'),
-}));
+export const V2EventsBatch = BatchValidationPipe(v2EventsValidator, async (schema, request) => {
+  const account = await schema.read(request.account);
+  return {
+    nowMs: request.receivedAt,
+    custom: account.customFields('events'),
+    customIds: account.identifierNames,
+  };
+});

@@ -7,6 +7,7 @@ import {
   normalizeEvent,
   readCustomFields,
   type CustomFields,
+  type CustomIdentifierNames,
   standardEventProblems,
   type EventInput,
   type EventRecord,
@@ -16,6 +17,8 @@ import {
 export interface EventsContext {
   nowMs: number;
   custom: CustomFields;
+  /** The account's custom identifiers (identifiers besides the built-in ones). */
+  customIds?: CustomIdentifierNames;
 }
 
 /**
@@ -25,10 +28,10 @@ export interface EventsContext {
 export function eventRule(
   input: EventInput,
   index: number,
-  { nowMs, custom }: EventsContext,
+  { nowMs, custom, customIds }: EventsContext,
 ): EventRecord | Invalid[] {
   const invalids: Invalid[] = [];
-  if (extractIdentifiers(input.identifiers).length === 0) {
+  if (extractIdentifiers(input.identifiers, customIds).length === 0) {
     invalids.push({ event: index, field: 'identifiers', reason: IDENTIFIER_REQUIRED_REASON });
   }
   const email = customerFieldProblem('email', input.identifiers.email);
@@ -38,7 +41,7 @@ export function eventRule(
   }
   const customValues = readCustomFields(input.data, custom, 'data.');
   for (const invalid of customValues.invalids) invalids.push({ event: index, ...invalid });
-  const record = normalizeEvent(input, nowMs, customValues.values);
+  const record = normalizeEvent(input, nowMs, customValues.values, customIds);
   if ('invalidTs' in record) {
     invalids.push({
       event: index,
@@ -62,7 +65,11 @@ export const eventsValidator = new BatchValidator<EventInput, EventRecord, Event
 );
 
 /** The pipe of `POST /v3/events`: the account's custom event fields, `ts` defaulting to the receipt. */
-export const EventsBatch = BatchValidationPipe(eventsValidator, async (schema, request) => ({
-  nowMs: request.receivedAt,
-  custom: (await schema.read(request.account)).customFields('events'),
-}));
+export const EventsBatch = BatchValidationPipe(eventsValidator, async (schema, request) => {
+  const account = await schema.read(request.account);
+  return {
+    nowMs: request.receivedAt,
+    custom: account.customFields('events'),
+    customIds: account.identifierNames,
+  };
+});

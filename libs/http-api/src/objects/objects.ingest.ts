@@ -94,7 +94,10 @@ export class ObjectsIngest {
     const body = Array.isArray(r.body) ? r.body.map(wrap) : wrap(r.body);
     let records;
     try {
-      records = profilesValidator.parse(body, r.schema.customFields('customers'));
+      records = profilesValidator.parse(body, {
+        custom: r.schema.customFields('customers'),
+        customIds: r.schema.identifierNames,
+      });
     } catch (err) {
       // The fields are at the top of each record here, not under `attributes`.
       if (err instanceof ApiError && 'invalids' in err.detail) {

@@ -1,7 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { ApiError } from '@cdp/contracts';
-import { ALIAS_PREFIX, NAMED_IDENTIFIERS, extractIdentifiers, type Attributes } from '@cdp/domain';
+import {
+  ALIAS_PREFIX,
+  NAMED_IDENTIFIERS,
+  extractIdentifiers,
+  isIdentifierField,
+  type Attributes,
+} from '@cdp/domain';
 import { IdentityIndex, ProfileState } from '@cdp/identity';
+import { SchemaRegistry } from '@cdp/schema';
 
 /** Reads a profile from the hot state by any identifier kind, alias included. */
 @Injectable()
@@ -9,13 +16,21 @@ export class ProfileLookup {
   constructor(
     private readonly identity: IdentityIndex,
     private readonly profiles: ProfileState,
+    private readonly schema: SchemaRegistry,
   ) {}
 
   async find(account: string, query: Record<string, unknown>): Promise<Attributes> {
-    const ids = extractIdentifiers(query);
+    // The account's custom identifiers find customers too; the schema is read only when one may be asked.
+    const custom = Object.keys(query).some((k) => !isIdentifierField(k))
+      ? (await this.schema.read(account)).identifierNames
+      : undefined;
+    const ids = extractIdentifiers(query, custom);
     if (ids.length === 0) {
       throw ApiError.invalid([
-        { field: [...NAMED_IDENTIFIERS, `${ALIAS_PREFIX}<name>`], reason: 'one identifier is required' },
+        {
+          field: [...NAMED_IDENTIFIERS, `${ALIAS_PREFIX}<name>`, ...(custom ?? [])],
+          reason: 'one identifier is required',
+        },
       ]);
     }
     for (const id of ids) {

@@ -50,7 +50,11 @@ export class ProfilesController {
   @ApiQuery({ name: 'customer_id', required: false })
   @ApiQuery({ name: 'vuid', required: false })
   @ApiQuery({ name: 'svc_alias_NAME', required: false, description: 'any alias, NAME being the alias name' })
-  @ApiResponse({ status: 200, description: '{attributes: {...}}' })
+  @ApiResponse({
+    status: 200,
+    description:
+      '{attributes: {...}}; any custom identifier of the account (GET /v3/schema/identifiers) finds the customer too',
+  })
   async get(
     @Query() query: Record<string, unknown>,
     @CurrentPrincipal() principal: Principal,

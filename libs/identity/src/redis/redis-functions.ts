@@ -7,7 +7,7 @@
  * identifier set, a message's remembered effects). They all carry the account's hash tag, so they
  * live in the declared keys' cluster slot.
  */
-export const LIBRARY_VERSION = '14';
+export const LIBRARY_VERSION = '15';
 /**
  * The version is part of the library's and the functions' names, so processors of two releases can
  * share one Redis during a rolling upgrade: each calls the functions it was written against.
@@ -22,7 +22,8 @@ export const LIBRARY = `#!lua name=${LIBRARY_NAME}
 -- KEYS[1] identity hash of the account (identity key -> customer), KEYS[2] its ready marker.
 -- ARGV[1] the account's key prefix 'cdp:{<account>}:', ARGV[2] the merge limit, ARGV[3] JSON
 -- {m: [message ids], r: [[message number (1-based), record index, seed, born, [identity keys],
---  position of the customer_id key (0-based, -1 if none), customer_id value or '']]}.
+--  position of the customer_id key (0-based, -1 if none), customer_id value or '',
+--  optional [positions (0-based) of low-confidence keys]]]}.
 -- Other keys: <p>born, <p>cids (customer -> born key / customer_id), <p>merged (loser -> survivor),
 -- <p>m:<customer> (its identity keys), <p>a:<customer> (customers merged into it), <p>done:<message>
 -- (the resolutions of a message until it is settled), <p>unsettled (those messages).
@@ -100,14 +101,20 @@ local function cdp_resolve(keys, args)
       end
       if only then return only, false end
     end
-    local known, seen = {}, {}
+    -- Low-confidence identifiers count only when the others know nobody (resolution.ts).
+    local low = {}
+    if rec[8] then for _, j in ipairs(rec[8]) do low[j + 1] = true end end
+    local known, seen, low_owner = {}, {}, nil
     for j = 1, #ks do
       local o = owners[j]
-      if o and not seen[o] then
+      if o and low[j] then
+        if not low_owner then low_owner = o end
+      elseif o and not seen[o] then
         seen[o] = true
         known[#known + 1] = o
       end
     end
+    if #known == 0 and low_owner then known[1] = low_owner end
     local record_cid = nil
     local anchor = nil
     if cid_pos >= 0 then

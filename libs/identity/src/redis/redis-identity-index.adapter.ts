@@ -60,7 +60,7 @@ export class RedisIdentityIndex extends IdentityIndex {
       let m = number.get(rec.message);
       if (m === undefined) number.set(rec.message, (m = messages.push(rec.message)));
       const cidPos = rec.ids.findIndex((id) => id.kind === 'customer_id');
-      return [
+      const r: unknown[] = [
         m,
         rec.index,
         rec.seed,
@@ -69,6 +69,8 @@ export class RedisIdentityIndex extends IdentityIndex {
         cidPos,
         cidPos >= 0 ? rec.ids[cidPos]!.value : '',
       ];
+      if (rec.low?.length) r.push(rec.low);
+      return r;
     });
     let raw: string;
     try {

@@ -47,6 +47,9 @@ export function buildProcessor(store: AnalyticStore) {
     identity,
     profiles,
     new IdentityRebuild(identity, profiles, consent, store, metadata, logger, identifierState),
+    undefined,
+    undefined,
+    schema,
   );
   const ordersStep = new OrdersStep(orders, new OrdersRebuild(orders, store, metadata, logger));
   const productsStep = new ProductsStep(store);

@@ -20,4 +20,24 @@ describe('ChdbTransport', () => {
     const second = new ChdbTransport(mkdtempSync(join(tmpdir(), 'cdp-chdb-')));
     await second.close();
   });
+
+  it('finishes a streamed read while other queries and statements run before and during it', async () => {
+    const transport = new ChdbTransport(mkdtempSync(join(tmpdir(), 'cdp-chdb-')));
+    try {
+      let rows = 0;
+      // Already running when the stream starts.
+      const side: Promise<unknown>[] = [transport.query('SELECT count() AS n FROM numbers(3000000)')];
+      for await (const row of transport.stream<{ number: number }>('SELECT number FROM numbers(300000)')) {
+        rows++;
+        if (row.number === 10) side.push(transport.query('SELECT 1 AS x'));
+        if (row.number === 20)
+          side.push(transport.exec('CREATE TABLE IF NOT EXISTS side (a UInt8) ENGINE = Memory'));
+        if (row.number === 30) side.push(transport.insert('side', '{"a":1}\n'));
+      }
+      expect(rows).toBe(300000);
+      await expect(Promise.all(side)).resolves.toEqual([[{ n: 3000000 }], [{ x: 1 }], undefined, undefined]);
+    } finally {
+      await transport.close();
+    }
+  });
 });

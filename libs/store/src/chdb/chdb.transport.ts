@@ -8,6 +8,7 @@ import {
   toStoreError,
   type ClickHouseTransport,
 } from '../clickhouse-transport.js';
+import { SessionGate } from './session-gate.js';
 
 /**
  * The engine writes a staged file inside this process, beside DuckDB writing the page before: one
@@ -24,6 +25,8 @@ export class ChdbTransport implements ClickHouseTransport {
   readonly name = 'chdb';
   private static openPath: string | undefined;
   private session: Session | undefined;
+  /** Streams have the session to themselves (see SessionGate). */
+  private readonly gate = new SessionGate();
 
   constructor(path: string) {
     if (ChdbTransport.openPath !== undefined) {
@@ -41,7 +44,7 @@ export class ChdbTransport implements ClickHouseTransport {
   }
 
   async exec(sql: string): Promise<void> {
-    await storeCall(() => this.db.queryAsync(sql));
+    await this.gate.shared(() => storeCall(() => this.db.queryAsync(sql)));
   }
 
   async insert(
@@ -53,13 +56,23 @@ export class ChdbTransport implements ClickHouseTransport {
     // A test makes the store refuse every write a while here (`store.transport.insert:throw~MS`).
     faultPoint('store.transport.insert');
     const format = columns ? 'JSONCompactEachRow' : 'JSONEachRow';
-    await storeCall(() =>
-      this.db.insert({ table, values: Buffer.from(rows), format, settings, ...(columns ? { columns } : {}) }),
+    await this.gate.shared(() =>
+      storeCall(() =>
+        this.db.insert({
+          table,
+          values: Buffer.from(rows),
+          format,
+          settings,
+          ...(columns ? { columns } : {}),
+        }),
+      ),
     );
   }
 
   async query<T>(sql: string, params: Record<string, unknown> = {}): Promise<T[]> {
-    const result = await storeCall(() => this.db.queryBindAsync(sql, params, { format: 'JSONEachRow' }));
+    const result = await this.gate.shared(() =>
+      storeCall(() => this.db.queryBindAsync(sql, params, { format: 'JSONEachRow' })),
+    );
     const text = result.text();
     if (!text) return [];
     return text
@@ -69,23 +82,28 @@ export class ChdbTransport implements ClickHouseTransport {
   }
 
   async *stream<T>(sql: string, params: Record<string, unknown> = {}): AsyncIterable<T> {
-    const stream = this.db.queryStreamBind(sql, params, { format: 'JSONEachRow' });
+    const release = await this.gate.exclusive();
+    let stream: ReturnType<Session['queryStreamBind']> | undefined;
     try {
+      stream = this.db.queryStreamBind(sql, params, { format: 'JSONEachRow' });
       for await (const row of stream.rows<T>()) yield row;
     } catch (err) {
       throw toStoreError(err);
     } finally {
-      stream.cancel();
+      stream?.cancel();
+      release();
     }
   }
 
   /** The engine writes the file itself (`INTO OUTFILE`): streaming Parquet chunks are separate files. */
   async writeParquet(sql: string, params: Record<string, unknown>, path: string): Promise<void> {
     const target = `'${path.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
-    await storeCall(() =>
-      this.db.queryBindAsync(
-        `${sql} INTO OUTFILE ${target} FORMAT Parquet SETTINGS ${PARQUET_SETTINGS}, ${IN_PROCESS_STAGING}`,
-        params,
+    await this.gate.shared(() =>
+      storeCall(() =>
+        this.db.queryBindAsync(
+          `${sql} INTO OUTFILE ${target} FORMAT Parquet SETTINGS ${PARQUET_SETTINGS}, ${IN_PROCESS_STAGING}`,
+          params,
+        ),
       ),
     );
   }

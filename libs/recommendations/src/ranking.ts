@@ -1,0 +1,81 @@
+import { CANDIDATES_PER_KIND } from './recommendations.sql.js';
+import type { RecommendationType } from './recommender.port.js';
+
+export interface Pair {
+  source: string;
+  related: string;
+  score: number;
+}
+
+/** A product's related products, best first, with their normalised affinity. */
+export type Neighbours = [related: string, score: number][];
+
+/** How many related products a product keeps: the candidates never need more. */
+const NEIGHBOURS = CANDIDATES_PER_KIND;
+
+export interface Ranked {
+  product_id: string;
+  type: RecommendationType;
+}
+
+/**
+ * Each source's related products by affinity(source, related) / √(popularity(source) ·
+ * popularity(related)) — cosine similarity of co-interest, so a product popular with everyone does not
+ * relate to everything — best first.
+ */
+export function neighbourLists(
+  pairs: readonly Pair[],
+  popularity: ReadonlyMap<string, number>,
+): Map<string, Neighbours> {
+  const lists = new Map<string, Neighbours>();
+  for (const { source, related, score } of pairs) {
+    const ps = popularity.get(source);
+    const pr = popularity.get(related);
+    if (!ps || !pr) continue;
+    let list = lists.get(source);
+    if (!list) lists.set(source, (list = []));
+    list.push([related, score / Math.sqrt(ps * pr)]);
+  }
+  for (const [source, list] of lists) {
+    lists.set(source, list.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, NEIGHBOURS));
+  }
+  return lists;
+}
+
+/** Σ over the sources of weight(source) · similarity(source, related): the best `CANDIDATES_PER_KIND`. */
+export function relatedScores(
+  neighbours: ReadonlyMap<string, Neighbours>,
+  weights: ReadonlyMap<string, number>,
+): string[] {
+  const scores = new Map<string, number>();
+  for (const [source, weight] of weights) {
+    for (const [related, score] of neighbours.get(source) ?? []) {
+      scores.set(related, (scores.get(related) ?? 0) + weight * score);
+    }
+  }
+  return [...scores.entries()]
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+    .slice(0, CANDIDATES_PER_KIND)
+    .map(([id]) => id);
+}
+
+/**
+ * One ranking of every candidate, best first: products related to the page's products (contextual),
+ * then to the customer's own history (personal), then the best sellers; each product once, under the
+ * first kind that names it; excluded products (bought lately, on the page) never.
+ */
+export function rank(
+  tiers: readonly [RecommendationType, readonly string[]][],
+  excluded: ReadonlySet<string>,
+): Ranked[] {
+  const seen = new Set<string>();
+  const out: Ranked[] = [];
+  for (const [type, ids] of tiers) {
+    for (const id of ids) {
+      if (seen.has(id) || excluded.has(id)) continue;
+      seen.add(id);
+      out.push({ product_id: id, type });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,31 @@
+import { AnalyticStore } from '@cdp/store';
+import { RECS_TABLES } from './recommendations.sql.js';
+
+/** Creates an account's recommendation tables once per process (idempotent DDL). */
+export class RecommendationTables {
+  private readonly ready = new Map<string, Promise<void>>();
+
+  constructor(private readonly store: AnalyticStore) {}
+
+  ensure(account: string): Promise<void> {
+    let done = this.ready.get(account);
+    if (!done) {
+      done = (async () => {
+        for (const ddl of RECS_TABLES) await this.store.execute(account, ddl);
+      })();
+      done.catch(() => this.ready.delete(account));
+      this.ready.set(account, done);
+    }
+    return done;
+  }
+}
+
+/** Puts whole numbers in place of `{name:Type}` parameters, for statements run without binding. */
+export function inline(sql: string, values: Record<string, number>): string {
+  return sql.replace(/\{(\w+):\w+\}/g, (whole, name: string) => {
+    const value = values[name];
+    if (value === undefined) return whole;
+    if (!Number.isSafeInteger(value)) throw new Error(`${name} must be a whole number`);
+    return String(value);
+  });
+}

@@ -1,0 +1,56 @@
+import {
+  BEST_SELLER_DAYS,
+  BOUGHT_WINDOW_DAYS,
+  CANDIDATES_PER_KIND,
+  DECAY_EPOCH_MS,
+  HALF_LIFE_MS,
+  SEED_INTERACTIONS,
+} from './recommendations.sql.js';
+
+/** Columns of `products` that are the platform's, not the product's. */
+export const INTERNAL_PRODUCT_COLUMNS = ['version', 'msg_id', 'updated_at'];
+
+/** Small reads: one thread each, so that many requests at once do not fight over the cores. */
+const SMALL = 'SETTINGS max_threads = 1';
+
+/** Whoever was merged into the customer (two generations of merges): their history is the customer's. */
+export const MERGED_SQL = `SELECT svc_id FROM {db}.customer_survivors WHERE survivor = {customer:String}
+UNION ALL SELECT svc_id FROM {db}.customer_survivors
+  WHERE survivor IN (SELECT svc_id FROM {db}.customer_survivors WHERE survivor = {customer:String})
+${SMALL}`;
+
+/**
+ * The customer's seeds (their latest interactions, weighted by kind and decayed to the same scale as
+ * the affinities) and their purchases of the last 180 days, read straight from `line_items` so that a
+ * purchase stored a moment ago counts. `{ids}`: the customer and whoever was merged into them.
+ */
+export const CUSTOMER_SQL = `SELECT 'seed' AS kind, product_id,
+  sum(w * exp2((toUnixTimestamp64Milli(ts) - ${DECAY_EPOCH_MS}) / ${HALF_LIFE_MS})) AS weight
+FROM (
+  SELECT product_id, w, ts FROM {db}.rec_interactions WHERE svc_id IN {ids:Array(String)}
+  ORDER BY ts DESC LIMIT ${SEED_INTERACTIONS}
+) GROUP BY product_id
+UNION ALL
+SELECT DISTINCT 'bought' AS kind, assumeNotNull(product_id) AS product_id, 0. AS weight FROM {db}.line_items
+WHERE svc_id IN {ids:Array(String)} AND action = 'purchase' AND product_id IS NOT NULL
+  AND ts >= now64(3) - INTERVAL ${BOUGHT_WINDOW_DAYS} DAY
+${SMALL}`;
+
+/** The affinities of the source products (seeds and the page's products). */
+export const PAIRS_SQL = `SELECT product_id AS source, related_id AS related, sum(score) AS score
+FROM {db}.rec_affinities WHERE product_id IN {sources:Array(String)}
+GROUP BY source, related ${SMALL}`;
+
+/** Decayed interest in these products: what affinities are normalised by. */
+export const POPULARITY_SQL = `SELECT product_id, sum(score) AS pop FROM {db}.rec_popularity
+WHERE product_id IN {ids:Array(String)} GROUP BY product_id ${SMALL}`;
+
+/** The best sellers of the last days: units, then revenue. */
+export const BEST_SELLERS_SQL = `SELECT product_id, sum(units) AS units, sum(revenue) AS revenue FROM {db}.rec_sales
+WHERE hour >= toStartOfHour(now() - INTERVAL ${BEST_SELLER_DAYS} DAY)
+GROUP BY product_id HAVING units > 0
+ORDER BY units DESC, revenue DESC, product_id LIMIT ${CANDIDATES_PER_KIND} ${SMALL}`;
+
+/** The records of these products, every base and custom field. */
+export const PRODUCTS_SQL = `SELECT * EXCEPT (${INTERNAL_PRODUCT_COLUMNS.join(', ')}) FROM {db}.products FINAL
+WHERE product_id IN {ids:Array(String)} ${SMALL}`;

@@ -1,0 +1,72 @@
+import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { LOGGER, type Logger } from '@cdp/logger';
+import { MetadataStore } from '@cdp/metadata';
+import { AnalyticStore } from '@cdp/store';
+import { RecommendationsRefresh } from './recommendations-refresh.js';
+import { RefreshLease } from './refresh-lease.js';
+
+/** How often accounts are checked for newly committed messages. */
+export const REFRESH_INTERVAL_MS = 1_000;
+
+/**
+ * Runs beside the processor (the store's writer): every second, each account with messages committed
+ * since its last refresh gets its recommendation tables brought up to date — by one processor at a
+ * time (RefreshLease).
+ */
+@Injectable()
+export class RecommendationsRefreshJob implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly refresh: RecommendationsRefresh;
+  private readonly lease: RefreshLease;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> = Promise.resolve();
+  private stopped = false;
+
+  constructor(
+    store: AnalyticStore,
+    private readonly metadata: MetadataStore,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {
+    this.refresh = new RecommendationsRefresh(store);
+    this.lease = new RefreshLease(metadata);
+  }
+
+  onApplicationBootstrap(): void {
+    this.schedule();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+    await this.lease.release().catch(() => undefined);
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.tick().finally(() => this.schedule());
+    }, REFRESH_INTERVAL_MS);
+    this.timer.unref();
+  }
+
+  /** One pass over the accounts; a failing account is logged and tried again next time. */
+  async tick(): Promise<void> {
+    let accounts: { id: string }[];
+    try {
+      if (!(await this.lease.hold())) return; // another processor refreshes
+      accounts = (await this.metadata.list<{ id: string }>('accounts')).map((a) => a.value);
+    } catch (err) {
+      this.logger.warn({ err }, 'recommendations: accounts could not be listed');
+      return;
+    }
+    for (const { id } of accounts) {
+      if (this.stopped) return;
+      try {
+        const taken = await this.refresh.refresh(id);
+        if (taken) this.logger.debug({ account: id, messages: taken }, 'recommendations refreshed');
+      } catch (err) {
+        this.logger.warn({ err, account: id }, 'recommendations refresh failed; retrying later');
+      }
+    }
+  }
+}

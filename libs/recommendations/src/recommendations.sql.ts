@@ -1,0 +1,141 @@
+/**
+ * The recommendation tables of an account's database, and the SQL that builds and reads them. Plain
+ * ClickHouse SQL (chDB and a server run the same); `{db}` names the account's database.
+ *
+ * Time decay without rewriting rows: a contribution made at time t is stored multiplied by
+ * 2^((t − EPOCH) / HALF_LIFE). Every score is a sum of such terms, so comparing two scores now is the
+ * same as comparing them decayed to now (the common factor 2^(−(now − EPOCH) / HALF_LIFE) cancels),
+ * and a refresh only ever adds rows. Float64 holds the factor until about 2100.
+ */
+export const DECAY_EPOCH_MS = Date.UTC(2024, 0, 1);
+export const HALF_LIFE_MS = 30 * 86_400_000;
+/** Two interactions of one customer further apart than this are not related. */
+export const PAIR_WINDOW_MS = 90 * 86_400_000;
+/** Interaction weights: a purchase says more than an add to cart, which says more than a look. */
+export const WEIGHTS = { detail: 1, add_to_cart: 2, purchase: 3 } as const;
+/** How far back a purchase keeps a product out of the customer's recommendations. */
+export const BOUGHT_WINDOW_DAYS = 180;
+/** The best sellers' window. */
+export const BEST_SELLER_DAYS = 7;
+/** The customer's latest interactions a personal recommendation starts from. */
+export const SEED_INTERACTIONS = 50;
+/** Candidates of each kind ranked per request. */
+export const CANDIDATES_PER_KIND = 300;
+/** Commits later than this behind the newest seen are still picked up (processors' clocks and batches). */
+const LATE_COMMITS_MS = 60_000;
+
+const DEDUP = 'SETTINGS non_replicated_deduplication_window = 1000';
+const decay = (ts: string) => `exp2((toUnixTimestamp64Milli(${ts}) - ${DECAY_EPOCH_MS}) / ${HALF_LIFE_MS})`;
+
+export const RECS_TABLES = [
+  // Which committed messages a refresh generation took in (`gen`: its start in ms, increasing).
+  `CREATE TABLE IF NOT EXISTS {db}.rec_messages (
+  msg_id String,
+  gen UInt64,
+  commit_at DateTime64(3, 'UTC')
+) ENGINE = MergeTree ORDER BY (gen, msg_id)`,
+  // Generations whose derived rows are all written; one missing here is derived again after a crash.
+  `CREATE TABLE IF NOT EXISTS {db}.rec_generations (gen UInt64, done_at DateTime64(3, 'UTC'))
+ENGINE = MergeTree ORDER BY gen`,
+  // A customer's interactions with products: detail views, adds to cart, purchased line items.
+  `CREATE TABLE IF NOT EXISTS {db}.rec_interactions (
+  svc_id String,
+  product_id String,
+  ts DateTime64(3, 'UTC'),
+  w Float64,
+  kind LowCardinality(String),
+  ikey UInt64,
+  gen UInt64
+) ENGINE = MergeTree ORDER BY (svc_id, ts) ${DEDUP}`,
+  // Item-to-item affinity: decayed co-interest and co-purchase of one customer's products, both ways.
+  `CREATE TABLE IF NOT EXISTS {db}.rec_affinities (
+  product_id String,
+  related_id String,
+  score Float64
+) ENGINE = SummingMergeTree ORDER BY (product_id, related_id) ${DEDUP}`,
+  // Decayed interest per product: what affinities are normalised by (popular items relate to everything).
+  `CREATE TABLE IF NOT EXISTS {db}.rec_popularity (product_id String, score Float64)
+ENGINE = SummingMergeTree ORDER BY product_id ${DEDUP}`,
+  // Units and revenue sold per hour and product, by the order's time: the best sellers' source.
+  `CREATE TABLE IF NOT EXISTS {db}.rec_sales (
+  hour DateTime('UTC'),
+  product_id String,
+  units Float64,
+  revenue Float64
+) ENGINE = SummingMergeTree ORDER BY (hour, product_id) ${DEDUP}`,
+];
+
+/** Generations taken in but not finished (a crash in between): derived again, deduplicated. */
+export const UNFINISHED_GENERATIONS = `SELECT DISTINCT gen FROM {db}.rec_messages
+WHERE gen NOT IN (SELECT gen FROM {db}.rec_generations) ORDER BY gen`;
+
+/** The newest commit a refresh has seen, and the newest commit there is. */
+export const WATERMARKS = `SELECT
+  (SELECT toUnixTimestamp64Milli(max(commit_at)) FROM {db}.rec_messages) AS seen_ms,
+  (SELECT toUnixTimestamp64Milli(max(at)) FROM {db}.ingest_commits WHERE done = 1) AS committed_ms,
+  (SELECT max(gen) FROM {db}.rec_messages) AS last_gen`;
+
+/**
+ * Takes in every committed message not yet taken, as generation {gen}. Commits are found from the
+ * newest seen minus a margin, and the ones already taken in that margin are skipped by id (a message
+ * committed then was taken by a generation started after it: `gen` is its start, in the same clock).
+ */
+export const TAKE_MESSAGES = `INSERT INTO {db}.rec_messages (msg_id, gen, commit_at)
+SELECT msg_id, {gen:UInt64}, max(at) FROM {db}.ingest_commits
+WHERE done = 1 AND at >= fromUnixTimestamp64Milli({since:Int64}, 'UTC')
+  AND msg_id NOT IN (
+    SELECT msg_id FROM {db}.rec_messages WHERE gen >= {since:Int64} - ${LATE_COMMITS_MS})
+GROUP BY msg_id`;
+
+export { LATE_COMMITS_MS };
+
+export const GENERATION_SIZE = `SELECT count() AS n FROM {db}.rec_messages WHERE gen = {gen:UInt64}`;
+
+const OF_GEN = `msg_id IN (SELECT msg_id FROM {db}.rec_messages WHERE gen = {gen:UInt64})`;
+
+/** The statements deriving one generation, each deduplicated by its token (a crash re-runs them). */
+export const DERIVE_GENERATION: { name: string; sql: string }[] = [
+  {
+    name: 'interactions',
+    sql: `INSERT INTO {db}.rec_interactions (svc_id, product_id, ts, w, kind, ikey, gen)
+SELECT svc_id, assumeNotNull(product_id), ts, if(action = 'add_to_cart', ${WEIGHTS.add_to_cart}, ${WEIGHTS.detail}),
+  action, cityHash64(event_id), {gen:UInt64}
+FROM {db}.events
+WHERE ${OF_GEN} AND type = 'product' AND action IN ('detail', 'add_to_cart') AND ifNull(product_id, '') != ''
+UNION ALL
+SELECT svc_id, assumeNotNull(product_id), ts, ${WEIGHTS.purchase}, 'purchase', cityHash64(line_item_id), {gen:UInt64}
+FROM {db}.line_items
+WHERE ${OF_GEN} AND action = 'purchase' AND ifNull(product_id, '') != ''`,
+  },
+  {
+    // Each pair once: a new interaction with every older one of its customer, and with the new ones
+    // before it; both directions are written.
+    name: 'affinities',
+    sql: `INSERT INTO {db}.rec_affinities (product_id, related_id, score)
+SELECT pair.1, pair.2, a.w * b.w * ${decay('greatest(a.ts, b.ts)')}
+FROM (SELECT svc_id, product_id, ts, w, ikey FROM {db}.rec_interactions WHERE gen = {gen:UInt64}) AS a
+INNER JOIN (
+  SELECT svc_id, product_id, ts, w, ikey, gen FROM {db}.rec_interactions
+  WHERE gen <= {gen:UInt64} AND svc_id IN (SELECT svc_id FROM {db}.rec_interactions WHERE gen = {gen:UInt64})
+) AS b ON a.svc_id = b.svc_id
+ARRAY JOIN [(a.product_id, b.product_id), (b.product_id, a.product_id)] AS pair
+WHERE a.product_id != b.product_id AND (b.gen < {gen:UInt64} OR b.ikey < a.ikey)
+  AND abs(toUnixTimestamp64Milli(a.ts) - toUnixTimestamp64Milli(b.ts)) <= ${PAIR_WINDOW_MS}`,
+  },
+  {
+    name: 'popularity',
+    sql: `INSERT INTO {db}.rec_popularity (product_id, score)
+SELECT product_id, w * ${decay('ts')} FROM {db}.rec_interactions WHERE gen = {gen:UInt64}`,
+  },
+  {
+    name: 'sales',
+    sql: `INSERT INTO {db}.rec_sales (hour, product_id, units, revenue)
+SELECT toStartOfHour(ts), assumeNotNull(product_id), ifNull(quantity, 1),
+  ifNull(subtotal, ifNull(price, 0) * ifNull(quantity, 1))
+FROM {db}.line_items WHERE ${OF_GEN} AND action = 'purchase' AND ifNull(product_id, '') != ''`,
+  },
+  {
+    name: 'done',
+    sql: `INSERT INTO {db}.rec_generations (gen, done_at) SELECT {gen:UInt64}, now64(3)`,
+  },
+];

@@ -1,0 +1,51 @@
+/**
+ * Who may use the chDB session now. chDB ends a session's streaming read when anything else runs in
+ * the session while it streams — a query, a statement or an insert, started before or during it: "No
+ * active streaming query" at the next chunk — and refuses a second stream. So a stream has the session
+ * to itself (exclusive), everything else shares it; a waiting stream goes before calls that arrive
+ * after it, so a busy write path cannot starve a rebuild. A stream's consumer must not call the store
+ * while it reads (it would wait for itself); the rebuilds' consumers load hot state only.
+ */
+export class SessionGate {
+  private sharing = 0;
+  private streaming = false;
+  private streamsWaiting = 0;
+  private waiters: (() => void)[] = [];
+
+  async shared<T>(call: () => Promise<T>): Promise<T> {
+    while (this.streaming || this.streamsWaiting > 0) await this.turn();
+    this.sharing++;
+    try {
+      return await call();
+    } finally {
+      this.sharing--;
+      this.wake();
+    }
+  }
+
+  /** Takes the session for a stream; call the returned function when the stream ends. */
+  async exclusive(): Promise<() => void> {
+    this.streamsWaiting++;
+    try {
+      while (this.streaming || this.sharing > 0) await this.turn();
+    } finally {
+      this.streamsWaiting--;
+    }
+    this.streaming = true;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.streaming = false;
+      this.wake();
+    };
+  }
+
+  private turn(): Promise<void> {
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  private wake(): void {
+    for (const resume of this.waiters.splice(0)) resume();
+  }
+}

@@ -1,0 +1,281 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'csv-parse/sync';
+import { createClient } from 'redis';
+import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
+import { eventually } from './support/eventually.js';
+import type { ScaledPlatform } from './support/scaled.js';
+import { exportDirOnDisk, WIRINGS } from './support/wirings.js';
+
+type Attributes = Record<string, unknown>;
+
+/**
+ * Custom identifiers (`POST /v3/schema/identifiers`, issue 20): a high-confidence one merges the
+ * customers that share it, a low-confidence one finds its customer but never merges two known ones; both
+ * work in events, profiles, lookups and exports, and survive a rebuild of the identity index.
+ */
+describe.each(WIRINGS)('custom identifiers (%s)', (_wiring, start) => {
+  let p: EmbeddedPlatform | ScaledPlatform;
+  let acc: TestAccount;
+
+  beforeAll(async () => {
+    p = await start();
+    acc = await p.createAccount('custom-ids');
+  }, 60_000);
+  afterAll(() => p.close(), 30_000);
+
+  const createIdentifier = (body: unknown, key = acc.privateKey) =>
+    p
+      .http()
+      .post('/v3/schema/identifiers')
+      .set('x-api-key', key)
+      .send(body as object);
+  const events = (body: unknown) =>
+    p
+      .http()
+      .post('/v3/events')
+      .set('x-api-key', acc.publicKey)
+      .send(body as object);
+  const profiles = (body: unknown) =>
+    p
+      .http()
+      .post('/v3/profiles')
+      .set('x-api-key', acc.publicKey)
+      .send(body as object);
+  const lookup = (query: string) => p.http().get(`/v3/profiles?${query}`).set('x-api-key', acc.privateKey);
+  /** The profile a query finds once `ready` holds for it. */
+  const profileWhen = (query: string, ready: (a: Attributes) => boolean) =>
+    eventually(async () => {
+      const res = await lookup(query);
+      if (res.status !== 200 || !ready(res.body.attributes as Attributes))
+        throw new Error(`${query}: ${res.status} ${JSON.stringify(res.body)}`);
+      return res.body.attributes as Attributes;
+    }, 30_000);
+
+  const field = (name: string, display_name: string) => ({
+    name,
+    display_name,
+    type: 'string',
+    auto: false,
+    created_by: 'account',
+    primary_key: false,
+    description: expect.any(String),
+  });
+
+  it('creates identifiers: 201 with the field added to events and to customers; lists them', async () => {
+    const high = await createIdentifier({
+      name: 'loyalty_id',
+      display_name: 'Loyalty ID',
+      merge_confidence: 'high',
+      messaging: false,
+    });
+    expect(high.status).toBe(201);
+    expect(high.body).toEqual({
+      events: [field('loyalty_id', 'Loyalty ID')],
+      customers: [field('loyalty_id', 'Loyalty ID')],
+    });
+    const low = await createIdentifier({
+      name: 'device_hash',
+      display_name: 'Device Hash',
+      merge_confidence: 'low',
+    });
+    expect(low.status).toBe(201);
+    const listed = await p.http().get('/v3/schema/identifiers').set('x-api-key', acc.privateKey);
+    expect(listed.status).toBe(200);
+    expect(listed.body).toEqual({
+      identifiers: [
+        { name: 'loyalty_id', display_name: 'Loyalty ID', merge_confidence: 'high', messaging: false },
+        { name: 'device_hash', display_name: 'Device Hash', merge_confidence: 'low', messaging: false },
+      ],
+    });
+    for (const object of ['customers', 'events']) {
+      const res = await p
+        .http()
+        .get(`/v3/schema/objects/${object}/fields/device_hash`)
+        .set('x-api-key', acc.privateKey);
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual(field('device_hash', 'Device Hash'));
+    }
+  });
+
+  it('refuses bad requests in the envelope: keys, name and display-name suffixes, confidence, duplicates', async () => {
+    expect((await createIdentifier({}, acc.publicKey)).status).toBe(403);
+    expect((await p.http().post('/v3/schema/identifiers').send({})).status).toBe(401);
+    const invalids = async (body: unknown) => {
+      const res = await createIdentifier(body);
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ title: 'Bad Request', status: 400 });
+      return res.body.detail.invalids as { field: string; reason: string }[];
+    };
+    expect((await invalids({})).map((i) => i.field).sort()).toEqual([
+      'display_name',
+      'merge_confidence',
+      'name',
+    ]);
+    expect(
+      await invalids({
+        name: 'loyalty',
+        display_name: 'Loyalty',
+        merge_confidence: 'medium',
+        messaging: 'yes',
+      }),
+    ).toEqual([
+      { field: 'name', reason: expect.stringMatching(/^must end with one of _id, _hash/) },
+      { field: 'display_name', reason: expect.stringMatching(/^must end with one of " ID"/) },
+      { field: 'merge_confidence', reason: 'must be one of low, high' },
+      { field: 'messaging', reason: 'must be true or false' },
+    ]);
+    expect(await invalids({ name: 'Bad-Name_id', display_name: 'Bad ID', merge_confidence: 'low' })).toEqual([
+      { field: 'name', reason: expect.stringMatching(/^must be lower snake case/) },
+    ]);
+    // A duplicate is refused on the customers field, as the original API's clients expect.
+    const dup = await invalids({ name: 'loyalty_id', display_name: 'Other ID', merge_confidence: 'low' });
+    expect(dup[0]).toEqual({ field: 'customers.name', reason: expect.stringMatching(/^already used/) });
+    expect(dup).toContainEqual({ field: 'events.name', reason: expect.stringMatching(/^already used/) });
+    const usedDisplay = await invalids({
+      name: 'card_number',
+      display_name: ' LOYALTY ID',
+      merge_confidence: 'low',
+    });
+    expect(usedDisplay[0]).toEqual({
+      field: 'customers.display_name',
+      reason: expect.stringMatching(/^already used/),
+    });
+    // Names of the platform's own fields are taken as well.
+    expect(
+      (await invalids({ name: 'customer_id', display_name: 'Customer ID', merge_confidence: 'high' }))[0],
+    ).toEqual({
+      field: 'customers.name',
+      reason: expect.stringMatching(/^already used/),
+    });
+    const listed = await p.http().get('/v3/schema/identifiers').set('x-api-key', acc.privateKey);
+    expect(listed.body.identifiers).toHaveLength(2);
+  });
+
+  it('a high-confidence identifier merges the customers that share it; lookups and events use it', async () => {
+    expect((await profiles({ attributes: { email: 'ann@x.com', first_name: 'Ann' } })).status).toBe(202);
+    expect((await profiles({ attributes: { loyalty_id: 'L-1', last_name: 'Lee' } })).status).toBe(202);
+    await profileWhen('email=ann@x.com', (a) => a.first_name === 'Ann');
+    // The profile holds the identifier as its customer field, and a lookup finds it by it.
+    await profileWhen('loyalty_id=L-1', (a) => a.last_name === 'Lee' && a.loyalty_id === 'L-1');
+    expect(
+      (
+        await events({
+          type: 'pageview',
+          identifiers: { email: 'ann@x.com', loyalty_id: 'L-1' },
+          data: { page: '/' },
+        })
+      ).status,
+    ).toBe(202);
+    const merged = await profileWhen('loyalty_id=L-1', (a) => a.first_name === 'Ann');
+    expect(merged).toMatchObject({
+      email: 'ann@x.com',
+      first_name: 'Ann',
+      last_name: 'Lee',
+      loyalty_id: 'L-1',
+    });
+    expect(await profileWhen('email=ann@x.com', () => true)).toEqual(merged);
+    // An identifier an event links is the profile's field value, as email is.
+    await events({ type: 'pageview', identifiers: { email: 'dee@x.com', loyalty_id: ' L-2 ' } });
+    expect(await profileWhen('loyalty_id=L-2', () => true)).toEqual({
+      email: 'dee@x.com',
+      loyalty_id: 'L-2',
+    });
+    // An identifier the account has not created is no identifier: the lookup names the ones it takes.
+    const none = await lookup('member_id=L-1');
+    expect(none.status).toBe(400);
+    expect(none.body.detail.invalids[0].field).toEqual(expect.arrayContaining(['loyalty_id', 'device_hash']));
+    expect((await events({ type: 'pageview', identifiers: { member_id: 'x' } })).status).toBe(400);
+  });
+
+  it('a low-confidence identifier finds its customer but never merges two known ones', async () => {
+    await profiles([
+      { attributes: { email: 'bob@x.com', first_name: 'Bob', device_hash: 'D-1' } },
+      { attributes: { email: 'cat@x.com', first_name: 'Cat' } },
+    ]);
+    await profileWhen('device_hash=D-1', (a) => a.first_name === 'Bob');
+    // Cat's email is known: the shared device leaves Bob alone. The marker in the same request is
+    // processed with it, so once the marker is readable the event has been resolved.
+    await events([
+      { type: 'pageview', identifiers: { email: 'cat@x.com', device_hash: 'D-1' } },
+      { type: 'pageview', identifiers: { email: 'low-marker@x.com' } },
+    ]);
+    await profileWhen('email=low-marker@x.com', () => true);
+    expect((await lookup('email=cat@x.com')).body.attributes).toEqual({
+      email: 'cat@x.com',
+      first_name: 'Cat',
+      name: 'Cat',
+    });
+    expect((await lookup('device_hash=D-1')).body.attributes).toMatchObject({ first_name: 'Bob' });
+    // A record known by the device alone is Bob's, and what else it carries joins him.
+    await events({ type: 'pageview', identifiers: { vuid: 'v-new', device_hash: 'D-1' } });
+    await profileWhen('vuid=v-new', (a) => a.first_name === 'Bob');
+  });
+
+  it('exports carry the identifiers: the customer field and the event field', async () => {
+    const res = await p
+      .http()
+      .post('/v3/exports')
+      .set('x-api-key', acc.privateKey)
+      .send({
+        select: {
+          object: 'events',
+          fields: ['loyalty_id', 'customer.email', 'customer.loyalty_id'],
+          filter: { field: 'loyalty_id', operator: '=', value: 'L-1' },
+        },
+      });
+    expect(res.status).toBe(202);
+    const record = await eventually(async () => {
+      const got = await p.http().get(`/v3/exports/${res.body.id}`).set('x-api-key', acc.privateKey);
+      return got.body.state === 'completed' ? got.body : false;
+    }, 30_000);
+    const dir = exportDirOnDisk(p, record.path as string);
+    const manifest = JSON.parse(readFileSync(join(dir, 'complete.json'), 'utf8')) as {
+      files: { path: string }[];
+    };
+    const rows = parse<Record<string, string>>(
+      readFileSync(join(dir, manifest.files[0]!.path.split('/').pop()!)),
+      {
+        columns: true,
+      },
+    );
+    expect(rows).toEqual([
+      { loyalty_id: 'L-1', 'customer.email': 'ann@x.com', 'customer.loyalty_id': 'L-1' },
+    ]);
+  });
+
+  it('keeps working after the identity index is rebuilt from the store', async () => {
+    if (p instanceof EmbeddedPlatform) {
+      // The embedded index lives in memory: a restart rebuilds it from the store.
+      const dataDir = p.config.dataDir;
+      await p.close();
+      p = await EmbeddedPlatform.start({}, dataDir);
+    } else {
+      // Redis lost: the next batch of the account makes the processor rebuild it from the store.
+      await eventually(async () => (await (p as ScaledPlatform).pending()) === 0, 30_000);
+      const redis = createClient({ url: p.redis.url });
+      await redis.connect();
+      await redis.flushAll();
+      await redis.quit();
+      await events({ type: 'pageview', identifiers: { email: 'wake@x.com' } });
+    }
+    expect(await profileWhen('loyalty_id=L-1', () => true)).toMatchObject({
+      first_name: 'Ann',
+      last_name: 'Lee',
+    });
+    expect(await profileWhen('device_hash=D-1', () => true)).toMatchObject({ first_name: 'Bob' });
+    // Still no merge by the low-confidence identifier, and still a merge by the high one.
+    await events([
+      { type: 'pageview', identifiers: { email: 'cat@x.com', device_hash: 'D-1' } },
+      { type: 'pageview', identifiers: { loyalty_id: 'L-1', vuid: 'v-ann' } },
+      { type: 'pageview', identifiers: { email: 'rebuilt-marker@x.com' } },
+    ]);
+    await profileWhen('email=rebuilt-marker@x.com', () => true);
+    expect((await lookup('email=cat@x.com')).body.attributes).toEqual({
+      email: 'cat@x.com',
+      first_name: 'Cat',
+      name: 'Cat',
+    });
+    expect((await lookup('vuid=v-ann')).body.attributes).toMatchObject({ first_name: 'Ann' });
+  });
+});
