@@ -96,6 +96,8 @@ export const ch = {
   bool: () => column<boolean>('Bool'),
   /** Times are written as `YYYY-MM-DD hh:mm:ss.sss` (toStoreTime). */
   dateTime: () => column<string>("DateTime64(3, 'UTC')"),
+  /** To the second (the hour of a sale). */
+  dateTimeSeconds: () => column<string>("DateTime('UTC')"),
   stringArray: () => column<string[]>('Array(String)'),
   stringMap: () => column<Record<string, string>>('Map(String, String)'),
   nullable: <T>(c: Column<T>): Column<T | null> => column<T | null>(`Nullable(${c.sql})`),

@@ -1,8 +1,8 @@
 import type { Column, ColumnEntry, ExportType, FieldGroup } from './column.js';
 import { exportTypeOf, fieldColumnType, fieldExportType } from './column.js';
 
-/** Settings every table of an account takes: the engine remembers the last inserts' dedup tokens. */
-const DEDUP = 'SETTINGS non_replicated_deduplication_window = 10000';
+/** How many of the last inserts' dedup tokens a table remembers, unless its declaration says otherwise. */
+const DEDUP_WINDOW = 10_000;
 
 /** Names ClickHouse reads as keywords are quoted wherever the store writes them. */
 const RESERVED = new Set(['order']);
@@ -31,8 +31,16 @@ export interface TableDeclaration<
   readonly name: N;
   /** In column order; a field group stands for its fields' columns at its place. */
   readonly columns: C;
-  /** `MergeTree`, or `ReplacingMergeTree(<version column>)`: the highest version replaces the rest. */
-  readonly engine: 'MergeTree' | `ReplacingMergeTree(${string & keyof C})`;
+  /**
+   * `MergeTree`; `ReplacingMergeTree(<version column>)`: the highest version replaces the rest;
+   * `SummingMergeTree`: rows of one key add up.
+   */
+  readonly engine: 'MergeTree' | 'SummingMergeTree' | `ReplacingMergeTree(${string & keyof C})`;
+  /**
+   * How many recent inserts' dedup tokens the engine remembers, so re-sending an insert after a crash
+   * stores nothing twice (default 10000); `null` for a table that does not deduplicate inserts.
+   */
+  readonly dedupWindow?: number | null;
   readonly orderBy: readonly (string & keyof C)[];
   /** A bloom-filter index on msg_id: the stored-message check of a redelivery reads it. */
   readonly msgIndex: boolean;
@@ -145,8 +153,10 @@ export function tableSql(db: string, table: TableDeclaration): string[] {
         )
       : [],
   );
+  const window = table.dedupWindow === undefined ? DEDUP_WINDOW : table.dedupWindow;
+  const settings = window === null ? '' : ` SETTINGS non_replicated_deduplication_window = ${window}`;
   return [
-    `CREATE TABLE IF NOT EXISTS ${target} (\n${lines.join(',\n')}\n) ENGINE = ${table.engine} ORDER BY ${key} ${DEDUP}`,
+    `CREATE TABLE IF NOT EXISTS ${target} (\n${lines.join(',\n')}\n) ENGINE = ${table.engine} ORDER BY ${key}${settings}`,
     ...later,
     ...onOpen,
   ];
