@@ -44,7 +44,11 @@ const FILES: Record<string, string | Buffer> = {
     'c2,bob@x.com,Bob,,43',
   ),
   'svc_products_1.csv.gz': gzipSync(
-    lines('product_id,name,price,category', 'p1,Shoe,19.99,Shoes > Running', 'p2,"Hat, ""big""",5,Hats'),
+    lines(
+      'product_id,name,price,category,in_stock,colour',
+      'p1,Shoe,19.99,Shoes > Running,true,red',
+      'p2,"Hat, ""big""",5,Hats,0,',
+    ),
   ),
   'svc_events_1.csv': lines(
     'type,action,email,ts,page,campaign_code',
@@ -75,7 +79,10 @@ const FILES: Record<string, string | Buffer> = {
     JSON.stringify({ type: 'customer', data: { customer_id: 'cj1', email: 'cj@x.com', tier: 7 } }),
   ),
   'feed_products.svc': lines(
-    JSON.stringify({ type: 'product', data: { product_id: 'pj1', name: 'Json product', price: 3 } }),
+    JSON.stringify({
+      type: 'product',
+      data: { product_id: 'pj1', name: 'Json product', price: 3, in_stock: 1, colour: 'blue' },
+    }),
   ),
   'svc_events_edge_ok.csv': edgeFile('/edge-ok', 1000, 10),
   'svc_events_edge_bad.csv': edgeFile('/edge-bad', 1000, 11),
@@ -142,7 +149,7 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
   /** The store, read once (scaled out, chDB belongs to the processor, which is stopped for the read). */
   const QUERIES = {
     events: 'SELECT page, type, action, ts, campaign_code, gift_note, `order` FROM {db}.events',
-    products: 'SELECT product_id, name, price FROM {db}.products FINAL ORDER BY product_id',
+    products: 'SELECT product_id, name, price, in_stock FROM {db}.products FINAL ORDER BY product_id',
     orders:
       "SELECT order_id, subtotal, total FROM {db}.orders FINAL WHERE order_id IN ('o1', 'o2', 'oj1') ORDER BY order_id",
     items:
@@ -185,6 +192,7 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
       ['customers', 'tier', 'number'],
       ['events', 'campaign_code', 'string'],
       ['events', 'gift_note', 'string'],
+      ['products', 'in_stock', 'boolean'],
     ]) {
       const res = await p
         .http()
@@ -313,15 +321,20 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
     expect(cj.attributes).toMatchObject({ email: 'cj@x.com', tier: 7 });
   });
 
-  it('loads a gzip products CSV with RFC 4180 quoting, and products JSON lines', () => {
+  it('loads a gzip products CSV with RFC 4180 quoting, and products JSON lines, custom fields included', () => {
     expect(activity.get('svc_products_1.csv.gz')).toMatchObject({
       state: 'completed',
       records: { read: 2, loaded: 2 },
+      dropped_fields: ['colour'],
     });
-    expect(store.products.map((r) => [r.product_id, r.name, Number(r.price)])).toEqual([
-      ['p1', 'Shoe', 19.99],
-      ['p2', 'Hat, "big"', 5],
-      ['pj1', 'Json product', 3],
+    expect(activity.get('feed_products.svc')).toMatchObject({
+      state: 'completed',
+      dropped_fields: ['colour'],
+    });
+    expect(store.products.map((r) => [r.product_id, r.name, Number(r.price), r.in_stock])).toEqual([
+      ['p1', 'Shoe', 19.99, true],
+      ['p2', 'Hat, "big"', 5, false],
+      ['pj1', 'Json product', 3, true],
     ]);
   });
 

@@ -1,4 +1,5 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { Buckets } from '@cdp/buckets';
 import { launchChromium, screenshot } from './support/browser.js';
 import { ADMIN_TOKEN, EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
@@ -10,7 +11,7 @@ import { ScaledPlatform } from './support/scaled.js';
  * (Playwright's waitFor), never a sleep. Screenshots of each page at 1280×800 and phone size go to
  * test-results/screenshots/.
  */
-const PAGES = ['inspector', 'keys', 'apis', 'objects', 'lists', 'exports'] as const;
+const PAGES = ['inspector', 'keys', 'apis', 'objects', 'lists', 'exports', 'activity'] as const;
 const WAIT = 10_000;
 const TITLES = {
   inspector: 'Event inspector',
@@ -19,6 +20,7 @@ const TITLES = {
   objects: 'Objects & fields',
   lists: 'Lists',
   exports: 'Exports',
+  activity: 'Activity log',
 } as const;
 
 describe('console in a browser (embedded)', () => {
@@ -51,7 +53,8 @@ describe('console in a browser (embedded)', () => {
   };
 
   beforeAll(async () => {
-    p = await EmbeddedPlatform.start();
+    // The loader looks at the incoming bucket often, so that a dropped file shows up quickly.
+    p = await EmbeddedPlatform.start({ CDP_LOADER_POLL_MS: '50' });
     await p.app.listen({ port: 0, host: '127.0.0.1' });
     base = `http://127.0.0.1:${(p.app.getHttpServer().address() as { port: number }).port}`;
     account = await p.createAccount('Browser shop');
@@ -248,6 +251,41 @@ describe('console in a browser (embedded)', () => {
     expect(await bob.getByTestId('json').count()).toBe(0);
   });
 
+  it('shows a bulk file’s records as the loader publishes them, and a rejected file with its reasons', async () => {
+    const buckets = p.app.get(Buckets);
+    const drop = (name: string, ...lines: string[]) =>
+      buckets.write('incoming', `${account.publicKey}/${name}`, `${lines.join('\n')}\n`);
+    await drop(
+      'svc_events_console.csv',
+      'type,action,email,page',
+      'pageview,,ann.bulk@files.io,/home',
+      'video,play,bob.bulk@files.io,/video',
+    );
+    // One record of two is invalid (no identifier): above 1%, the file is rejected whole.
+    await drop(
+      'svc_events_console_bad.csv',
+      'type,action,email,page',
+      'pageview,,eve.bulk@files.io,/',
+      'search,,,/',
+    );
+    const ann = row('ann.bulk@files.io');
+    await ann.waitFor({ timeout: WAIT });
+    expect(await ann.getAttribute('data-verdict')).toBe('accepted');
+    expect(await ann.textContent()).toContain('bulk incoming/');
+    await ann.getByTestId('resolution').filter({ hasText: 'created' }).waitFor({ timeout: WAIT });
+    await row('bob.bulk@files.io').filter({ hasText: 'video · play' }).waitFor({ timeout: WAIT });
+    const bad = page.locator('[data-testid=row][data-verdict=rejected]', { hasText: 'line 3' });
+    await bad.waitFor({ timeout: WAIT });
+    expect(await bad.getByTestId('invalids').textContent()).toContain('identifiers');
+    const file = page.locator('[data-testid=row][data-verdict=rejected]', {
+      hasText: 'svc_events_console_bad.csv',
+    });
+    await file.filter({ hasText: '50.0% invalid, above 1%' }).waitFor({ timeout: WAIT });
+    // Nothing of the rejected file was published: its valid record never shows as accepted.
+    expect(await row('eve.bulk@files.io').count()).toBe(0);
+    await screenshot(page, 'console-inspector-bulk-1280');
+  });
+
   it('rotates a key with a confirmation, showing the new secret once', async () => {
     await go('keys');
     await page.getByTestId('key').first().waitFor({ timeout: WAIT });
@@ -320,11 +358,26 @@ describe('console in a browser (embedded)', () => {
     await screenshot(page, 'console-objects-1280');
   });
 
-  it('shows lists and exports, and every page at phone size and in dark mode', async () => {
-    await fetch(`${base}/v3/lists`, {
+  it('shows lists, exports and the activity log, and every page at phone size and in dark mode', async () => {
+    const created = await fetch(`${base}/v3/lists`, {
       method: 'POST',
       headers: { 'x-api-key': account.privateKey, 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'Newsletter' }),
+    });
+    const news = ((await created.json()) as { created: { list_id: string } }).created.list_id;
+    // Subscribers now: s1 and s2; s3 unsubscribed after subscribing. So 2.
+    const subscribe = (email: string, subscribed = true) =>
+      send('/v3/lists/subscriptions', { list_id: news, subscribed, email });
+    for (const email of ['s1@lists.io', 's2@lists.io', 's3@lists.io']) {
+      expect((await subscribe(email)).status).toBe(200);
+    }
+    expect((await subscribe('s3@lists.io', false)).status).toBe(200);
+    await eventually(async () => {
+      const res = await fetch(`${base}/v3/lists/subscriptions?email=s3%40lists.io&include=${news}`, {
+        headers: { 'x-api-key': account.privateKey },
+      });
+      const body = (await res.json()) as { subscriptions: { subscribed: boolean }[] };
+      return res.status === 200 && body.subscriptions[0]?.subscribed === false;
     });
     await fetch(`${base}/v3/exports`, {
       method: 'POST',
@@ -336,6 +389,8 @@ describe('console in a browser (embedded)', () => {
       .getByTestId('lists')
       .getByRole('cell', { name: 'Newsletter', exact: true })
       .waitFor({ timeout: WAIT });
+    expect(await page.locator(`[data-list="${news}"]`).getByTestId('subscribers').textContent()).toBe('2');
+    expect(await page.locator('[data-list=svc_all]').getByTestId('subscribers').textContent()).toBe('—');
     await screenshot(page, 'console-lists-1280');
     await go('exports');
     await page
@@ -343,6 +398,17 @@ describe('console in a browser (embedded)', () => {
       .getByRole('cell', { name: 'events', exact: true })
       .waitFor({ timeout: WAIT });
     await screenshot(page, 'console-exports-1280');
+    // The activity log: the two files dropped earlier, one loaded, one rejected with its reason and errors.
+    await go('activity');
+    const loaded = page.getByTestId('file').filter({ hasText: 'svc_events_console.csv' });
+    await loaded.and(page.locator('[data-state=completed]')).waitFor({ timeout: WAIT });
+    expect(await loaded.getByTestId('counts').textContent()).toMatch(/read\s*2\s*loaded\s*2\s*invalid\s*0/);
+    const refused = page.getByTestId('file').filter({ hasText: 'svc_events_console_bad.csv' });
+    expect(await refused.getAttribute('data-state')).toBe('rejected');
+    expect(await refused.getByTestId('rejection').textContent()).toContain('50.0% invalid, above 1%');
+    await refused.getByTestId('errors').locator('summary').click();
+    expect(await refused.getByTestId('errors').textContent()).toMatch(/line 3 · identifiers/);
+    await screenshot(page, 'console-activity-1280');
     await page.setViewportSize({ width: 390, height: 844 });
     for (const name of PAGES) {
       await go(name);

@@ -1,4 +1,3 @@
-import { AnalyticStore } from '@cdp/store';
 import { ADMIN_TOKEN, EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import type { ScaledPlatform } from './support/scaled.js';
@@ -83,30 +82,10 @@ describe.each(WIRINGS)('recommendations (%s)', (_wiring, start) => {
         .send(field);
       expect(res.status).toBe(201);
     }
-    // Product ingestion keeps the base fields only (custom product fields are not taken in yet), so the
-    // custom columns and their values are written to the store directly, as a newer version of each
-    // product than any the API will write.
-    const literal = (v: string | number | boolean | undefined) =>
-      v === undefined ? 'NULL' : typeof v === 'string' ? `'${v}'` : String(v);
-    const statements = [
-      'ALTER TABLE {db}.products ADD COLUMN IF NOT EXISTS in_stock Nullable(Bool), ADD COLUMN IF NOT EXISTS rating Nullable(Decimal(22, 4))',
-      `INSERT INTO {db}.products (product_id, version, msg_id, updated_at, category, price, image_url, in_stock, rating) VALUES ${PRODUCTS.map(
-        (x) =>
-          `(${[x.product_id, 9e15, 'test', '2026-01-01 00:00:00', x.category, x.price, x.image_url, x.in_stock, x.rating].map(literal).join(', ')})`,
-      ).join(', ')}`,
-    ];
-    const write = async (store: AnalyticStore) => {
-      for (const sql of statements) await store.execute(acc.id, sql);
-    };
-    // Scaled out, chDB belongs to the processor: it is stopped for the write (one restart).
-    if (p instanceof EmbeddedPlatform) await write(p.app.get(AnalyticStore));
-    else await p.withStore(write);
     other = await p.createAccount('recs-other');
-    await send(
-      acc.publicKey,
-      '/v3/objects/products',
-      PRODUCTS.map(({ in_stock: _s, rating: _r, ...base }) => base),
-    ).expect(202);
+    // The custom product fields are ingested with the base ones: nothing is dropped.
+    const ingested = await send(acc.publicKey, '/v3/objects/products', PRODUCTS).expect(202);
+    expect(ingested.body).not.toHaveProperty('dropped');
     await send(other.publicKey, '/v3/objects/products', [
       { product_id: 'other1', category: 'Books', price: 5 },
       { product_id: 'other2', category: 'Books', price: 6 },
@@ -131,7 +110,7 @@ describe.each(WIRINGS)('recommendations (%s)', (_wiring, start) => {
     ]).expect(202);
     // The tables are refreshed asynchronously: wait until the bundle shows.
     await eventually(async () => (await ids('email=ann@x.com'))[0] === 'mouse', 30_000);
-    // Best sellers are reused for up to 2 s: wait until they show too.
+    // Best sellers are kept until a newer refresh generation is seen: wait until they show too.
     await eventually(async () => (await ids('email=nobody@x.com'))[0] === 'pan');
   }, 90_000);
 

@@ -29,6 +29,13 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
       .post(path)
       .set('x-api-key', key)
       .send(body as object);
+  /** v2 calls take the key from Svc-Tracker-Id. */
+  const postV2 = (path: string, body: unknown) =>
+    p
+      .http()
+      .post(path)
+      .set('svc-tracker-id', acc.publicKey)
+      .send(body as object);
   const get = (path: string, key = acc.privateKey) => p.http().get(path).set('x-api-key', key);
   const profile = (query: string) => get(`/v3/profiles?${query}`);
   const readStore = async (check: (query: Query) => Promise<void>): Promise<void> => {
@@ -449,6 +456,62 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
       ]);
     });
 
+    it('custom product fields are taken in by type through /v3/objects/products and /v2/entities; undefined ones are reported as dropped', async () => {
+      for (const field of [
+        { name: 'in_stock', type: 'boolean', display_name: 'In stock' },
+        { name: 'rating', type: 'number', display_name: 'Rating' },
+        { name: 'launched', type: 'timestamp', display_name: 'Launched' },
+      ])
+        expect((await post('/v3/schema/objects/products/fields', field)).status).toBe(201);
+      const res = await post(
+        '/v3/objects/products',
+        [
+          {
+            product_id: 'cp1',
+            name: 'Chair',
+            in_stock: true,
+            rating: '4.5',
+            launched: 1700000000,
+            colour: 'red',
+          },
+        ],
+        acc.publicKey,
+      );
+      expect(res.status).toBe(202);
+      expect(res.body.dropped).toEqual([{ event: 0, fields: ['colour'] }]);
+      const entity = await postV2('/v2/entities', [
+        { type: 'product', data: { product_id: 'cp2', name: 'Desk', in_stock: 0, size: 'L' } },
+      ]);
+      expect(entity.status).toBe(202);
+      expect(entity.body.dropped).toEqual([{ event: 0, fields: ['size'] }]);
+      // An update naming only a base field keeps the custom values (the feed is additive).
+      expect(
+        (await post('/v3/objects/products', { product_id: 'cp1', price: 10 }, acc.publicKey)).status,
+      ).toBe(202);
+      const bad = await post('/v3/objects/products', [{ product_id: 'cp3', rating: 'high' }], acc.publicKey);
+      expect(bad.status).toBe(400);
+      expect(bad.body.detail.invalids).toEqual([
+        {
+          event: 0,
+          field: 'rating',
+          reason: 'must be a number in standard decimal format',
+          message: expect.any(String),
+        },
+      ]);
+      const badEntity = await postV2('/v2/entities', [
+        { type: 'product', data: { product_id: 'cp3', in_stock: 'maybe' } },
+      ]);
+      expect(badEntity.status).toBe(400);
+      expect(badEntity.body.detail.invalids).toEqual([
+        {
+          event: 0,
+          field: 'data.in_stock',
+          reason: 'must be one of 0, 1, true, false',
+          message: expect.any(String),
+        },
+      ]);
+    });
+
     it('the store holds it all in typed columns and tables', async () => {
       // Processed: a marker sent after everything else has its profile.
       expect(
@@ -487,6 +550,20 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
         expect(stored).toEqual([
           { store_id: 's1', city: 'Oslo', area: '99', opened_ms: 1700000000000, flagship: true },
           { store_id: 's2', city: 'Bergen', area: null, opened_ms: null, flagship: null },
+        ]);
+        const products = await query<Record<string, unknown>>(
+          "SELECT product_id, name, toString(price) AS price, in_stock, toString(rating) AS rating, toUnixTimestamp64Milli(launched) AS launched_ms FROM {db}.products FINAL WHERE product_id IN ('cp1', 'cp2', 'cp3') ORDER BY product_id",
+        );
+        expect(products).toEqual([
+          {
+            product_id: 'cp1',
+            name: 'Chair',
+            price: '10',
+            in_stock: true,
+            rating: '4.5',
+            launched_ms: 1700000000000,
+          },
+          { product_id: 'cp2', name: 'Desk', price: null, in_stock: false, rating: null, launched_ms: null },
         ]);
         const bulk = await query<{ n: number }>(
           "SELECT count() AS n FROM {db}.obj_stores FINAL WHERE startsWith(store_id, 'bulk-')",

@@ -222,7 +222,10 @@ function RowView({ row, publicKey }: { row: Row; publicKey: string }) {
         <div class="json">
           <div class="actions">
             <button onClick={() => copy(pretty(v.body))}>Copy JSON</button>
-            <button onClick={() => copy(asCurl(row, location.origin, publicKey))}>Copy as curl</button>
+            {/* A bulk file's record came from a file, not a request: there is no call to repeat. */}
+            {!v.route.startsWith('bulk ') && (
+              <button onClick={() => copy(asCurl(row, location.origin, publicKey))}>Copy as curl</button>
+            )}
           </div>
           <pre data-testid="json">{pretty(v.body)}</pre>
           {copied !== null && (

@@ -2,7 +2,7 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { call, setCsrf, type SessionView } from './api.js';
 import { InspectorPage } from './inspector.js';
-import { ApisPage, ExportsPage, KeysPage, ListsPage, ObjectsPage } from './pages.js';
+import { ActivityPage, ApisPage, ExportsPage, KeysPage, ListsPage, ObjectsPage } from './pages.js';
 
 const PAGES = [
   { path: 'inspector', title: 'Event inspector' },
@@ -11,6 +11,7 @@ const PAGES = [
   { path: 'objects', title: 'Objects & fields' },
   { path: 'lists', title: 'Lists' },
   { path: 'exports', title: 'Exports' },
+  { path: 'activity', title: 'Activity log' },
 ] as const;
 type PagePath = (typeof PAGES)[number]['path'];
 
@@ -134,6 +135,7 @@ function App() {
         {page === 'objects' && <ObjectsPage />}
         {page === 'lists' && <ListsPage />}
         {page === 'exports' && <ExportsPage />}
+        {page === 'activity' && <ActivityPage />}
       </main>
     </div>
   );

@@ -342,6 +342,8 @@ interface ListView {
   list_id: string;
   name: string;
   created_at?: string;
+  /** Current subscribers; null for svc_all (the global opt-in is each profile's, not counted). */
+  subscribers: number | null;
 }
 
 export function ListsPage() {
@@ -354,14 +356,22 @@ export function ListsPage() {
         <thead>
           <tr>
             <th>List</th>
+            <th class="num">Subscribers</th>
             <th>Id</th>
             <th>Created</th>
           </tr>
         </thead>
         <tbody>
           {data.map((l) => (
-            <tr key={l.list_id}>
+            <tr key={l.list_id} data-testid="list" data-list={l.list_id}>
               <td>{l.name}</td>
+              <td
+                class="num"
+                data-testid="subscribers"
+                title={l.subscribers === null ? 'global opt-in' : undefined}
+              >
+                {l.subscribers === null ? '—' : l.subscribers}
+              </td>
               <td>
                 <code>{l.list_id}</code>
               </td>
@@ -413,6 +423,133 @@ export function ExportsPage() {
           ))}
         </tbody>
       </table>
+    </section>
+  );
+}
+
+interface ActivityView {
+  id: string;
+  name: string;
+  path: string;
+  data_type: string | null;
+  format: string | null;
+  size: number;
+  state: 'pending' | 'running' | 'completed' | 'rejected' | 'failed';
+  records: { read: number; loaded: number; invalid: number; dropped: number };
+  dropped_fields: string[];
+  progress: { records: number; bytes: number; size: number };
+  errors: { line: number; field: string; reason: string }[];
+  rejection_reason?: string;
+  rejected_records_file?: string;
+  created_at: string;
+  duration_ms?: number;
+}
+
+function bytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/** A file still loading is looked at again this often: its progress moves while the page is open. */
+const ACTIVITY_REFRESH_MS = 2000;
+
+/** The bulk-file activity log (`GET /v3/activity`): each file with its state, counts, errors and progress. */
+export function ActivityPage() {
+  const { data, error, reload } = useLoad<{ activity: ActivityView[] }>('activity');
+  const running = data?.activity.some((a) => a.state === 'pending' || a.state === 'running') ?? false;
+  useEffect(() => {
+    if (!running) return;
+    const timer = setTimeout(reload, ACTIVITY_REFRESH_MS);
+    return () => clearTimeout(timer);
+  }, [data, running]);
+  if (error) return <p class="error">{error}</p>;
+  if (!data) return <p>Loading…</p>;
+  if (data.activity.length === 0)
+    return (
+      <p class="empty">
+        No file yet. Files dropped in the incoming bucket under the account's tracker id are loaded and listed
+        here.
+      </p>
+    );
+  return (
+    <section aria-label="Activity log">
+      <ul class="activity" data-testid="activity">
+        {data.activity.map((a) => (
+          <li key={a.id} class={`file ${a.state}`} data-testid="file" data-state={a.state}>
+            <div class="file-head">
+              <span class={`state ${a.state}`}>{a.state}</span>
+              <code class="file-name">{a.name}</code>
+              <span class="muted">
+                {a.data_type ?? 'unknown type'}
+                {a.format ? ` · ${a.format}` : ''} · {bytes(a.size)}
+              </span>
+              <time class="muted">{a.created_at.slice(0, 19).replace('T', ' ')}</time>
+            </div>
+            <dl class="counts" data-testid="counts">
+              <div>
+                <dt>read</dt>
+                <dd>{a.records.read}</dd>
+              </div>
+              <div>
+                <dt>loaded</dt>
+                <dd>{a.records.loaded}</dd>
+              </div>
+              <div>
+                <dt>invalid</dt>
+                <dd>{a.records.invalid}</dd>
+              </div>
+              <div>
+                <dt>dropped</dt>
+                <dd>{a.records.dropped}</dd>
+              </div>
+              {a.duration_ms !== undefined && (
+                <div>
+                  <dt>took</dt>
+                  <dd>{(a.duration_ms / 1000).toFixed(1)} s</dd>
+                </div>
+              )}
+            </dl>
+            {(a.state === 'running' || a.state === 'pending') && (
+              <div class="progress" data-testid="progress">
+                <progress max={a.progress.size || 1} value={a.progress.bytes} />
+                <span class="muted">
+                  {a.progress.records} records · {bytes(a.progress.bytes)} of {bytes(a.progress.size)}
+                </span>
+              </div>
+            )}
+            {a.rejection_reason && (
+              <p class="reason" data-testid="rejection">
+                {a.state === 'failed' ? 'Failed: ' : 'Rejected: '}
+                {a.rejection_reason}
+              </p>
+            )}
+            {a.dropped_fields.length > 0 && (
+              <p class="muted">Dropped columns: {a.dropped_fields.join(', ')}</p>
+            )}
+            {a.errors.length > 0 && (
+              <details data-testid="errors">
+                <summary>
+                  {a.errors.length} error{a.errors.length === 1 ? '' : 's'}
+                  {a.errors.length >= 100 ? ' (the first 100)' : ''}
+                </summary>
+                <ul class="file-errors">
+                  {a.errors.map((e, n) => (
+                    <li key={n}>
+                      line {e.line} · <code>{e.field}</code> {e.reason}
+                    </li>
+                  ))}
+                </ul>
+                {a.rejected_records_file && (
+                  <p class="muted">
+                    Every invalid record with its reasons: <code>{a.rejected_records_file}</code>
+                  </p>
+                )}
+              </details>
+            )}
+          </li>
+        ))}
+      </ul>
     </section>
   );
 }

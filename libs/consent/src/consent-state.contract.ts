@@ -34,6 +34,28 @@ export function consentStateContract(name: string, open: () => Promise<ConsentSt
       await state.close();
     });
 
+    it('walks every customer of an account with its own memberships', async () => {
+      const state = await open();
+      const account = `walk${run}`;
+      const changes = Array.from({ length: 1500 }, (_, i) => ({
+        customerId: `c${i}`,
+        listId: 'news',
+        subscribed: i % 3 !== 0,
+      }));
+      await state.apply(account, [...changes, { customerId: 'c1', listId: 'news', subscribed: false }]);
+      await state.apply(`other${run}`, [{ customerId: 'x', listId: 'news', subscribed: true }]);
+      const seen = new Map<string, Record<string, boolean>>();
+      for await (const s of state.customers(account)) seen.set(s.customerId, s.lists);
+      expect(seen.size).toBe(1500);
+      expect(seen.get('c1')).toEqual({ news: false });
+      expect(seen.get('c2')).toEqual({ news: true });
+      expect([...seen.values()].filter((l) => l.news).length).toBe(999);
+      const none = [];
+      for await (const s of state.customers(`nobody${run}`)) none.push(s);
+      expect(none).toEqual([]);
+      await state.close();
+    });
+
     it('keeps accounts apart', async () => {
       const state = await open();
       await state.apply(`one${run}`, [{ customerId: 'c', listId: 'news', subscribed: true }]);

@@ -29,6 +29,12 @@ export abstract class ConsentState {
   /** Applies changes in order, atomically; returns each with the customer's version after it. */
   abstract apply(account: string, changes: ConsentChange[]): Promise<AppliedConsentChange[]>;
   abstract get(account: string, customerId: string): Promise<ConsentSnapshot | undefined>;
+  /**
+   * Every customer of the account with a membership decision, each with its own decisions only (those of
+   * customers merged into it are theirs: a reader combines them, as `GET /v3/lists/subscriptions` does).
+   * In no particular order; a customer changed during the walk may come with either state.
+   */
+  abstract customers(account: string): AsyncIterable<ConsentSnapshot>;
   /** Replaces what the state holds of an account with the latest membership of each customer and list. */
   abstract load(
     account: string,

@@ -4,6 +4,9 @@ import { AccountsService, REVOKED_KEY_GRACE_MS, type Account } from '@cdp/accoun
 import { ExportsService, type ExportRecord } from '@cdp/exports';
 import { Auth } from '@cdp/http-common';
 import { ListsService, type List } from '@cdp/lists';
+import { ActivityLog, type ActivityRecord } from '@cdp/loader';
+import { SVC_ALL } from '@cdp/domain';
+import { SubscriberCounts } from './subscriber-counts.js';
 import {
   DEFAULT_RATES,
   RATE_LIMIT_FAMILIES,
@@ -48,6 +51,9 @@ export interface PlanView {
   default_rate: PlanSetting;
 }
 
+/** Files the console's activity page shows: the newest ones; the API pages through the rest. */
+const ACTIVITY_PAGE = 50;
+
 /**
  * The account console's pages: keys, API plans, objects and fields, lists, exports. Every call is a
  * live session's (ConsoleSessionGuard) and touches only the session's account; changes go through the
@@ -64,6 +70,8 @@ export class ConsoleAccountController {
     private readonly schema: SchemaRegistry,
     private readonly lists: ListsService,
     private readonly exports: ExportsService,
+    private readonly activity: ActivityLog,
+    private readonly subscribers: SubscriberCounts,
   ) {}
 
   @Get('account')
@@ -126,15 +134,30 @@ export class ConsoleAccountController {
     return fields.map(fieldView);
   }
 
+  /** The lists with their current subscribers (`svc_all`: null, the global opt-in is not a list walk's). */
   @Get('lists')
-  async allLists(@Req() request: ConsoleRequest): Promise<List[]> {
+  async allLists(@Req() request: ConsoleRequest): Promise<(List & { subscribers: number | null })[]> {
     const { account } = request.consoleSession!;
-    return this.lists.all(account.id, account.createdAt);
+    const [lists, counts] = await Promise.all([
+      this.lists.all(account.id, account.createdAt),
+      this.subscribers.count(account.id),
+    ]);
+    return lists.map((l) => ({
+      ...l,
+      subscribers: l.list_id === SVC_ALL ? null : (counts.get(l.list_id) ?? 0),
+    }));
   }
 
   @Get('exports')
   async recentExports(@Req() request: ConsoleRequest): Promise<ExportRecord[]> {
     return this.exports.recent(request.consoleSession!.account.id);
+  }
+
+  /** The bulk-file activity log's first page, as `GET /v3/activity` answers it. */
+  @Get('activity')
+  async activityLog(@Req() request: ConsoleRequest): Promise<{ activity: ActivityRecord[] }> {
+    const { activity } = await this.activity.list(request.consoleSession!.account.id, ACTIVITY_PAGE);
+    return { activity };
   }
 }
 

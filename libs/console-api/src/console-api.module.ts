@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { AccountsModule } from '@cdp/accounts';
 import { ExportsApiModule } from '@cdp/exports';
 import { ListsService } from '@cdp/lists';
+import { ActivityModule } from '@cdp/loader';
 import { RateLimitPolicy } from '@cdp/rate-limits';
 import { SchemaModule } from '@cdp/schema';
 import { ConsoleAccountController } from './console-account.controller.js';
@@ -11,10 +12,11 @@ import { ConsoleSessionController } from './console-session.controller.js';
 import { ConsoleSessionGuard } from './console-session.guard.js';
 import { ConsoleSessions } from './console-sessions.service.js';
 import { ConsoleStreams } from './console-streams.js';
+import { SubscriberCounts } from './subscriber-counts.js';
 
 /** The account console and the event inspector under /console (the API role serves them). */
 @Module({
-  imports: [AccountsModule, SchemaModule, ExportsApiModule],
+  imports: [AccountsModule, SchemaModule, ExportsApiModule, ActivityModule],
   controllers: [ConsoleSessionController, ConsoleInspectorController, ConsoleAccountController],
   providers: [
     ConsoleSessions,
@@ -23,6 +25,7 @@ import { ConsoleStreams } from './console-streams.js';
     ConsolePages,
     RateLimitPolicy,
     ListsService,
+    SubscriberCounts,
   ],
 })
 export class ConsoleApiModule {}

@@ -1,3 +1,4 @@
+import type { CustomValue } from './custom-fields.js';
 import type { FieldType } from './field-types.js';
 
 /** The product fields of the spec's product table. */
@@ -16,7 +17,8 @@ export const PRODUCT_FIELDS: Readonly<Record<string, FieldType>> = {
 /** The delimiter of a hierarchical category, spaces included (spec "Product fields"). */
 export const CATEGORY_DELIMITER = ' > ';
 
-export type ProductValue = string | number;
+/** Booleans come from the account's custom product fields. */
+export type ProductValue = string | number | boolean;
 
 /** A product update as it travels to the processor: the supplied fields; null unsets (spec "Entities (v2)"). */
 export interface ProductRecord {
@@ -26,17 +28,22 @@ export interface ProductRecord {
 }
 
 /**
- * A product-feed record: `product_id` is required by the schema; fields the spec does not define are
- * dropped; `""` and null unset. Values are kept as given: a category such as
+ * A product-feed record: `product_id` is required by the schema; fields neither the spec nor the account
+ * defines are dropped; `""` and null unset. Values are kept as given: a category such as
  * `Electronics > Computers > Laptops` is stored as it is, delimiter included.
  */
-export function normalizeProduct(data: Readonly<Record<string, unknown>>): ProductRecord {
+export function normalizeProduct(
+  data: Readonly<Record<string, unknown>>,
+  /** The account's custom product fields, already read by their type (readCustomFields); kept, not dropped. */
+  custom: Readonly<Record<string, CustomValue | null>> = {},
+): ProductRecord {
   const fields: Record<string, ProductValue | null> = {};
   const dropped: string[] = [];
   for (const [name, value] of Object.entries(data)) {
     if (value === undefined || name === 'product_id') continue;
     if (Object.hasOwn(PRODUCT_FIELDS, name))
       fields[name] = value === '' ? null : (value as ProductValue | null);
+    else if (Object.hasOwn(custom, name)) fields[name] = custom[name]!;
     else dropped.push(name);
   }
   const record: ProductRecord = { product_id: String(data.product_id), fields };

@@ -89,6 +89,19 @@ export function installHttpHooks(fastify: FastifyInstance): void {
     done(null, payload);
   });
 
+  // A body nobody read (a route that answered before parsing it, such as a 401 to a GET with a stray gzip
+  // body) must still be read to its end, or the connection stalls: piped into the gzip decoder, whose output
+  // nobody reads, the request waits for a reader that never comes, and Node's own dump of an unread body
+  // cannot resume a piped stream. The next request on that keep-alive connection would get no answer.
+  fastify.addHook('onResponse', (request, _reply, done) => {
+    const raw = request.raw;
+    if (!raw.complete && !raw.destroyed) {
+      raw.unpipe();
+      raw.resume();
+    }
+    done();
+  });
+
   // Every body is read by one parser: UTF-8 only, no lone surrogate, no `__proto__`, each refused on
   // its field (Fastify's own parser replaces bad bytes with U+FFFD and refuses `__proto__` as bad JSON).
   fastify.removeContentTypeParser('application/json');

@@ -6,6 +6,7 @@ import type { IngestMessage } from '@cdp/contracts';
 import type { CustomFields, CustomIdentifierNames } from '@cdp/domain';
 import { FAULT_POINTS_LOADER, faultPoint } from './loader-faults.js';
 import { derivedRequestId } from '@cdp/idempotency';
+import type { Inspector } from '@cdp/inspector';
 import type { Logger } from '@cdp/logger';
 import { MetadataConflictError, type MetadataStore, type Versioned } from '@cdp/metadata';
 import {
@@ -15,6 +16,7 @@ import {
   type ActivityError,
   type ActivityRecord,
 } from './activity.js';
+import { FileInspection } from './file-inspection.js';
 import { fileKind, nameProblem } from './file-names.js';
 import { readFile, UnreadableFileError, type FileItem } from './file-records.js';
 import type { LoadContext, LoadedRecord } from './record-rules.js';
@@ -22,7 +24,7 @@ import type { LoadContext, LoadedRecord } from './record-rules.js';
 /** What the loader needs of the accounts and their schemas (AccountsService, SchemaRegistry). */
 export interface LoaderAccounts {
   byTrackerId(trackerId: string): Promise<{ id: string } | undefined>;
-  customFields(account: string, object: 'customers' | 'events'): Promise<CustomFields>;
+  customFields(account: string, object: 'customers' | 'events' | 'products'): Promise<CustomFields>;
   /** The account's custom identifiers: identifier columns and fields besides the built-in ones. */
   identifiers?(account: string): Promise<CustomIdentifierNames>;
 }
@@ -75,6 +77,8 @@ export class BulkLoader {
     private readonly options: BulkLoaderOptions,
     private readonly logger: Logger,
     private readonly now: () => number = Date.now,
+    /** The event inspector: each record published, refused or rejected is offered to it. */
+    private readonly inspector?: Inspector,
   ) {
     this.id = options.workerId ?? randomUUID();
   }
@@ -257,8 +261,10 @@ export class BulkLoader {
     const log = { file: entry.record.id, account: entry.account, name: entry.record.name, loader: this.id };
     this.logger.info(log, 'loader: file started');
     try {
-      const outcome = await this.load(entry, write, abort.signal);
+      const inspection = new FileInspection(this.inspector, entry);
+      const outcome = await this.load(entry, write, abort.signal, inspection);
       clearInterval(renew);
+      if (outcome.state === 'rejected') inspection.rejected(outcome.rejection_reason ?? '', outcome.records);
       await write((e) => ({
         ...e,
         owner: undefined,
@@ -304,18 +310,20 @@ export class BulkLoader {
   }
 
   private async context(entry: ActivityEntry): Promise<LoadContext> {
-    const [customers, events, identifiers] = await Promise.all([
+    const [customers, events, products, identifiers] = await Promise.all([
       this.accounts.customFields(entry.account, 'customers'),
       this.accounts.customFields(entry.account, 'events'),
+      this.accounts.customFields(entry.account, 'products'),
       this.accounts.identifiers?.(entry.account),
     ]);
-    return { nowMs: entry.receivedAt, customers, events, ...(identifiers ? { identifiers } : {}) };
+    return { nowMs: entry.receivedAt, customers, events, products, ...(identifiers ? { identifiers } : {}) };
   }
 
   private async load(
     entry: ActivityEntry,
     write: (change: (entry: ActivityEntry) => ActivityEntry) => Promise<void>,
     signal: AbortSignal,
+    inspection: FileInspection,
   ): Promise<
     Pick<ActivityRecord, 'state' | 'records' | 'errors' | 'dropped_fields' | 'progress'> &
       Partial<Pick<ActivityRecord, 'rejection_reason' | 'rejected_records_file'>>
@@ -349,6 +357,7 @@ export class BulkLoader {
         counts.read += item.lines;
         if (Array.isArray(item.result)) {
           counts.invalid += item.lines;
+          inspection.invalid(item.line, item.raw, item.result);
           for (const p of item.result)
             if (errors.length < MAX_ENTRY_ERRORS) errors.push({ line: item.line, ...p });
           rejected ??= this.rejectedFile(entry);
@@ -407,7 +416,7 @@ export class BulkLoader {
     }
 
     // Pass 2: the valid records published, in messages numbered from the start of the file.
-    const published = await this.publish(entry, kind, context, write, signal);
+    const published = await this.publish(entry, kind, context, write, signal, inspection);
     return {
       state: 'completed',
       records: { ...counts, loaded: published },
@@ -430,6 +439,7 @@ export class BulkLoader {
     context: LoadContext,
     write: (change: (entry: ActivityEntry) => ActivityEntry) => Promise<void>,
     signal: AbortSignal,
+    inspection: FileInspection,
   ): Promise<number> {
     const reading = readFile(this.buckets.read('incoming', entry.key), kind, context);
     const buffers = new Map<LoadedRecord['kind'], { records: unknown[]; lines: number }>();
@@ -454,6 +464,7 @@ export class BulkLoader {
       } as IngestMessage;
       faultPoint(FAULT_POINTS_LOADER.publish, entry.record.name);
       await this.publishDurably(message, signal);
+      inspection.published(message.id, recordKind, buffer.records);
       if (this.now() - lastProgress >= PROGRESS_MS) {
         lastProgress = this.now();
         const done = seq + 1;

@@ -39,6 +39,7 @@ function column(dataType: DataType, name: string, context: LoadContext): Column 
       return { to: 'dropped', name };
     case 'products':
       if (Object.hasOwn(PRODUCT_FIELDS, name)) return { to: 'field', name, type: PRODUCT_FIELDS[name]! };
+      if (Object.hasOwn(context.products, name)) return { to: 'custom', name };
       return { to: 'dropped', name };
     case 'events':
       if (name === 'type' || name === 'action') return { to: 'top', name };

@@ -69,7 +69,7 @@ export function lineRecord(
     case 'customers':
       return customerRecord({ ...line.fields, ...line.custom }, context);
     case 'products':
-      return productRecord(line.fields);
+      return productRecord({ ...line.fields, ...line.custom }, context);
     case 'events': {
       const input: EventInput = {
         type: line.top.type ?? '',

@@ -8,6 +8,7 @@ const context: LoadContext = {
   nowMs: Date.UTC(2024, 0, 1),
   customers: { tier: 'number' },
   events: { gift_note: 'string' },
+  products: { in_stock: 'boolean' },
 };
 
 async function items(name: string, text: string | Buffer): Promise<{ items: FileItem[]; dropped: string[] }> {

@@ -218,7 +218,7 @@ function jsonRecord(
   const fields = data as Record<string, unknown>;
   let result: LoadedRecord | RecordProblem[];
   if (type === 'customer') result = customerRecord(fields, context);
-  else if (type === 'product') result = productRecord(fields);
+  else if (type === 'product') result = productRecord(fields, context);
   else {
     const event = { ...fields } as unknown as EventInput;
     if (type === 'order') event.type ??= 'order';

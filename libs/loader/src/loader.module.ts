@@ -3,6 +3,7 @@ import {
   Inject,
   Injectable,
   Module,
+  Optional,
   type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
@@ -10,6 +11,7 @@ import { AccountsModule, AccountsService } from '@cdp/accounts';
 import { Buckets } from '@cdp/buckets';
 import { EventBus } from '@cdp/bus';
 import { APP_CONFIG, type AppConfig } from '@cdp/config';
+import { Inspector } from '@cdp/inspector';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { MetadataStore } from '@cdp/metadata';
 import { SchemaModule, SchemaRegistry } from '@cdp/schema';
@@ -39,6 +41,7 @@ export class LoaderLifecycle implements OnApplicationBootstrap, BeforeApplicatio
     schema: SchemaRegistry,
     @Inject(APP_CONFIG) config: AppConfig,
     @Inject(LOGGER) logger: Logger,
+    @Optional() inspector?: Inspector,
   ) {
     this.loader = new BulkLoader(
       buckets,
@@ -51,6 +54,8 @@ export class LoaderLifecycle implements OnApplicationBootstrap, BeforeApplicatio
       },
       { ...config.loader, bucketNames: bucketNames(config) },
       logger.child({ role: 'loader' }),
+      Date.now,
+      inspector,
     );
   }
 

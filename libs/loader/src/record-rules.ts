@@ -15,6 +15,7 @@ export interface LoadContext {
   nowMs: number;
   customers: CustomFields;
   events: CustomFields;
+  products: CustomFields;
   /** The account's custom identifiers (SchemaRegistry: AccountSchema.identifierNames). */
   identifiers?: CustomIdentifierNames;
 }
@@ -64,8 +65,11 @@ export function customerRecord(
   return Array.isArray(record) ? record : { kind: 'profiles', record };
 }
 
-export function productRecord(fields: Record<string, unknown>): LoadedRecord | RecordProblem[] {
-  const record = through(() => productsValidator.parse(fields, undefined));
+export function productRecord(
+  fields: Record<string, unknown>,
+  context: LoadContext,
+): LoadedRecord | RecordProblem[] {
+  const record = through(() => productsValidator.parse(fields, context.products));
   return Array.isArray(record) ? record : { kind: 'products', record };
 }
 

@@ -1,10 +1,17 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { CUSTOMER_FIELDS, EVENT_COLUMN_FIELDS, toStoreTime, type CustomFieldType } from '@cdp/domain';
+import {
+  CUSTOMER_FIELDS,
+  EVENT_COLUMN_FIELDS,
+  PRODUCT_FIELDS,
+  toStoreTime,
+  type CustomFieldType,
+} from '@cdp/domain';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { SchemaRegistry, type AccountSchema } from '@cdp/schema';
 import { AnalyticStore, type StoreBatch } from '@cdp/store';
 
 const BUILTIN_EVENT_COLUMNS = new Set(EVENT_COLUMN_FIELDS);
+const BUILTIN_PRODUCT_FIELDS = new Set(Object.keys(PRODUCT_FIELDS));
 
 /**
  * Custom fields become typed columns (DESIGN "Multi-tenancy"). Only the process that owns the store
@@ -34,7 +41,10 @@ export class CustomColumns {
     const customerNames = new Set<string>();
     for (const row of batch.customers)
       for (const n in row.attributes) if (!Object.hasOwn(CUSTOMER_FIELDS, n)) customerNames.add(n);
-    if (eventNames.size === 0 && customerNames.size === 0) return;
+    const productNames = new Set<string>();
+    for (const row of batch.products ?? [])
+      for (const n in row.fields) if (!BUILTIN_PRODUCT_FIELDS.has(n)) productNames.add(n);
+    if (eventNames.size === 0 && customerNames.size === 0 && productNames.size === 0) return;
 
     const events = await this.ensure(account, 'events', eventNames);
     for (const row of batch.events) {
@@ -46,6 +56,11 @@ export class CustomColumns {
     // Profile attributes are the hot state's own objects: the row gets a converted copy.
     for (const row of batch.customers)
       row.attributes = toStoreForm(row.attributes, customers, builtinCustomer);
+    if (productNames.size === 0) return;
+    // Product rows carry the merged product: values read back from the store are in its form already.
+    const products = await this.ensure(account, 'products', productNames);
+    for (const row of batch.products ?? [])
+      row.fields = toStoreForm(row.fields, products, BUILTIN_PRODUCT_FIELDS);
   }
 
   /**

@@ -21,8 +21,13 @@ ${SMALL}`;
 
 /**
  * The customer's seeds (their latest interactions, weighted by kind and decayed to the same scale as
- * the affinities) and their purchases of the last 180 days, read straight from `line_items` so that a
- * purchase stored a moment ago counts. `{ids}`: the customer and whoever was merged into them.
+ * the affinities) and their purchases of the last 180 days, in one statement. `{ids}`: the customer and
+ * whoever was merged into them. Purchases come from `rec_interactions` (ordered by customer, so a
+ * few granules) and, so that a purchase stored a moment ago counts, from the line items of messages
+ * committed since `{since}` — the newest finished refresh generation `{gen}` less the margin late
+ * commits are picked up within — that no generation up to `{gen}` took in (one committed at t is taken
+ * by a generation started after t). Once everything is refreshed that is no message at all; `msg_id`
+ * has a bloom filter index, so otherwise only their granules are read.
  */
 export const CUSTOMER_SQL = `SELECT 'seed' AS kind, product_id,
   sum(w * exp2((toUnixTimestamp64Milli(ts) - ${DECAY_EPOCH_MS}) / ${HALF_LIFE_MS})) AS weight
@@ -31,10 +36,34 @@ FROM (
   ORDER BY ts DESC LIMIT ${SEED_INTERACTIONS}
 ) GROUP BY product_id
 UNION ALL
+SELECT DISTINCT 'bought' AS kind, product_id, 0. AS weight FROM (
+  -- A subquery: in its own SELECT, \`kind\` would name the alias above, not the column.
+  SELECT product_id FROM {db}.rec_interactions
+  WHERE svc_id IN {ids:Array(String)} AND kind = 'purchase' AND ts >= now64(3) - INTERVAL ${BOUGHT_WINDOW_DAYS} DAY
+)
+UNION ALL
 SELECT DISTINCT 'bought' AS kind, assumeNotNull(product_id) AS product_id, 0. AS weight FROM {db}.line_items
-WHERE svc_id IN {ids:Array(String)} AND action = 'purchase' AND product_id IS NOT NULL
+WHERE msg_id IN (
+    SELECT msg_id FROM {db}.ingest_commits WHERE done = 1 AND at >= fromUnixTimestamp64Milli({since:Int64}, 'UTC')
+      AND msg_id NOT IN (SELECT msg_id FROM {db}.rec_messages WHERE gen >= {since:Int64} AND gen <= {gen:UInt64}))
+  AND svc_id IN {ids:Array(String)} AND action = 'purchase' AND product_id IS NOT NULL
   AND ts >= now64(3) - INTERVAL ${BOUGHT_WINDOW_DAYS} DAY
 ${SMALL}`;
+
+/** The newest finished refresh generation (0: none yet). */
+export const LATEST_GENERATION_SQL = `SELECT max(gen) AS gen FROM {db}.rec_generations ${SMALL}`;
+
+/**
+ * The products whose related products or record the generations in (`{after}`, `{upto}`] may have
+ * changed: every product of a customer with new interactions (a new interaction relates to all of
+ * them), and the products whose records those messages wrote.
+ */
+export const CHANGED_PRODUCTS_SQL = `SELECT DISTINCT product_id FROM {db}.rec_interactions
+WHERE svc_id IN (
+  SELECT DISTINCT svc_id FROM {db}.rec_interactions WHERE gen > {after:UInt64} AND gen <= {upto:UInt64})
+UNION ALL
+SELECT DISTINCT product_id FROM {db}.products WHERE msg_id IN (
+  SELECT msg_id FROM {db}.rec_messages WHERE gen > {after:UInt64} AND gen <= {upto:UInt64})`;
 
 /** The affinities of the source products (seeds and the page's products). */
 export const PAIRS_SQL = `SELECT product_id AS source, related_id AS related, sum(score) AS score

@@ -10,7 +10,9 @@ import {
   PRODUCTS_SQL,
 } from './recommendation.query.js';
 import { passesRules } from './recommendation-rules.js';
-import { RecommendationTables } from './recommendation-tables.js';
+import { inline, RecommendationTables } from './recommendation-tables.js';
+import { LATE_COMMITS_MS } from './recommendations.sql.js';
+import { RefreshGenerations, type Changes } from './refresh-generations.js';
 import {
   Recommender,
   type RecommendationRequest,
@@ -19,84 +21,140 @@ import {
 } from './recommender.port.js';
 
 /**
- * How long what every customer shares is reused in this process: an account's best sellers, a
- * product's related products, a product's record. The tables behind them are refreshed every second
- * and the product feed changes rarely; what is the customer's own (seeds, purchases) is read fresh.
+ * The longest related products and product records are kept in this process when no refresh generation
+ * changes them: a generation drops what it changed, but popularity, which related products are
+ * normalised by, drifts with every generation a little for everything.
  */
-export const SHARED_TTL_MS = 2_000;
+export const SHARED_MAX_AGE_MS = 600_000;
+/** The longest an account's best sellers are kept: their 7-day window moves. */
+export const BEST_SELLERS_MAX_AGE_MS = 60_000;
 
 type ProductRecord = Record<string, unknown> & { product_id: string };
 
 /**
  * Recommendations from the store this process holds. A request reads the customer's seeds and
- * purchases (one small query), the related products of the seeds and the page's products and the
- * best sellers (precomputed tables, reused a moment), ranks a few hundred candidates here, and answers
- * the records of the best that pass the rules.
+ * purchases (one small query; whoever was merged into them is kept per refresh generation), ranks the
+ * related products of the seeds and the page's products and the best sellers — kept in memory per
+ * account until a refresh generation changes them (RefreshGenerations) — and answers the records of
+ * the best that pass the rules.
  */
 export class StoreRecommender extends Recommender {
-  private readonly bestSellers: LRUCache<string, string[]>;
+  private readonly generations: RefreshGenerations;
+  /** account → its best sellers, as read at an epoch and time. */
+  private readonly bestSellers = new Map<string, { epoch: number; at: number; ids: Promise<string[]> }>();
   /** `account/product` → related products (an empty list when none). */
-  private readonly neighbours = new LRUCache<string, Neighbours>({ max: 200_000, ttl: SHARED_TTL_MS });
+  private readonly neighbours = new LRUCache<string, Neighbours>({ max: 200_000, ttl: SHARED_MAX_AGE_MS });
   /** `account/product` → its record, or null when the feed has none. */
   private readonly records = new LRUCache<string, { record: ProductRecord | null }>({
     max: 200_000,
-    ttl: SHARED_TTL_MS,
+    ttl: SHARED_MAX_AGE_MS,
   });
+  /** `account/generation/customer` → whoever was merged into the customer (merges are messages too). */
+  private readonly merged = new LRUCache<string, string[]>({ max: 100_000, ttl: SHARED_MAX_AGE_MS });
 
   constructor(
     private readonly store: AnalyticStore,
     private readonly tables = new RecommendationTables(store),
   ) {
     super();
-    this.bestSellers = new LRUCache<string, string[]>({
-      max: 10_000,
-      ttl: SHARED_TTL_MS,
-      fetchMethod: async (account) =>
-        (await this.store.query<{ product_id: string }>(account, BEST_SELLERS_SQL)).map((r) => r.product_id),
-    });
+    this.generations = new RefreshGenerations(store, (account, changes) => this.forget(account, changes));
   }
 
   async recommend(request: RecommendationRequest): Promise<RecommendedProduct[]> {
     const { account } = request;
     await this.tables.ensure(account);
+    const generation = await this.generations.current(account);
     const [history, best] = await Promise.all([
-      this.history(account, request.customer),
-      this.bestSellers.fetch(account),
+      this.history(account, request.customer, generation.gen),
+      this.bestSellersOf(account, generation.epoch),
     ]);
     const neighbours = await this.neighboursOf(account, [...history.seeds.keys(), ...request.productIds]);
     const tiers: [RecommendationType, string[]][] = [
       ['contextual', relatedScores(neighbours, new Map(request.productIds.map((id) => [id, 1])))],
       ['personal', relatedScores(neighbours, history.seeds)],
-      ['best_sellers', best ?? []],
+      ['best_sellers', best],
     ];
     const ranked = rank(tiers, new Set([...history.bought, ...request.productIds]));
-    const records = await this.recordsOf(
-      account,
-      ranked.map((r) => r.product_id),
-    );
     const top: RecommendedProduct[] = [];
-    for (const { product_id, type } of ranked) {
-      const record = records.get(product_id);
-      if (!record || !passesRules(request.rules, record)) continue; // no record, or left out by the rules
-      top.push({ ...record, recommendation_type: type });
-      if (top.length === request.limit) break;
+    // Records are read for as many candidates as can still fill the answer, in rank order.
+    for (let from = 0; from < ranked.length && top.length < request.limit;) {
+      const batch = ranked.slice(from, from + Math.max(2 * (request.limit - top.length), 20));
+      from += batch.length;
+      const records = await this.recordsOf(
+        account,
+        batch.map((r) => r.product_id),
+      );
+      for (const { product_id, type } of batch) {
+        const record = records.get(product_id);
+        if (!record || !passesRules(request.rules, record)) continue; // no record, or left out by the rules
+        top.push({ ...record, recommendation_type: type });
+        if (top.length === request.limit) break;
+      }
     }
     return order(top, request);
+  }
+
+  /** Drops what a finished refresh generation changed. */
+  private forget(account: string, changes: Changes): void {
+    this.bestSellers.delete(account);
+    const prefix = `${account}/`;
+    if (changes.all) {
+      for (const key of [...this.neighbours.keys()]) if (key.startsWith(prefix)) this.neighbours.delete(key);
+      for (const key of [...this.records.keys()]) if (key.startsWith(prefix)) this.records.delete(key);
+      return;
+    }
+    for (const id of changes.products) {
+      this.neighbours.delete(prefix + id);
+      this.records.delete(prefix + id);
+    }
+  }
+
+  /** Keeps a read only when no generation changed anything since it started. */
+  private keep<V extends object>(
+    cache: LRUCache<string, V>,
+    account: string,
+    epoch: number,
+    key: string,
+    value: V,
+  ) {
+    if (this.generations.epoch(account) === epoch) cache.set(key, value);
+  }
+
+  private bestSellersOf(account: string, epoch: number): Promise<string[]> {
+    const kept = this.bestSellers.get(account);
+    if (kept && kept.epoch === epoch && Date.now() - kept.at < BEST_SELLERS_MAX_AGE_MS) return kept.ids;
+    const ids = this.store
+      .query<{ product_id: string }>(account, BEST_SELLERS_SQL)
+      .then((rows) => rows.map((r) => r.product_id));
+    const entry = { epoch, at: Date.now(), ids };
+    this.bestSellers.set(account, entry);
+    ids.catch(() => {
+      if (this.bestSellers.get(account) === entry) this.bestSellers.delete(account);
+    });
+    return ids;
   }
 
   /** The customer's seeds (product → weight, the strongest 1) and purchases of the last 180 days. */
   private async history(
     account: string,
     customer: string | undefined,
+    gen: number,
   ): Promise<{ seeds: Map<string, number>; bought: string[] }> {
     const seeds = new Map<string, number>();
     const bought: string[] = [];
     if (customer === undefined) return { seeds, bought };
-    const merged = await this.store.query<{ svc_id: string }>(account, MERGED_SQL, { customer });
+    const key = `${account}/${gen}/${customer}`;
+    let merged = this.merged.get(key);
+    if (!merged) {
+      merged = (await this.store.query<{ svc_id: string }>(account, MERGED_SQL, { customer })).map(
+        (m) => m.svc_id,
+      );
+      this.merged.set(key, merged);
+    }
     const rows = await this.store.query<{ kind: string; product_id: string; weight: number }>(
       account,
-      CUSTOMER_SQL,
-      { ids: [customer, ...merged.map((m) => m.svc_id)] },
+      inline(CUSTOMER_SQL, { since: Math.max(0, gen - LATE_COMMITS_MS), gen }),
+      { ids: [customer, ...merged] },
     );
     const strongest = Math.max(0, ...rows.filter((r) => r.kind === 'seed').map((r) => Number(r.weight)));
     for (const r of rows) {
@@ -116,6 +174,7 @@ export class StoreRecommender extends Recommender {
       else missing.push(id);
     }
     if (missing.length === 0) return out;
+    const epoch = this.generations.epoch(account);
     const pairs = (await this.store.query<Pair>(account, PAIRS_SQL, { sources: missing })).map((p) => ({
       ...p,
       score: Number(p.score),
@@ -129,7 +188,7 @@ export class StoreRecommender extends Recommender {
     const lists = neighbourLists(pairs, popularity);
     for (const id of missing) {
       const list = lists.get(id) ?? [];
-      this.neighbours.set(`${account}/${id}`, list);
+      this.keep(this.neighbours, account, epoch, `${account}/${id}`, list);
       out.set(id, list);
     }
     return out;
@@ -145,11 +204,12 @@ export class StoreRecommender extends Recommender {
       else if (cached.record) out.set(id, cached.record);
     }
     if (missing.length === 0) return out;
+    const epoch = this.generations.epoch(account);
     const rows = await this.store.query<ProductRecord>(account, PRODUCTS_SQL, { ids: missing });
     const found = new Map(rows.map((r) => [r.product_id, r]));
     for (const id of missing) {
       const record = found.get(id) ?? null;
-      this.records.set(`${account}/${id}`, { record });
+      this.keep(this.records, account, epoch, `${account}/${id}`, { record });
       if (record) out.set(id, record);
     }
     return out;

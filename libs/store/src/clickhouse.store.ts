@@ -20,7 +20,7 @@ import {
   accountTables,
   databaseName,
 } from './tables/account-tables.js';
-import { declaredColumnNames, storeColumns } from './tables/table.js';
+import { storeColumns } from './tables/table.js';
 
 /** The tables a batch writes, in write order (ACCOUNT_TABLES), each with its row encoder. */
 const BATCH_TABLES = ACCOUNT_TABLES.flatMap((table) =>
@@ -191,15 +191,15 @@ export class ClickHouseStore extends AnalyticStore {
   async products(account: string, productIds: string[]): Promise<ProductRow[]> {
     if (productIds.length === 0) return [];
     await this.ensureAccount(account);
-    const rows = await this.transport.query<Record<string, string | number | null>>(
-      `SELECT ${declaredColumnNames(PRODUCTS).join(', ')}
-       FROM ${databaseName(account)}.${PRODUCTS.name} FINAL WHERE product_id IN {ids:Array(String)}`,
+    // Every column: custom product fields have theirs beside the spec's, and an update keeps them too.
+    const rows = await this.transport.query<Record<string, string | number | boolean | null>>(
+      `SELECT * FROM ${databaseName(account)}.${PRODUCTS.name} FINAL WHERE product_id IN {ids:Array(String)}`,
       { ids: productIds },
     );
     return rows.map((row) => {
-      const fields: Record<string, string | number> = {};
-      for (const column of PRODUCT_FIELD_COLUMNS) {
-        const value = row[column];
+      const fields: Record<string, string | number | boolean> = {};
+      for (const [column, value] of Object.entries(row)) {
+        if (PRODUCT_META_COLUMNS.has(column)) continue;
         if (value !== null && value !== undefined) fields[column] = value;
       }
       return {
@@ -246,7 +246,9 @@ export class ClickHouseStore extends AnalyticStore {
   }
 }
 
-/** The product fields among the products' columns. */
-const PRODUCT_FIELD_COLUMNS = storeColumns(PRODUCTS)
-  .filter((c) => c.group === 'fields')
-  .map((c) => c.name);
+/** Columns of `products` that are not a product's field (the declared ones outside its field group). */
+const PRODUCT_META_COLUMNS = new Set(
+  storeColumns(PRODUCTS)
+    .filter((c) => c.group === undefined)
+    .map((c) => c.name),
+);

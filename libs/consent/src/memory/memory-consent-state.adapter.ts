@@ -41,6 +41,15 @@ export class MemoryConsentState extends ConsentState {
     return Promise.resolve(found && structuredClone(found));
   }
 
+  async *customers(account: string): AsyncIterable<ConsentSnapshot> {
+    // A copy of the keys: changes applied during the walk do not upset it.
+    const customers = this.accounts.get(account);
+    for (const id of [...(customers?.keys() ?? [])]) {
+      const found = customers!.get(id);
+      if (found) yield await Promise.resolve(structuredClone(found));
+    }
+  }
+
   async load(
     account: string,
     states: AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number }>,

@@ -37,13 +37,23 @@ export class RedisConsentState extends ConsentState {
   }
 
   async get(account: string, customerId: string): Promise<ConsentSnapshot | undefined> {
-    const hash = await this.redis.hGetAll(consentKeys.customer(account, customerId));
-    if (!hash[VERSION_FIELD]) return undefined;
-    const lists: Record<string, boolean> = {};
-    for (const [field, value] of Object.entries(hash)) {
-      if (field !== VERSION_FIELD) lists[field] = value === '1';
+    return snapshotOf(customerId, await this.redis.hGetAll(consentKeys.customer(account, customerId)));
+  }
+
+  async *customers(account: string): AsyncIterable<ConsentSnapshot> {
+    const prefix = consentKeys.customer(account, '');
+    for await (const found of this.redis.scanIterator({ MATCH: consentKeys.pattern(account), COUNT: 1000 })) {
+      const keys = Array.isArray(found) ? found : [found];
+      if (keys.length === 0) continue;
+      // One round trip per SCAN page: the hashes of its keys read together.
+      const pipeline = this.redis.multi();
+      for (const key of keys) pipeline.hGetAll(key);
+      const hashes = (await pipeline.execAsPipeline()) as unknown as Record<string, string>[];
+      for (const [i, key] of keys.entries()) {
+        const snapshot = snapshotOf(key.slice(prefix.length), hashes[i] ?? {});
+        if (snapshot) yield snapshot;
+      }
     }
-    return { customerId, version: Number(hash[VERSION_FIELD]), lists };
   }
 
   async load(
@@ -78,4 +88,13 @@ export class RedisConsentState extends ConsentState {
   close(): Promise<void> {
     return Promise.resolve();
   }
+}
+
+function snapshotOf(customerId: string, hash: Record<string, string>): ConsentSnapshot | undefined {
+  if (!hash[VERSION_FIELD]) return undefined;
+  const lists: Record<string, boolean> = {};
+  for (const [field, value] of Object.entries(hash)) {
+    if (field !== VERSION_FIELD) lists[field] = value === '1';
+  }
+  return { customerId, version: Number(hash[VERSION_FIELD]), lists };
 }

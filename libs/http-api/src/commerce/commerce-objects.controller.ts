@@ -47,7 +47,7 @@ export class CommerceObjectsController {
       receivedAt,
       records,
     });
-    return accepted();
+    return accepted(records);
   }
 
   /** Field updates of existing orders, as `POST /v2/entities` type order: no event is produced. */
@@ -75,6 +75,6 @@ export class CommerceObjectsController {
       receivedAt,
       records,
     });
-    return accepted();
+    return accepted(records);
   }
 }

@@ -94,7 +94,7 @@ describe('entities and objects', () => {
           { type: 'product', data: { product_id: 'p', price: 2 } },
           { type: 'order', data: { order_id: 'o', coupon_code: 'C' } },
         ],
-        undefined,
+        { customers: {}, products: {} },
       ),
     ).toEqual([
       {
@@ -116,7 +116,7 @@ describe('entities and objects', () => {
             { type: 'order', data: { coupon_code: 3 } },
             { type: 'order' },
           ],
-          undefined,
+          { customers: {}, products: {} },
         ),
       ),
     ).toEqual([
@@ -131,8 +131,8 @@ describe('entities and objects', () => {
 
   it('take up to 1000 products or orders per request, at the edge', () => {
     const products = (n: number) => Array.from({ length: n }, (_, i) => ({ product_id: `p${i}` }));
-    expect(productsValidator.parse(products(1000), undefined)).toHaveLength(1000);
-    expect(invalids(() => productsValidator.parse(products(1001), undefined))).toEqual([
+    expect(productsValidator.parse(products(1000), {})).toHaveLength(1000);
+    expect(invalids(() => productsValidator.parse(products(1001), {}))).toEqual([
       { field: 'body', reason: expect.stringContaining('1000 products') },
     ]);
     expect(invalids(() => orderUpdatesValidator.parse({ order_id: 'o', total: 1 }, undefined))).toEqual([
@@ -151,8 +151,54 @@ describe('entities and objects', () => {
         message: expect.any(String),
       },
     ]);
-    expect(invalids(() => productsValidator.parse({ product_id: 'x'.repeat(1025) }, undefined))).toEqual([
+    expect(invalids(() => productsValidator.parse({ product_id: 'x'.repeat(1025) }, {}))).toEqual([
       { event: 0, field: 'product_id', reason: expect.stringContaining('1024'), message: expect.any(String) },
     ]);
+  });
+
+  it('keep custom product fields by their type, refuse unreadable ones and drop undefined ones', () => {
+    const custom = { in_stock: 'boolean', rating: 'number', launched: 'timestamp' } as const;
+    expect(
+      productsValidator.parse(
+        { product_id: 'p', price: 2, in_stock: 'true', rating: '4.5', launched: 1700000000, color: 'red' },
+        custom,
+      ),
+    ).toEqual([
+      {
+        product_id: 'p',
+        fields: { price: 2, in_stock: true, rating: 4.5, launched: 1700000000 },
+        dropped: ['color'],
+      },
+    ]);
+    expect(
+      invalids(() => productsValidator.parse([{ product_id: 'p', rating: 'high', in_stock: 2 }], custom)),
+    ).toEqual([
+      expect.objectContaining({
+        event: 0,
+        field: 'rating',
+        reason: 'must be a number in standard decimal format',
+      }),
+      expect.objectContaining({ event: 0, field: 'in_stock', reason: 'must be one of 0, 1, true, false' }),
+    ]);
+    expect(
+      invalids(() =>
+        entitiesValidator.parse(
+          [
+            { type: 'product', data: { product_id: 'p', rating: 'high' } },
+            { type: 'customer', data: { email: 'a@x.com', tier: 'gold' } },
+          ],
+          { customers: { tier: 'number' }, products: custom },
+        ),
+      ),
+    ).toEqual([
+      expect.objectContaining({ event: 0, field: 'data.rating' }),
+      expect.objectContaining({ event: 1, field: 'data.tier' }),
+    ]);
+    expect(
+      entitiesValidator.parse([{ type: 'product', data: { product_id: 'p', rating: 3, size: 'L' } }], {
+        customers: {},
+        products: custom,
+      }),
+    ).toEqual([{ kind: 'products', record: { product_id: 'p', fields: { rating: 3 }, dropped: ['size'] } }]);
   });
 });

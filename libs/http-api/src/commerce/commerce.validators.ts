@@ -12,6 +12,8 @@ import {
   normalizeOrderUpdate,
   normalizeProduct,
   normalizeProfile,
+  readCustomFields,
+  type CustomFields,
   type CustomIdentifierNames,
   type EventInput,
   type EventRecord,
@@ -24,11 +26,29 @@ import { BatchValidationPipe, noContext } from '../ingest/batch-validation.pipe.
 
 type Fields = Record<string, unknown>;
 
-/** `POST /v3/objects/products` records, and the `data` of product entities. */
-export const productsValidator = new BatchValidator<Fields, ProductRecord>(
+/**
+ * A product record: the spec's fields, and the account's custom product fields read by their type
+ * (reported under `prefix + name`); fields neither defines are dropped.
+ */
+function productRule(
+  input: Fields,
+  index: number,
+  custom: CustomFields,
+  prefix: string,
+): ProductRecord | Invalid[] {
+  const values = readCustomFields(input, custom, prefix);
+  if (values.invalids.length) return values.invalids.map((invalid) => ({ event: index, ...invalid }));
+  return normalizeProduct(input, values.values);
+}
+
+/**
+ * `POST /v3/objects/products` records (and the bulk loader's products files). The context is the
+ * account's custom product fields.
+ */
+export const productsValidator = new BatchValidator<Fields, ProductRecord, CustomFields>(
   productSchema,
   'product',
-  (input) => normalizeProduct(input),
+  (input, index, custom) => productRule(input, index, custom, ''),
 );
 
 function orderUpdate(input: Fields, index: number, prefix: string): OrderUpdateRecord | Invalid[] {
@@ -58,22 +78,33 @@ export type EntityRecord =
   | { kind: 'products'; record: ProductRecord }
   | { kind: 'order-updates'; record: OrderUpdateRecord };
 
+/** What entity records need of the account: its custom customer and product fields. */
+export interface EntitiesContext {
+  customers: CustomFields;
+  products: CustomFields;
+}
+
 /** `POST /v2/entities` records: `{type, data}`, each `data` by the rules of its type. */
-export const entitiesValidator = new BatchValidator<{ type: string; data: Fields }, EntityRecord>(
-  entitySchema,
-  'entity record',
-  (input, index): EntityRecord | Invalid[] => {
-    if (input.type === 'customer') {
-      const record = normalizeProfile(input.data);
-      if (Object.keys(record.identifiers).length === 0)
-        return [{ event: index, field: 'data', reason: IDENTIFIER_REQUIRED_REASON }];
-      return { kind: 'profiles', record };
-    }
-    if (input.type === 'product') return { kind: 'products', record: normalizeProduct(input.data) };
-    const record = orderUpdate(input.data, index, 'data.');
-    return Array.isArray(record) ? record : { kind: 'order-updates', record };
-  },
-);
+export const entitiesValidator = new BatchValidator<
+  { type: string; data: Fields },
+  EntityRecord,
+  EntitiesContext
+>(entitySchema, 'entity record', (input, index, context): EntityRecord | Invalid[] => {
+  if (input.type === 'customer') {
+    const custom = readCustomFields(input.data, context.customers, 'data.');
+    if (custom.invalids.length) return custom.invalids.map((invalid) => ({ event: index, ...invalid }));
+    const record = normalizeProfile(input.data, custom.values);
+    if (Object.keys(record.identifiers).length === 0)
+      return [{ event: index, field: 'data', reason: IDENTIFIER_REQUIRED_REASON }];
+    return { kind: 'profiles', record };
+  }
+  if (input.type === 'product') {
+    const record = productRule(input.data, index, context.products, 'data.');
+    return Array.isArray(record) ? record : { kind: 'products', record };
+  }
+  const record = orderUpdate(input.data, index, 'data.');
+  return Array.isArray(record) ? record : { kind: 'order-updates', record };
+});
 
 interface V2EventIn {
   type: string;
@@ -117,10 +148,15 @@ export const v2EventsValidator = new BatchValidator<V2EventIn, EventRecord, Even
   },
 );
 
-/** The pipes of the commerce routes: only `POST /v2/events` needs the account (its custom event fields). */
-export const ProductsBatch = BatchValidationPipe(productsValidator, noContext);
+/** The pipes of the commerce routes, with what each needs of the account (its custom fields). */
+export const ProductsBatch = BatchValidationPipe(productsValidator, async (schema, request) =>
+  (await schema.read(request.account)).customFields('products'),
+);
 export const OrderUpdatesBatch = BatchValidationPipe(orderUpdatesValidator, noContext);
-export const EntitiesBatch = BatchValidationPipe(entitiesValidator, noContext);
+export const EntitiesBatch = BatchValidationPipe(entitiesValidator, async (schema, request) => {
+  const account = await schema.read(request.account);
+  return { customers: account.customFields('customers'), products: account.customFields('products') };
+});
 export const V2EventsBatch = BatchValidationPipe(v2EventsValidator, async (schema, request) => {
   const account = await schema.read(request.account);
   return {

@@ -69,7 +69,7 @@ export class V2Controller {
         records,
       } as IngestMessage);
     }
-    return accepted();
+    return accepted(parsed.map((p) => p.record));
   }
 
   /** Events in the v2 shape (`{type: order, data: {action, email, order}}`), processed as v3 events. */

@@ -265,7 +265,8 @@ export const PRODUCTS = defineTable({
     version: ch.uint64(),
     msg_id: ch.string(),
     updated_at: ch.dateTime(),
-    fields: ch.fields<string | number>(PRODUCT_FIELDS, {
+    /** The spec's fields and the account's custom product fields (their columns), in the store's form. */
+    fields: ch.fields<string | number | boolean>(PRODUCT_FIELDS, {
       names: Object.keys(PRODUCT_FIELDS).filter((f) => f !== 'product_id'),
     }),
   },
