@@ -1,14 +1,18 @@
 import {
-  CUSTOMER_FIELDS,
-  EVENT_COLUMN_FIELDS,
-  EVENT_DATA_FIELDS,
-  ORDER_FIELDS,
-  ORDER_VALUE_FIELDS,
-  PRODUCT_FIELDS,
-} from '@cdp/domain';
+  CUSTOMERS,
+  EVENTS,
+  LINE_ITEMS,
+  ORDERS,
+  PRODUCTS,
+  quotedName,
+  storeColumns,
+  type ExportType,
+  type StoreColumn,
+  type TableDeclaration,
+} from '@cdp/store';
 
 /** The types an exported column has; they decide the Parquet type and how CSV writes the value. */
-export type ColumnType = 'string' | 'number' | 'integer' | 'boolean' | 'timestamp';
+export type ColumnType = ExportType;
 
 export interface ExportColumn {
   name: string;
@@ -124,117 +128,57 @@ function survivorOf(column: string): string {
   return `transform(ifNull(${column}, ''), (SELECT groupArray(svc_id) FROM ${merged}), (SELECT groupArray(survivor) FROM ${merged}), ifNull(${column}, ''))`;
 }
 
-function fieldType(type: string): ColumnType {
-  switch (type) {
-    case 'integer':
-      return 'integer';
-    case 'number':
-      return 'number';
-    case 'boolean':
-      return 'boolean';
-    case 'timestamp':
-      return 'timestamp';
-    default:
-      return 'string';
-  }
+/**
+ * A built-in table's export object, from its declaration (libs/store tables): the columns it lists,
+ * typed by their store types (domain fields by their field types), its current rows (FINAL for a
+ * table of versions) and its sorting key as the page key.
+ */
+export function exportObjectOf(table: TableDeclaration): ExportObject {
+  const spec = table.export;
+  if (!spec) throw new Error(`table ${table.name} is not exported`);
+  const columns = storeColumns(table);
+  const exported = spec.columns.flatMap((entry): ExportColumn[] => {
+    if (typeof entry !== 'string')
+      return [{ name: entry.name, type: 'string', expr: survivorOf(entry.survivorOf) }];
+    const inGroup = columns.filter((c) => c.group === entry);
+    const named = inGroup.length ? inGroup : columns.filter((c) => c.name === entry);
+    if (named.length === 0) throw new Error(`table ${table.name} has no column ${entry}`);
+    return named.map((c) => exportColumn(c));
+  });
+  const versioned = table.engine.startsWith('ReplacingMergeTree');
+  const where = spec.where ? ` WHERE ${spec.where}` : '';
+  return {
+    name: table.name,
+    from:
+      versioned || where
+        ? `(SELECT * FROM {db}.${table.name}${versioned ? ' FINAL' : ''}${where})`
+        : `{db}.${table.name}`,
+    columns: exported,
+    pageKey: [...table.orderBy],
+    relations: [],
+  };
 }
 
-/**
- * Customers: the current snapshot of each (the table keeps every version; FINAL keeps the highest).
- * `svc_id` is the platform's internal customer id, the key events join on.
- */
-export const CUSTOMERS_OBJECT: ExportObject = {
-  name: 'customers',
-  // A merged customer's profile lives on in its survivor: only customers that were not merged are exported.
-  from: '(SELECT * FROM {db}.customers FINAL WHERE merged_into IS NULL)',
-  columns: [
-    { name: 'svc_id', type: 'string' },
-    ...Object.entries(CUSTOMER_FIELDS).map(([name, type]) => ({ name, type: fieldType(type) })),
-    { name: 'updated_at', type: 'timestamp' },
-  ],
-  pageKey: ['svc_id'],
-  relations: [],
-};
+/** Maps and arrays export as JSON text; names the engine reads as keywords are quoted. */
+function exportColumn(column: StoreColumn): ExportColumn {
+  const quoted = quotedName(column.name);
+  if (/^(Map|Array)\(/.test(column.sql))
+    return { name: column.name, type: 'string', expr: `toJSONString(${quoted})` };
+  return quoted === column.name
+    ? { name: column.name, type: column.exportType }
+    : { name: column.name, type: column.exportType, expr: quoted };
+}
 
+/** Customers: the current snapshot of each. `svc_id` is the platform's internal customer id, the key events join on. */
+export const CUSTOMERS_OBJECT = exportObjectOf(CUSTOMERS);
 /** Events with their typed data columns; identifiers and the order payload as JSON text. */
-export const EVENTS_OBJECT: ExportObject = {
-  name: 'events',
-  from: '{db}.events',
-  columns: [
-    { name: 'event_id', type: 'string' },
-    { name: 'svc_id', type: 'string' },
-    { name: 'customer_svc_id', type: 'string', expr: survivorOf('svc_id') },
-    { name: 'ts', type: 'timestamp' },
-    { name: 'received_at', type: 'timestamp' },
-    { name: 'type', type: 'string' },
-    { name: 'action', type: 'string' },
-    { name: 'channel', type: 'string' },
-    { name: 'identifiers', type: 'string', expr: 'toJSONString(identifiers)' },
-    ...EVENT_COLUMN_FIELDS.map((name) => ({ name, type: fieldType(EVENT_DATA_FIELDS[name]!) })),
-    { name: 'order', type: 'string', expr: '`order`' },
-  ],
-  pageKey: ['svc_id', 'ts', 'event_id'],
-  relations: [],
-};
-
+export const EVENTS_OBJECT = exportObjectOf(EVENTS);
 /** The product feed: the current version of each product (no history, spec "Product fields"). */
-export const PRODUCTS_OBJECT: ExportObject = {
-  name: 'products',
-  from: '(SELECT * FROM {db}.products FINAL)',
-  columns: [
-    ...Object.entries(PRODUCT_FIELDS).map(([name, type]) => ({ name, type: fieldType(type) })),
-    { name: 'updated_at', type: 'timestamp' },
-  ],
-  pageKey: ['product_id'],
-  relations: [],
-};
-
+export const PRODUCTS_OBJECT = exportObjectOf(PRODUCTS);
 /** Order summaries: running tallies, revenue and lifecycle flag, as of the latest change. */
-export const ORDERS_OBJECT: ExportObject = {
-  name: 'orders',
-  from: '(SELECT * FROM {db}.orders FINAL)',
-  columns: [
-    { name: 'order_id', type: 'string' },
-    { name: 'svc_id', type: 'string' },
-    { name: 'customer_svc_id', type: 'string', expr: survivorOf('svc_id') },
-    { name: 'ts', type: 'timestamp' },
-    { name: 'purchased', type: 'boolean' },
-    { name: 'subtotal', type: 'number' },
-    { name: 'total', type: 'number' },
-    { name: 'revenue', type: 'number' },
-    { name: 'counts_for_lifecycle', type: 'boolean' },
-    { name: 'cancelled', type: 'boolean' },
-    { name: 'partial', type: 'boolean' },
-    { name: 'adjustments', type: 'integer' },
-    ...ORDER_VALUE_FIELDS.map((name) => ({ name, type: fieldType(ORDER_FIELDS[name]!) })),
-    { name: 'updated_at', type: 'timestamp' },
-  ],
-  pageKey: ['order_id'],
-  relations: [],
-};
-
+export const ORDERS_OBJECT = exportObjectOf(ORDERS);
 /** Line-item events of orders (`Order Line Item Purchase`, ...), each naming its product. */
-export const LINE_ITEMS_OBJECT: ExportObject = {
-  name: 'line_items',
-  from: '{db}.line_items',
-  columns: [
-    { name: 'order_id', type: 'string' },
-    { name: 'line_item_id', type: 'string' },
-    { name: 'event_id', type: 'string' },
-    { name: 'svc_id', type: 'string' },
-    { name: 'ts', type: 'timestamp' },
-    { name: 'event', type: 'string' },
-    { name: 'action', type: 'string' },
-    { name: 'product_id', type: 'string' },
-    { name: 'sku', type: 'string' },
-    { name: 'price', type: 'number' },
-    { name: 'quantity', type: 'number' },
-    { name: 'discount', type: 'number' },
-    { name: 'subtotal', type: 'number' },
-  ],
-  pageKey: ['order_id', 'line_item_id'],
-  relations: [],
-};
+export const LINE_ITEMS_OBJECT = exportObjectOf(LINE_ITEMS);
 
 /** Every built-in object; custom objects of the schema catalog plug in with `with`. */
 export const BUILT_IN_CATALOG = new ExportCatalog([

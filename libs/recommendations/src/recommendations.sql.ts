@@ -1,3 +1,5 @@
+import { ch, defineTable, tableSql } from '@cdp/store';
+
 /**
  * The recommendation tables of an account's database, and the SQL that builds and reads them. Plain
  * ClickHouse SQL (chDB and a server run the same); `{db}` names the account's database.
@@ -24,46 +26,93 @@ export const CANDIDATES_PER_KIND = 300;
 /** Commits later than this behind the newest seen are still picked up (processors' clocks and batches). */
 const LATE_COMMITS_MS = 60_000;
 
-const DEDUP = 'SETTINGS non_replicated_deduplication_window = 1000';
 const decay = (ts: string) => `exp2((toUnixTimestamp64Milli(${ts}) - ${DECAY_EPOCH_MS}) / ${HALF_LIFE_MS})`;
 
+/** The derived tables remember fewer dedup tokens than the ingest tables: a refresh inserts a few a time. */
+const DEDUP_WINDOW = 1000;
+
+/** Which committed messages a refresh generation took in (`gen`: its start in ms, increasing). */
+export const REC_MESSAGES = defineTable({
+  name: 'rec_messages',
+  columns: { msg_id: ch.string(), gen: ch.uint64(), commit_at: ch.dateTime() },
+  msgIndex: false,
+  engine: 'MergeTree',
+  orderBy: ['gen', 'msg_id'],
+  dedupWindow: null,
+});
+
+/** Generations whose derived rows are all written; one missing here is derived again after a crash. */
+export const REC_GENERATIONS = defineTable({
+  name: 'rec_generations',
+  columns: { gen: ch.uint64(), done_at: ch.dateTime() },
+  msgIndex: false,
+  engine: 'MergeTree',
+  orderBy: ['gen'],
+  dedupWindow: null,
+});
+
+/** A customer's interactions with products: detail views, adds to cart, purchased line items. */
+export const REC_INTERACTIONS = defineTable({
+  name: 'rec_interactions',
+  columns: {
+    svc_id: ch.string(),
+    product_id: ch.string(),
+    ts: ch.dateTime(),
+    w: ch.float64(),
+    kind: ch.lowCardinality(),
+    ikey: ch.uint64(),
+    gen: ch.uint64(),
+  },
+  msgIndex: false,
+  engine: 'MergeTree',
+  orderBy: ['svc_id', 'ts'],
+  dedupWindow: DEDUP_WINDOW,
+});
+
+/** Item-to-item affinity: decayed co-interest and co-purchase of one customer's products, both ways. */
+export const REC_AFFINITIES = defineTable({
+  name: 'rec_affinities',
+  columns: { product_id: ch.string(), related_id: ch.string(), score: ch.float64() },
+  msgIndex: false,
+  engine: 'SummingMergeTree',
+  orderBy: ['product_id', 'related_id'],
+  dedupWindow: DEDUP_WINDOW,
+});
+
+/** Decayed interest per product: what affinities are normalised by (popular items relate to everything). */
+export const REC_POPULARITY = defineTable({
+  name: 'rec_popularity',
+  columns: { product_id: ch.string(), score: ch.float64() },
+  msgIndex: false,
+  engine: 'SummingMergeTree',
+  orderBy: ['product_id'],
+  dedupWindow: DEDUP_WINDOW,
+});
+
+/** Units and revenue sold per hour and product, by the order's time: the best sellers' source. */
+export const REC_SALES = defineTable({
+  name: 'rec_sales',
+  columns: {
+    hour: ch.dateTimeSeconds(),
+    product_id: ch.string(),
+    units: ch.float64(),
+    revenue: ch.float64(),
+  },
+  msgIndex: false,
+  engine: 'SummingMergeTree',
+  orderBy: ['hour', 'product_id'],
+  dedupWindow: DEDUP_WINDOW,
+});
+
+/** The recommendation tables' statements; `{db}` names the account's database. */
 export const RECS_TABLES = [
-  // Which committed messages a refresh generation took in (`gen`: its start in ms, increasing).
-  `CREATE TABLE IF NOT EXISTS {db}.rec_messages (
-  msg_id String,
-  gen UInt64,
-  commit_at DateTime64(3, 'UTC')
-) ENGINE = MergeTree ORDER BY (gen, msg_id)`,
-  // Generations whose derived rows are all written; one missing here is derived again after a crash.
-  `CREATE TABLE IF NOT EXISTS {db}.rec_generations (gen UInt64, done_at DateTime64(3, 'UTC'))
-ENGINE = MergeTree ORDER BY gen`,
-  // A customer's interactions with products: detail views, adds to cart, purchased line items.
-  `CREATE TABLE IF NOT EXISTS {db}.rec_interactions (
-  svc_id String,
-  product_id String,
-  ts DateTime64(3, 'UTC'),
-  w Float64,
-  kind LowCardinality(String),
-  ikey UInt64,
-  gen UInt64
-) ENGINE = MergeTree ORDER BY (svc_id, ts) ${DEDUP}`,
-  // Item-to-item affinity: decayed co-interest and co-purchase of one customer's products, both ways.
-  `CREATE TABLE IF NOT EXISTS {db}.rec_affinities (
-  product_id String,
-  related_id String,
-  score Float64
-) ENGINE = SummingMergeTree ORDER BY (product_id, related_id) ${DEDUP}`,
-  // Decayed interest per product: what affinities are normalised by (popular items relate to everything).
-  `CREATE TABLE IF NOT EXISTS {db}.rec_popularity (product_id String, score Float64)
-ENGINE = SummingMergeTree ORDER BY product_id ${DEDUP}`,
-  // Units and revenue sold per hour and product, by the order's time: the best sellers' source.
-  `CREATE TABLE IF NOT EXISTS {db}.rec_sales (
-  hour DateTime('UTC'),
-  product_id String,
-  units Float64,
-  revenue Float64
-) ENGINE = SummingMergeTree ORDER BY (hour, product_id) ${DEDUP}`,
-];
+  REC_MESSAGES,
+  REC_GENERATIONS,
+  REC_INTERACTIONS,
+  REC_AFFINITIES,
+  REC_POPULARITY,
+  REC_SALES,
+].flatMap((table) => tableSql('{db}', table));
 
 /** Generations taken in but not finished (a crash in between): derived again, deduplicated. */
 export const UNFINISHED_GENERATIONS = `SELECT DISTINCT gen FROM {db}.rec_messages

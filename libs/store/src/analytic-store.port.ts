@@ -1,216 +1,40 @@
 import type { DriverHealth } from '@cdp/contracts';
 import type { ColumnSpec } from './custom-columns.sql.js';
+import type {
+  CONSENT_HISTORY,
+  CUSTOMERS,
+  EVENTS,
+  IDENTIFIER_UPDATES,
+  IDENTITY_CONFLICTS,
+  IDENTITY_LINKS,
+  IDENTITY_MERGES,
+  LINE_ITEMS,
+  OPTOUT_POOL,
+  OPTOUT_REQUESTS,
+  ORDER_CHANGES,
+  ORDERS,
+  PRODUCTS,
+} from './tables/account-tables.js';
+import type { RowOf } from './tables/table.js';
 
-/** A link from an identifier to the customer it identifies; written once, when first seen. */
-export interface IdentityLinkRow {
-  kind: string;
-  value: string;
-  svc_id: string;
-  /** The customer's born key (identity resolution.ts): how customers compare by age after a rebuild. */
-  born: string;
-  msg_id: string;
-  created_at: string;
-}
+import type { StoreBatch } from './tables/account-tables.js';
 
-/** A merge: from now on the loser's history belongs to the survivor (spec "What the service does"). */
-export interface MergeRow {
-  loser: string;
-  survivor: string;
-  /** The account's merge counter: for a loser merged twice, the higher seq names its survivor. */
-  seq: number;
-  /** The identifiers of the record that caused it, as `kind:value`. */
-  cause: string[];
-  msg_id: string;
-  created_at: string;
-}
+export type { StoreBatch };
 
-/** Customers a record touched but could not merge (different customer_id values, or the merge limit). */
-export interface ConflictRow {
-  svc_id: string;
-  other_svc_id: string;
-  reason: string;
-  cause: string[];
-  msg_id: string;
-  created_at: string;
-}
-
-/** The full state of a profile after an update; the highest version of a customer is current. */
-export interface CustomerRow {
-  svc_id: string;
-  version: number;
-  msg_id: string;
-  updated_at: string;
-  /** Set on a merged customer's last snapshot: the survivor that holds its profile now. */
-  merged_into: string | null;
-  /** Set on the snapshots of a redacted profile (spec "Compliance opt-out"). */
-  redacted?: boolean;
-  attributes: Record<string, string | boolean | number>;
-}
-
-/** The audit of one compliance opt-out: who asked, when, through which key, and what it reached. */
-export interface OptOutRequestRow {
-  /** The request id. */
-  msg_id: string;
-  requester: string;
-  /** `private:<key id>`. */
-  api_key: string;
-  requested_at: string;
-  processed_at: string;
-  /** The identifiers sent, `kind:value`. */
-  sent: string[];
-  /** The phone sent, if any (matched exactly against profiles; not an identifier). */
-  phone: string | null;
-  /** The customers redacted. */
-  customers: string[];
-  /** Every identifier added to the opt-out pool, `kind:value`. */
-  identifiers: string[];
-}
-
-/** An identifier in the opt-out pool. */
-export interface OptOutPoolRow {
-  kind: string;
-  value: string;
-  msg_id: string;
-  created_at: string;
-}
-
-export interface EventRow {
-  event_id: string;
-  msg_id: string;
-  svc_id: string;
-  ts: string;
-  received_at: string;
-  type: string;
-  action: string;
-  channel: string;
-  identifiers: Record<string, string>;
-  data: Record<string, string | number | boolean>;
-  order: string | null;
-}
-
-/**
- * One change of a customer's consent (a list membership, or `svc_all` for global opt-in): who, what,
- * when, and through which key. The history is kept whole; the hot consent state is rebuilt from it.
- */
-export interface ConsentHistoryRow {
-  svc_id: string;
-  list_id: string;
-  subscribed: boolean;
-  /** The customer's consent version after this change (orders replays). */
-  version: number;
-  /** The identifier the change was sent with. */
-  identifier_kind: string;
-  identifier_value: string;
-  /** `public`, or `private:<key id>`. */
-  api_key: string;
-  /** Where the change came from: `subscriptions` (POST /v3/lists/subscriptions). */
-  source: string;
-  msg_id: string;
-  /** When the API accepted the request. */
-  changed_at: string;
-  stored_at: string;
-}
-
-/**
- * One change applied to an order, in the order the state applied it (`seq`): the log the order state
- * is rebuilt from. Amounts in 1/10000 units as sent; `fields` is the JSON of the value fields.
- */
-export interface OrderChangeRow {
-  change_id: string;
-  msg_id: string;
-  order_id: string;
-  seq: number;
-  kind: 'event' | 'entity';
-  action: string;
-  ts_ms: number;
-  svc_id: string | null;
-  subtotal: number | null;
-  total: number | null;
-  fields: string;
-}
-
-/** An order's summary after a batch; the highest version of an order is current (ReplacingMergeTree). */
-export interface OrderRow {
-  order_id: string;
-  version: number;
-  msg_id: string;
-  updated_at: string;
-  svc_id: string | null;
-  purchased: boolean;
-  ts: string | null;
-  subtotal: number;
-  total: number;
-  revenue: number;
-  counts_for_lifecycle: boolean;
-  cancelled: boolean;
-  partial: boolean;
-  adjustments: number;
-  fields: Record<string, string | number>;
-}
-
-/** One line-item event (`Order Line Item Purchase`, ...) of an order event. */
-export interface LineItemRow {
-  line_item_id: string;
-  event_id: string;
-  msg_id: string;
-  order_id: string;
-  svc_id: string;
-  ts: string;
-  event: string;
-  action: string;
-  product_id: string | null;
-  sku: string | null;
-  price: number | null;
-  quantity: number | null;
-  discount: number | null;
-  subtotal: number | null;
-}
-
-/** A product after an update; no history is kept: the highest version of a product is current. */
-export interface ProductRow {
-  product_id: string;
-  version: number;
-  msg_id: string;
-  updated_at: string;
-  /** The spec's fields and the account's custom product fields (their columns), in the store's form. */
-  fields: Record<string, string | number | boolean>;
-}
-
-/** One change of an identifier's state (`POST /v3/consent`, `/v3/reachability`, `/v3/identifiers`). */
-export interface IdentifierUpdateRow {
-  field: string;
-  value: string;
-  /** The identifier's version after this change (rebuilds replay in this order). */
-  version: number;
-  type: string;
-  /** The change without field and value, as JSON (IdentifierState's `changeBody`). */
-  change: string;
-  /** The customer the identifier resolved to. */
-  svc_id: string;
-  /** `public`, or `private:<key id>`. */
-  api_key: string;
-  msg_id: string;
-  /** The sender's update time, or when the API accepted the request. */
-  changed_at: string;
-  stored_at: string;
-}
-
-/** Everything one processed batch writes for one account. */
-export interface StoreBatch {
-  identityLinks: IdentityLinkRow[];
-  merges: MergeRow[];
-  conflicts: ConflictRow[];
-  customers: CustomerRow[];
-  events: EventRow[];
-  consentHistory?: ConsentHistoryRow[];
-  identifierUpdates?: IdentifierUpdateRow[];
-  orderChanges?: OrderChangeRow[];
-  lineItems?: LineItemRow[];
-  orders?: OrderRow[];
-  products?: ProductRow[];
-  optoutRequests?: OptOutRequestRow[];
-  optoutPool?: OptOutPoolRow[];
-}
+// The row of each table, as its declaration (tables/account-tables.ts) gives it.
+export type IdentityLinkRow = RowOf<typeof IDENTITY_LINKS>;
+export type MergeRow = RowOf<typeof IDENTITY_MERGES>;
+export type ConflictRow = RowOf<typeof IDENTITY_CONFLICTS>;
+export type CustomerRow = RowOf<typeof CUSTOMERS>;
+export type OptOutRequestRow = RowOf<typeof OPTOUT_REQUESTS>;
+export type OptOutPoolRow = RowOf<typeof OPTOUT_POOL>;
+export type EventRow = RowOf<typeof EVENTS>;
+export type ConsentHistoryRow = RowOf<typeof CONSENT_HISTORY>;
+export type OrderChangeRow = RowOf<typeof ORDER_CHANGES>;
+export type OrderRow = RowOf<typeof ORDERS>;
+export type LineItemRow = RowOf<typeof LINE_ITEMS>;
+export type ProductRow = RowOf<typeof PRODUCTS>;
+export type IdentifierUpdateRow = RowOf<typeof IDENTIFIER_UPDATES>;
 
 /**
  * The analytic history of every account (one database each). Writes are idempotent per message:

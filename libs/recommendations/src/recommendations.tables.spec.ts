@@ -1,0 +1,44 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ChdbTransport } from '@cdp/store/chdb';
+import { RECS_TABLES } from './recommendations.sql.js';
+
+/** The statements the recommendation tables were written as before they were declared, `;;` apart. */
+const BEFORE = readFileSync(
+  join('libs', 'recommendations', 'src', 'fixtures', 'recs-ddl-before-declarations.sql'),
+  'utf8',
+).split('\n;;\n');
+
+describe('recommendation table declarations on chDB', () => {
+  let transport: ChdbTransport;
+  beforeAll(() => {
+    transport = new ChdbTransport(mkdtempSync(join(tmpdir(), 'cdp-rec-tables-')));
+  });
+  afterAll(() => transport.close());
+
+  /** Every table's engine and settings, and every column's type, as the engine reports them. */
+  async function shape(db: string): Promise<string> {
+    const tables = await transport.query(
+      `SELECT name, engine_full FROM system.tables WHERE database = {db:String} ORDER BY name`,
+      { db },
+    );
+    const columns = await transport.query(
+      `SELECT table, position, name, type, default_expression FROM system.columns
+       WHERE database = {db:String} ORDER BY table, position`,
+      { db },
+    );
+    return JSON.stringify([...tables, ...columns]).replaceAll(db, 'DB');
+  }
+
+  it('make the same tables the hand-written statements made, and open those', async () => {
+    for (const db of ['rec_before', 'rec_after']) await transport.exec(`CREATE DATABASE ${db}`);
+    for (const statement of BEFORE) await transport.exec(statement.replaceAll('{db}', 'rec_before'));
+    for (const statement of RECS_TABLES) await transport.exec(statement.replaceAll('{db}', 'rec_after'));
+    // Opening a database the old statements made is a no-op.
+    for (const statement of RECS_TABLES) await transport.exec(statement.replaceAll('{db}', 'rec_before'));
+    const before = await shape('rec_before');
+    expect(before).toContain('rec_sales');
+    expect(await shape('rec_after')).toBe(before);
+  });
+});

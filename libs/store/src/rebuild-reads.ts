@@ -1,0 +1,169 @@
+import type { ClickHouseTransport } from './clickhouse-transport.js';
+import { sqlName } from './custom-columns.sql.js';
+import {
+  CONSENT_HISTORY,
+  CUSTOMERS,
+  IDENTIFIER_UPDATES,
+  IDENTITY_LINKS,
+  IDENTITY_MERGES,
+  OPTOUT_POOL,
+  ORDER_CHANGES,
+} from './tables/account-tables.js';
+import { declaredColumnNames, storeColumns, type RowOf } from './tables/table.js';
+
+/**
+ * What the hot state is rebuilt from, streamed: each read leaves out the rows of unfinished messages
+ * (see AnalyticStore.begin), passed in as `unfinished`.
+ */
+const COUNTED = 'WHERE msg_id NOT IN {unfinished:Array(String)}';
+
+type Unfinished = readonly string[];
+
+/** Each identifier with its first owner; in link order, so a rebuilt index meets customers as they came. */
+export function identityLinks(
+  transport: ClickHouseTransport,
+  db: string,
+  unfinished: Unfinished,
+): AsyncIterable<{ kind: string; value: string; svc_id: string; born: string }> {
+  return transport.stream<{ kind: string; value: string; svc_id: string; born: string }>(
+    `SELECT kind, value, argMin(svc_id, (created_at, msg_id)) AS svc_id, argMin(born, (created_at, msg_id)) AS born
+       FROM ${db}.${IDENTITY_LINKS.name} ${COUNTED}
+       GROUP BY kind, value ORDER BY min(created_at), kind, value`,
+    { unfinished },
+  );
+}
+
+export async function* identityMerges(
+  transport: ClickHouseTransport,
+  db: string,
+  unfinished: Unfinished,
+): AsyncIterable<{ loser: string; survivor: string; seq: number }> {
+  const rows = transport.stream<{ loser: string; survivor: string; seq: number | string }>(
+    `SELECT DISTINCT loser, survivor, seq FROM ${db}.${IDENTITY_MERGES.name} ${COUNTED}
+       ORDER BY seq, loser`,
+    { unfinished },
+  );
+  for await (const m of rows) yield { loser: m.loser, survivor: m.survivor, seq: Number(m.seq) };
+}
+
+/** The customers' declared columns: the built-in ones; every other column holds a custom field. */
+const CUSTOMER_COLUMNS = new Set(declaredColumnNames(CUSTOMERS));
+/** The profile attributes among them (customer fields). */
+const ATTRIBUTE_COLUMNS = storeColumns(CUSTOMERS)
+  .filter((c) => c.group === 'attributes')
+  .map((c) => c.name);
+
+export async function* currentProfiles(
+  transport: ClickHouseTransport,
+  db: string,
+  unfinished: Unfinished,
+): AsyncIterable<{
+  svc_id: string;
+  version: number;
+  attributes: Record<string, string | boolean | number>;
+  redacted?: boolean;
+}> {
+  const table = `${db}.${CUSTOMERS.name}`;
+  // Custom fields are columns added after the built-in ones; custom timestamps go back to unix seconds.
+  const described = await transport.query<{ name: string; type: string }>(`DESCRIBE TABLE ${table}`);
+  const custom = described.filter((c) => !CUSTOMER_COLUMNS.has(c.name));
+  const customSql = custom.map((c) =>
+    c.type.includes('DateTime64')
+      ? `toUnixTimestamp64Milli(${sqlName(c.name)}) / 1000 AS ${c.name}`
+      : sqlName(c.name),
+  );
+  const columns = [...ATTRIBUTE_COLUMNS, ...custom.map((c) => c.name)];
+  // Each customer's latest snapshot (what FINAL keeps), if it is not merged away. Snapshots of
+  // unfinished messages cannot simply be left out here: the table is a ReplacingMergeTree, and a
+  // background merge may at any time fold a customer's older, counted snapshots into the newest one,
+  // which may be an unfinished message's (leaving it out would lose the customer, or bring back a
+  // stale snapshot). Such a snapshot is the finished state plus that message's own changes, which its
+  // redelivery applies again to the same result (attribute updates and merges are idempotent). So:
+  // - a counted latest snapshot counts as stored;
+  // - an unfinished latest snapshot counts for a customer the finished messages know (a counted
+  //   link), as live (a merge it records is unfinished: the redelivery makes it again); one of a
+  //   customer only unfinished messages know is left out, as the index leaves that customer out.
+  const rows = transport.stream<Record<string, string | boolean | number | null>>(
+    `SELECT * FROM (
+         SELECT ${['svc_id', 'version', 'redacted', 'merged_into', ...ATTRIBUTE_COLUMNS, ...customSql].join(', ')},
+                msg_id IN {unfinished:Array(String)} AS unfinished_snapshot
+         FROM ${table} ORDER BY svc_id, version DESC, updated_at DESC LIMIT 1 BY svc_id
+       ) WHERE (NOT unfinished_snapshot AND merged_into IS NULL)
+            OR (unfinished_snapshot AND svc_id IN (
+                  SELECT svc_id FROM ${db}.${IDENTITY_LINKS.name} ${COUNTED}
+                  AND svc_id IN (SELECT svc_id FROM ${table} WHERE msg_id IN {unfinished:Array(String)})))`,
+    { unfinished },
+  );
+  for await (const row of rows) {
+    const attributes: Record<string, string | boolean | number> = {};
+    for (const column of columns) {
+      const value = row[column];
+      if (value !== null && value !== undefined) attributes[column] = value;
+    }
+    const profile = { svc_id: String(row.svc_id), version: Number(row.version), attributes };
+    yield row.redacted === true || row.redacted === 1 ? { ...profile, redacted: true } : profile;
+  }
+}
+
+/** The latest membership of every customer and list (`svc_all` included). */
+export async function* consentStates(
+  transport: ClickHouseTransport,
+  db: string,
+  unfinished: Unfinished,
+): AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number }> {
+  const rows = transport.stream<{ svc_id: string; list_id: string; subscribed: boolean; latest: string }>(
+    `SELECT svc_id, list_id, argMax(subscribed, version) AS subscribed, max(version) AS latest
+       FROM ${db}.${CONSENT_HISTORY.name} ${COUNTED}
+       -- consent of a push token (POST /v3/consent) is the identifier's, not a list membership
+       AND source != 'identifier_consent'
+       GROUP BY svc_id, list_id`,
+    { unfinished },
+  );
+  for await (const r of rows) {
+    yield {
+      svc_id: r.svc_id,
+      list_id: r.list_id,
+      subscribed: Boolean(r.subscribed),
+      version: Number(r.latest),
+    };
+  }
+}
+
+export async function* identifierUpdates(
+  transport: ClickHouseTransport,
+  db: string,
+  unfinished: Unfinished,
+): AsyncIterable<{ field: string; value: string; version: number; change: string }> {
+  // LIMIT 1 BY: a change is replayed once, even if an insert was ever repeated outside the dedup window.
+  const rows = transport.stream<{ field: string; value: string; version: string; change: string }>(
+    `SELECT field, value, version, change FROM ${db}.${IDENTIFIER_UPDATES.name} ${COUNTED}
+       ORDER BY field, value, version LIMIT 1 BY field, value, version`,
+    { unfinished },
+  );
+  for await (const r of rows)
+    yield { field: r.field, value: r.value, version: Number(r.version), change: r.change };
+}
+
+export function orderChanges(
+  transport: ClickHouseTransport,
+  db: string,
+  unfinished: Unfinished,
+): AsyncIterable<RowOf<typeof ORDER_CHANGES>> {
+  // LIMIT 1 BY: a change is in the log once, even if an insert was ever repeated outside the dedup window.
+  return transport.stream<RowOf<typeof ORDER_CHANGES>>(
+    `SELECT ${declaredColumnNames(ORDER_CHANGES).join(', ')}
+       FROM ${db}.${ORDER_CHANGES.name} ${COUNTED} ORDER BY order_id, seq LIMIT 1 BY order_id, seq`,
+    { unfinished },
+  );
+}
+
+export function optOutPool(
+  transport: ClickHouseTransport,
+  db: string,
+  unfinished: Unfinished,
+): AsyncIterable<{ kind: string; value: string }> {
+  return transport.stream<{ kind: string; value: string }>(
+    `SELECT DISTINCT kind, value FROM ${db}.${OPTOUT_POOL.name} ${COUNTED}`,
+    { unfinished },
+  );
+}

@@ -1,0 +1,83 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { STORE_TABLES } from '@cdp/faults';
+import { ChdbTransport } from '../chdb/chdb.transport.js';
+import { ClickHouseStore } from '../clickhouse.store.js';
+import { ACCOUNT_TABLES, CUSTOMERS, EVENTS, accountTables, databaseName } from './account-tables.js';
+import { declaredColumnNames, keptOnRedaction, tableSql } from './table.js';
+
+/**
+ * The statements the schema was written as before tables were declared (schema.sql.ts), `;;` apart:
+ * the databases existing data directories hold were made by them.
+ */
+const BEFORE = readFileSync(
+  join('libs', 'store', 'src', 'tables', 'fixtures', 'account-ddl-before-declarations.sql'),
+  'utf8',
+);
+
+describe('account table declarations', () => {
+  it('generate the statements the hand-written schema ran, statement for statement', () => {
+    const before = BEFORE.split('\n;;\n').map((s) => s.replaceAll('{db}', 'cdp_x'));
+    expect([...accountTables('cdp_x')].sort()).toEqual([...before].sort());
+  });
+
+  it('name only tables the crash suite kills the processor in front of', () => {
+    for (const table of ACCOUNT_TABLES) expect(STORE_TABLES).toContain(table.name);
+  });
+
+  it('say what a redaction keeps, and spread field groups into columns in place', () => {
+    expect([...keptOnRedaction(CUSTOMERS)].sort()).toEqual(
+      ['merged_into', 'msg_id', 'opted_in', 'redacted', 'svc_id', 'updated_at', 'version'].sort(),
+    );
+    const events = declaredColumnNames(EVENTS);
+    expect(events.slice(0, 9)).toEqual([
+      'event_id',
+      'msg_id',
+      'svc_id',
+      'ts',
+      'received_at',
+      'type',
+      'action',
+      'channel',
+      'identifiers',
+    ]);
+    expect(events.at(-1)).toBe('order');
+    expect(tableSql('d', EVENTS)[0]).toContain('`order` Nullable(String)');
+  });
+
+  describe('on chDB', () => {
+    let transport: ChdbTransport;
+    beforeAll(() => {
+      transport = new ChdbTransport(mkdtempSync(join(tmpdir(), 'cdp-tables-')));
+    });
+    afterAll(() => transport.close());
+
+    /** Every table's engine and every column's type and default, as the engine reports them. */
+    async function shape(db: string): Promise<unknown[]> {
+      const tables = await transport.query(
+        `SELECT name, engine_full FROM system.tables WHERE database = {db:String} ORDER BY name`,
+        { db },
+      );
+      const columns = await transport.query(
+        `SELECT table, position, name, type, default_expression FROM system.columns
+         WHERE database = {db:String} ORDER BY table, position`,
+        { db },
+      );
+      return [...tables, ...columns];
+    }
+
+    it('open a database the hand-written schema made, which then matches a new one', async () => {
+      const store = new ClickHouseStore(transport);
+      const old = databaseName('before_decl');
+      for (const statement of BEFORE.split('\n;;\n')) await transport.exec(statement.replaceAll('{db}', old));
+      await store.ensureAccount('before_decl');
+      await store.ensureAccount('after_decl');
+      const [a, b] = [await shape(old), await shape(databaseName('after_decl'))];
+      expect(a.length).toBeGreaterThan(ACCOUNT_TABLES.length + 100);
+      expect(JSON.stringify(a).replaceAll(old, 'DB')).toBe(
+        JSON.stringify(b).replaceAll(databaseName('after_decl'), 'DB'),
+      );
+    });
+  });
+});

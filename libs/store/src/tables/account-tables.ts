@@ -1,0 +1,445 @@
+import {
+  CUSTOMER_FIELDS,
+  EVENT_COLUMN_FIELDS,
+  EVENT_DATA_FIELDS,
+  ORDER_FIELDS,
+  ORDER_VALUE_FIELDS,
+  PRODUCT_FIELDS,
+} from '@cdp/domain';
+import { ch } from './column.js';
+import { defineTable, tableSql, type BatchKeyOf, type RowOf, type TableDeclaration } from './table.js';
+
+/**
+ * The tables of one account's database, in the order a batch writes them. Crash consistency does not
+ * depend on this order (begin/commit brackets make a cut-short message invisible to rebuilds); links
+ * first only makes reads in between find a customer for every stored event, the order change log
+ * precedes what derives from it, consent changes come late (a batch that failed before them is
+ * redelivered and writes them then) and the opt-out audit row last (it says the opt-out was done).
+ *
+ * Column names and engines are what existing data directories hold: never rename or re-engine one;
+ * a new column is `ch.addedLater` (or a domain field, added on open).
+ */
+
+/** A link from an identifier to the customer it identifies; written once, when first seen. */
+export const IDENTITY_LINKS = defineTable({
+  name: 'identity_links',
+  batch: 'identityLinks',
+  columns: {
+    kind: ch.lowCardinality(),
+    value: ch.string(),
+    svc_id: ch.string(),
+    /** The customer's born key (identity resolution.ts): how customers compare by age after a rebuild. */
+    born: ch.string(),
+    msg_id: ch.string(),
+    created_at: ch.dateTime(),
+  },
+  msgIndex: true,
+  engine: 'MergeTree',
+  orderBy: ['kind', 'value'],
+});
+
+/** A merge: from now on the loser's history belongs to the survivor (spec "What the service does"). */
+export const IDENTITY_MERGES = defineTable({
+  name: 'identity_merges',
+  batch: 'merges',
+  columns: {
+    loser: ch.string(),
+    survivor: ch.string(),
+    /** The account's merge counter: for a loser merged twice, the higher seq names its survivor. */
+    seq: ch.uint64(),
+    /** The identifiers of the record that caused it, as `kind:value`. */
+    cause: ch.stringArray(),
+    msg_id: ch.string(),
+    created_at: ch.dateTime(),
+  },
+  msgIndex: true,
+  engine: 'MergeTree',
+  orderBy: ['loser', 'seq'],
+});
+
+/** Customers a record touched but could not merge (different customer_id values, or the merge limit). */
+export const IDENTITY_CONFLICTS = defineTable({
+  name: 'identity_conflicts',
+  batch: 'conflicts',
+  columns: {
+    svc_id: ch.string(),
+    other_svc_id: ch.string(),
+    reason: ch.lowCardinality(),
+    cause: ch.stringArray(),
+    msg_id: ch.string(),
+    created_at: ch.dateTime(),
+  },
+  msgIndex: true,
+  engine: 'MergeTree',
+  orderBy: ['svc_id', 'created_at'],
+});
+
+/**
+ * The full state of a profile after an update; the highest version of a customer is current.
+ * `svc_id` is the internal customer id the platform assigns (spec "Identifiers": "assigns an internal
+ * user id"); `customer_id` stays the sender's own id. A redaction keeps the bookkeeping and `opted_in`.
+ */
+export const CUSTOMERS = defineTable({
+  name: 'customers',
+  batch: 'customers',
+  columns: {
+    svc_id: ch.kept(ch.string()),
+    version: ch.kept(ch.uint64()),
+    msg_id: ch.kept(ch.string()),
+    updated_at: ch.kept(ch.dateTime()),
+    /** Set on a merged customer's last snapshot: the survivor that holds its profile now. */
+    merged_into: ch.kept(ch.nullable(ch.string())),
+    attributes: ch.fields<string | boolean | number>(CUSTOMER_FIELDS, { kept: ['opted_in'] }),
+    /** Set on every snapshot of a customer a compliance opt-out redacted (spec "Compliance opt-out"). */
+    redacted: ch.kept(ch.addedLater(ch.bool(), 'false')),
+  },
+  msgIndex: true,
+  engine: 'ReplacingMergeTree(version)',
+  orderBy: ['svc_id'],
+  // A merged customer's profile lives on in its survivor: only customers that were not merged are exported.
+  export: { columns: ['svc_id', 'attributes', 'updated_at'], where: 'merged_into IS NULL' },
+});
+
+/**
+ * The log of applied order changes, replayed in `seq` order to rebuild the order state. Amounts in
+ * 1/10000 units as sent; `fields` is the JSON of the value fields.
+ */
+export const ORDER_CHANGES = defineTable({
+  name: 'order_changes',
+  batch: 'orderChanges',
+  columns: {
+    change_id: ch.string(),
+    msg_id: ch.string(),
+    order_id: ch.string(),
+    seq: ch.uint64(),
+    kind: ch.lowCardinality<'event' | 'entity'>(),
+    action: ch.lowCardinality(),
+    ts_ms: ch.int64(),
+    svc_id: ch.nullable(ch.string()),
+    subtotal: ch.nullable(ch.int64()),
+    total: ch.nullable(ch.int64()),
+    fields: ch.string(),
+  },
+  msgIndex: true,
+  engine: 'MergeTree',
+  orderBy: ['order_id', 'seq'],
+});
+
+/** Events with their typed data columns; custom event fields are columns added after these. */
+export const EVENTS = defineTable({
+  name: 'events',
+  batch: 'events',
+  compact: true,
+  columns: {
+    event_id: ch.string(),
+    msg_id: ch.string(),
+    svc_id: ch.string(),
+    ts: ch.dateTime(),
+    received_at: ch.dateTime(),
+    type: ch.lowCardinality(),
+    action: ch.lowCardinality(),
+    channel: ch.lowCardinality(),
+    identifiers: ch.stringMap(),
+    data: ch.fields<string | number | boolean>(EVENT_DATA_FIELDS, {
+      names: EVENT_COLUMN_FIELDS,
+      addOnOpen: true,
+    }),
+    order: ch.nullable(ch.string()),
+  },
+  msgIndex: true,
+  engine: 'MergeTree',
+  orderBy: ['svc_id', 'ts', 'event_id'],
+  export: {
+    columns: [
+      'event_id',
+      'svc_id',
+      { name: 'customer_svc_id', survivorOf: 'svc_id' },
+      'ts',
+      'received_at',
+      'type',
+      'action',
+      'channel',
+      'identifiers',
+      'data',
+      'order',
+    ],
+  },
+});
+
+/** One line-item event (`Order Line Item Purchase`, ...) of an order event, naming its product. */
+export const LINE_ITEMS = defineTable({
+  name: 'line_items',
+  batch: 'lineItems',
+  columns: {
+    line_item_id: ch.string(),
+    event_id: ch.string(),
+    msg_id: ch.string(),
+    order_id: ch.string(),
+    svc_id: ch.string(),
+    ts: ch.dateTime(),
+    event: ch.lowCardinality(),
+    action: ch.lowCardinality(),
+    product_id: ch.nullable(ch.string()),
+    sku: ch.nullable(ch.string()),
+    price: ch.nullable(ch.float64()),
+    quantity: ch.nullable(ch.float64()),
+    discount: ch.nullable(ch.float64()),
+    subtotal: ch.nullable(ch.float64()),
+  },
+  msgIndex: true,
+  engine: 'MergeTree',
+  orderBy: ['order_id', 'line_item_id'],
+  export: {
+    columns: [
+      'order_id',
+      'line_item_id',
+      'event_id',
+      'svc_id',
+      'ts',
+      'event',
+      'action',
+      'product_id',
+      'sku',
+      'price',
+      'quantity',
+      'discount',
+      'subtotal',
+    ],
+  },
+});
+
+/**
+ * An order's summary after each batch that touched it: running tallies, revenue and lifecycle flag.
+ * Versions come from the atomic order state, one per applied change: the highest is the current
+ * summary whatever order replicas insert in, and a redelivered message re-inserts the same version.
+ */
+export const ORDERS = defineTable({
+  name: 'orders',
+  batch: 'orders',
+  columns: {
+    order_id: ch.string(),
+    version: ch.uint64(),
+    msg_id: ch.string(),
+    updated_at: ch.dateTime(),
+    svc_id: ch.nullable(ch.string()),
+    purchased: ch.bool(),
+    ts: ch.nullable(ch.dateTime()),
+    subtotal: ch.float64(),
+    total: ch.float64(),
+    revenue: ch.float64(),
+    counts_for_lifecycle: ch.bool(),
+    cancelled: ch.bool(),
+    partial: ch.bool(),
+    adjustments: ch.uint32(),
+    fields: ch.fields<string | number>(ORDER_FIELDS, { names: ORDER_VALUE_FIELDS }),
+  },
+  msgIndex: true,
+  engine: 'ReplacingMergeTree(version)',
+  orderBy: ['order_id'],
+  export: {
+    columns: [
+      'order_id',
+      'svc_id',
+      { name: 'customer_svc_id', survivorOf: 'svc_id' },
+      'ts',
+      'purchased',
+      'subtotal',
+      'total',
+      'revenue',
+      'counts_for_lifecycle',
+      'cancelled',
+      'partial',
+      'adjustments',
+      'fields',
+      'updated_at',
+    ],
+  },
+});
+
+/** The product feed has no history (spec "Product fields"): the highest version replaces the rest. */
+export const PRODUCTS = defineTable({
+  name: 'products',
+  batch: 'products',
+  columns: {
+    product_id: ch.string(),
+    version: ch.uint64(),
+    msg_id: ch.string(),
+    updated_at: ch.dateTime(),
+    /** The spec's fields and the account's custom product fields (their columns), in the store's form. */
+    fields: ch.fields<string | number | boolean>(PRODUCT_FIELDS, {
+      names: Object.keys(PRODUCT_FIELDS).filter((f) => f !== 'product_id'),
+    }),
+  },
+  msgIndex: true,
+  engine: 'ReplacingMergeTree(version)',
+  orderBy: ['product_id'],
+  export: { columns: ['product_id', 'fields', 'updated_at'] },
+});
+
+/**
+ * One change of a customer's consent (a list membership, or `svc_all` for global opt-in): who, what,
+ * when, and through which key. The history is kept whole; the hot consent state is rebuilt from it.
+ */
+export const CONSENT_HISTORY = defineTable({
+  name: 'consent_history',
+  batch: 'consentHistory',
+  columns: {
+    svc_id: ch.string(),
+    list_id: ch.string(),
+    subscribed: ch.bool(),
+    /** The customer's consent version after this change (orders replays). */
+    version: ch.uint64(),
+    /** The identifier the change was sent with. */
+    identifier_kind: ch.lowCardinality(),
+    identifier_value: ch.string(),
+    /** `public`, or `private:<key id>`. */
+    api_key: ch.string(),
+    /** Where the change came from: `subscriptions` (POST /v3/lists/subscriptions). */
+    source: ch.lowCardinality(),
+    msg_id: ch.string(),
+    /** When the API accepted the request. */
+    changed_at: ch.dateTime(),
+    stored_at: ch.dateTime(),
+  },
+  msgIndex: true,
+  engine: 'MergeTree',
+  orderBy: ['svc_id', 'list_id', 'version'],
+});
+
+/**
+ * One change of an identifier's state (`POST /v3/consent`, `/v3/reachability`, `/v3/identifiers`),
+ * replayed in `version` order per identifier to rebuild the hot IdentifierState.
+ */
+export const IDENTIFIER_UPDATES = defineTable({
+  name: 'identifier_updates',
+  batch: 'identifierUpdates',
+  columns: {
+    field: ch.lowCardinality(),
+    value: ch.string(),
+    /** The identifier's version after this change (rebuilds replay in this order). */
+    version: ch.uint64(),
+    type: ch.lowCardinality(),
+    /** The change without field and value, as JSON (IdentifierState's `changeBody`). */
+    change: ch.string(),
+    /** The customer the identifier resolved to. */
+    svc_id: ch.string(),
+    /** `public`, or `private:<key id>`. */
+    api_key: ch.string(),
+    msg_id: ch.string(),
+    /** The sender's update time, or when the API accepted the request. */
+    changed_at: ch.dateTime(),
+    stored_at: ch.dateTime(),
+  },
+  msgIndex: true,
+  engine: 'MergeTree',
+  orderBy: ['field', 'value', 'version'],
+});
+
+/** An identifier in the compliance opt-out pool the hot pool is rebuilt from. */
+export const OPTOUT_POOL = defineTable({
+  name: 'optout_pool',
+  batch: 'optoutPool',
+  columns: {
+    kind: ch.lowCardinality(),
+    value: ch.string(),
+    msg_id: ch.string(),
+    created_at: ch.dateTime(),
+  },
+  msgIndex: false,
+  engine: 'MergeTree',
+  orderBy: ['kind', 'value'],
+});
+
+/** The audit of one compliance opt-out: who asked, when, through which key, and what it reached. */
+export const OPTOUT_REQUESTS = defineTable({
+  name: 'optout_requests',
+  batch: 'optoutRequests',
+  columns: {
+    /** The request id. */
+    msg_id: ch.string(),
+    requester: ch.string(),
+    /** `private:<key id>`. */
+    api_key: ch.string(),
+    requested_at: ch.dateTime(),
+    processed_at: ch.dateTime(),
+    /** The identifiers sent, `kind:value`. */
+    sent: ch.stringArray(),
+    /** The phone sent, if any (matched exactly against profiles; not an identifier). */
+    phone: ch.nullable(ch.string()),
+    /** The customers redacted. */
+    customers: ch.stringArray(),
+    /** Every identifier added to the opt-out pool, `kind:value`. */
+    identifiers: ch.stringArray(),
+  },
+  msgIndex: false,
+  engine: 'MergeTree',
+  orderBy: ['requested_at', 'msg_id'],
+});
+
+/**
+ * Brackets around each message's writes: a `done = 0` row before the first, a `done = 1` row after the
+ * last. A message with the first and not the second was cut short; rebuilds leave its rows out (see
+ * AnalyticStore.begin and commit).
+ */
+export const INGEST_COMMITS = defineTable({
+  name: 'ingest_commits',
+  columns: { msg_id: ch.string(), done: ch.uint8(), at: ch.dateTime() },
+  msgIndex: false,
+  engine: 'MergeTree',
+  orderBy: ['msg_id'],
+});
+
+/** Every table of an account, in write order. */
+export const ACCOUNT_TABLES = [
+  IDENTITY_LINKS,
+  IDENTITY_MERGES,
+  IDENTITY_CONFLICTS,
+  CUSTOMERS,
+  ORDER_CHANGES,
+  EVENTS,
+  LINE_ITEMS,
+  ORDERS,
+  PRODUCTS,
+  CONSENT_HISTORY,
+  IDENTIFIER_UPDATES,
+  OPTOUT_POOL,
+  OPTOUT_REQUESTS,
+  INGEST_COMMITS,
+] as const satisfies readonly TableDeclaration[];
+
+/** Where the write of every message is bracketed (begun, done). */
+export const COMMITS_TABLE = INGEST_COMMITS.name;
+
+type AccountTable = (typeof ACCOUNT_TABLES)[number];
+
+/** The tables a batch always carries rows for (maybe none); the rest only some batches fill. */
+type AlwaysInBatch = 'identityLinks' | 'merges' | 'conflicts' | 'customers' | 'events';
+
+/** Everything one processed batch writes for one account: rows per table, keyed by each table's `batch`. */
+export type StoreBatch = {
+  [T in AccountTable as BatchKeyOf<T> & AlwaysInBatch]: RowOf<T>[];
+} & {
+  [T in AccountTable as Exclude<BatchKeyOf<T>, AlwaysInBatch>]?: RowOf<T>[];
+};
+
+/** Account ids are generated as lower-case letters, digits and `_`; nothing else reaches SQL as a name. */
+export function databaseName(account: string): string {
+  if (!/^[a-z0-9_]{1,64}$/.test(account)) throw new Error(`not an account id: ${account}`);
+  return `cdp_${account}`;
+}
+
+/**
+ * The statements that create an account's database and tables, in ClickHouse SQL that chDB and a
+ * ClickHouse server both run, or bring older ones up to date. `non_replicated_deduplication_window`
+ * makes a MergeTree remember the last inserts' deduplication tokens, so re-sending the same insert
+ * after a crash stores nothing twice.
+ */
+export function accountTables(db: string): string[] {
+  return [
+    `CREATE DATABASE IF NOT EXISTS ${db}`,
+    ...ACCOUNT_TABLES.flatMap((table) => tableSql(db, table)),
+    // Where a customer's history belongs now: itself, unless it was merged (the latest merge names the survivor).
+    `CREATE VIEW IF NOT EXISTS ${db}.customer_survivors AS
+SELECT loser AS svc_id, argMax(survivor, seq) AS survivor FROM ${db}.identity_merges GROUP BY loser`,
+  ];
+}
