@@ -1,38 +1,15 @@
-/** What the inspector stream sends (libs/inspector InspectorEntry), as the page uses it. */
-export interface Verdict {
-  type: 'verdict';
-  id: string;
-  at: string;
-  request_id: string;
-  index?: number;
-  route: string;
-  kind: string;
-  status: number;
-  verdict: 'accepted' | 'rejected';
-  body: unknown;
-  dropped?: string[];
-  invalids?: { field: unknown; reason: string; event?: number }[];
-  message?: string;
-  sampled_every?: number;
-}
+/** What the inspector stream sends: the server's own types (type-only, so nothing of the lib is bundled). */
+import type {
+  InspectorEntry,
+  InspectorNotice,
+  InspectorResolution,
+  InspectorVerdict,
+} from '../../libs/inspector/src/inspector-entry.js';
 
-export interface Resolution {
-  type: 'resolution';
-  request_id: string;
-  index: number;
-  customer_id: string;
-  created: boolean;
-  merged: string[];
-}
-
-export interface Notice {
-  type: 'notice';
-  at: string;
-  message: string;
-  sampling: { every: number; bound: number } | null;
-}
-
-export type Entry = Verdict | Resolution | Notice;
+export type Verdict = InspectorVerdict;
+export type Resolution = InspectorResolution;
+export type Notice = InspectorNotice;
+export type Entry = InspectorEntry;
 
 /** A shown row: a verdict and, once the processor resolved it, its customer. */
 export interface Row {

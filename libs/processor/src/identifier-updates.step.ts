@@ -9,13 +9,13 @@ import {
   SVC_ALL,
   toStoreTime,
   type AttributeUpdate,
-  type EventRecord,
   type IdentifierUpdate,
 } from '@cdp/domain';
 import { ProfileState, type ProfileUpdate, type Resolution } from '@cdp/identity';
-import type { EventRow, StoreBatch } from '@cdp/store';
+import type { StoreBatch } from '@cdp/store';
 import { IdentityStep, withMerges } from './identity.step.js';
 import { collectRows, emptyBatch } from './store-rows.js';
+import { eventRowOf } from './event-row.js';
 
 export interface IdentifierUpdatesInput {
   account: string;
@@ -161,7 +161,14 @@ export class IdentifierUpdatesStep implements Step<IdentifierUpdatesInput, Store
       }
       customers.forEach((customerId, n) => {
         const id = n === 0 ? eventId(message.id, index) : `${eventId(message.id, index)}.${n}`;
-        batch.events.push(eventRow(record.event, message.id, id, customerId, message.receivedAt));
+        batch.events.push(
+          eventRowOf(record.event, {
+            eventId: id,
+            msgId: message.id,
+            customerId,
+            receivedAt: message.receivedAt,
+          }),
+        );
       });
     });
 
@@ -190,29 +197,4 @@ function changeOf(record: IdentifierUpdate): IdentifierChange {
     case 'metadata':
       return { ...base, type: 'metadata', metadata: record.metadata };
   }
-}
-
-function eventRow(
-  e: EventRecord,
-  msgId: string,
-  id: string,
-  customerId: string,
-  receivedAt: number,
-): EventRow {
-  const identifiers: Record<string, string> = {};
-  for (const [kind, value] of Object.entries(e.identifiers))
-    identifiers[kind] = Array.isArray(value) ? value.join(',') : value;
-  return {
-    event_id: id,
-    msg_id: msgId,
-    svc_id: customerId,
-    ts: toStoreTime(e.ts),
-    received_at: toStoreTime(receivedAt),
-    type: e.type,
-    action: e.action,
-    channel: e.channel,
-    identifiers,
-    data: e.data,
-    order: null,
-  };
 }

@@ -21,7 +21,7 @@ import {
 } from '@cdp/domain';
 import type { ProfileUpdate } from '@cdp/identity';
 import { faultPoint } from '@cdp/faults';
-import { AnalyticStore, type EventRow } from '@cdp/store';
+import { AnalyticStore } from '@cdp/store';
 import { IdentityStep, withMerges } from './identity.step.js';
 import { CustomColumns } from './custom-columns.service.js';
 import { objectGroups, ObjectsWriter } from './objects.writer.js';
@@ -36,6 +36,7 @@ import { ProductsStep } from './products.step.js';
 import { isOptOutDelivery, OptOutStep } from './optout.step.js';
 import { IdentifierUpdatesStep, isIdentifierUpdatesDelivery } from './identifier-updates.step.js';
 import { StepWriter } from './step-writer.js';
+import { eventRowOf } from './event-row.js';
 import { collectRows, emptyBatch, StepFailed, unwrap } from './store-rows.js';
 
 interface Item {
@@ -232,7 +233,12 @@ export class IngestPipeline {
       }
       if (item.message.kind === 'events') {
         const record = item.record as EventRecord;
-        const row = eventRow(record, msgId, item.index, customerId, item.message.receivedAt);
+        const row = eventRowOf(record, {
+          eventId: eventId(msgId, item.index),
+          msgId,
+          customerId,
+          receivedAt: item.message.receivedAt,
+        });
         // An order event is stored or not by the orders step, depending on the order's state.
         const order = orderEventOf(row, record);
         if (order) orderEvents.push(order);
@@ -275,30 +281,4 @@ function profileUpdate(item: Item, linked: readonly Identifier[], conflicted: bo
   const update: AttributeUpdate = {};
   for (const id of linked) if (isProfileIdentifier(id.kind)) update[id.kind] = id.value;
   return update;
-}
-
-function eventRow(
-  e: EventRecord,
-  msgId: string,
-  index: number,
-  customerId: string,
-  receivedAt: number,
-): EventRow {
-  const identifiers: Record<string, string> = {};
-  for (const [kind, value] of Object.entries(e.identifiers)) {
-    identifiers[kind] = Array.isArray(value) ? value.join(',') : value;
-  }
-  return {
-    event_id: eventId(msgId, index),
-    msg_id: msgId,
-    svc_id: customerId,
-    ts: toStoreTime(e.ts),
-    received_at: toStoreTime(receivedAt),
-    type: e.type,
-    action: e.action,
-    channel: e.channel,
-    identifiers,
-    data: e.data,
-    order: e.order ? JSON.stringify(e.order) : null,
-  };
 }

@@ -1,0 +1,26 @@
+import { toStoreTime, type EventRecord } from '@cdp/domain';
+import type { EventRow } from '@cdp/store';
+
+/** The store row of one resolved event: every step that writes events builds it here. */
+export function eventRowOf(
+  e: EventRecord,
+  at: { eventId: string; msgId: string; customerId: string; receivedAt: number },
+): EventRow {
+  const identifiers: Record<string, string> = {};
+  for (const [kind, value] of Object.entries(e.identifiers)) {
+    identifiers[kind] = Array.isArray(value) ? value.join(',') : value;
+  }
+  return {
+    event_id: at.eventId,
+    msg_id: at.msgId,
+    svc_id: at.customerId,
+    ts: toStoreTime(e.ts),
+    received_at: toStoreTime(at.receivedAt),
+    type: e.type,
+    action: e.action,
+    channel: e.channel,
+    identifiers,
+    data: e.data,
+    order: e.order ? JSON.stringify(e.order) : null,
+  };
+}
