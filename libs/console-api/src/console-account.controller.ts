@@ -20,8 +20,10 @@ import {
   objectView,
   requireObject,
   type FieldView,
+  type NewFields,
   type ObjectView,
 } from '@cdp/schema';
+import { EnvelopeValidation, NewFieldsValidation, ObjectDefDto } from '@cdp/http-api/schema';
 import { ConsoleSessionGuard, type ConsoleRequest } from './console-session.guard.js';
 
 export interface KeyView {
@@ -117,7 +119,10 @@ export class ConsoleAccountController {
   /** The schema API's own service: the same checks and answers as `POST /v3/schema/objects`. */
   @Post('objects')
   @HttpCode(201)
-  async createObject(@Req() request: ConsoleRequest, @Body() body: unknown): Promise<ObjectView> {
+  async createObject(
+    @Req() request: ConsoleRequest,
+    @Body(EnvelopeValidation) body: ObjectDefDto,
+  ): Promise<ObjectView> {
     const account = request.consoleSession!.account.id;
     const created = await this.schema.createObject(account, body);
     return objectView(requireObject(await this.schema.read(account, true), created.name));
@@ -128,7 +133,7 @@ export class ConsoleAccountController {
   async createField(
     @Req() request: ConsoleRequest,
     @Param('object') object: string,
-    @Body() body: unknown,
+    @Body(NewFieldsValidation) body: NewFields,
   ): Promise<FieldView[]> {
     const { fields } = await this.schema.createFields(request.consoleSession!.account.id, object, body);
     return fields.map(fieldView);

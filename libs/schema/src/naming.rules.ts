@@ -28,6 +28,19 @@ export function isPlural(name: string): boolean {
   return /s$/.test(last) && !/(ss|us|is)$/.test(last);
 }
 
+/** Why a name cannot name a new object (snake case, plural), or undefined. */
+export function objectNameProblem(name: unknown): string | undefined {
+  return snakeCaseProblem(name) ?? (isPlural(name as string) ? undefined : 'must be plural (end in s)');
+}
+
+/** Why a name cannot be an object's alias (snake case, singular), or undefined. */
+export function aliasProblem(alias: unknown): string | undefined {
+  return (
+    snakeCaseProblem(alias) ??
+    (isPlural(alias as string) ? 'must be singular (the object name is the plural)' : undefined)
+  );
+}
+
 /** Why a display name cannot be used, or undefined. */
 export function displayNameProblem(value: unknown): string | undefined {
   if (typeof value !== 'string' || value.trim() === '') return 'is required';

@@ -1,8 +1,9 @@
 import { ApiError } from '@cdp/contracts';
 import type { MetadataStore } from '@cdp/metadata';
 import { SchemaRegistry } from './schema.registry.js';
+import type { NewObject } from './schema.validation.js';
 
-const stores = (name = 'stores', display = 'Stores') => ({
+const stores = (name = 'stores', display = 'Stores'): NewObject => ({
   name,
   display_name: display,
   fields: [{ name: 'store_id', type: 'string', display_name: 'Store ID', primary: true }],

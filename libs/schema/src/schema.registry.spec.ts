@@ -10,6 +10,7 @@ import { NatsKvMetadataStore } from '@cdp/metadata/nats';
 import { OutageMetadataStore } from '@cdp/metadata';
 import { schemaRegistryContract } from './schema-registry.contract.js';
 import { SCHEMA_CACHE_MS, SchemaRegistry } from './schema.registry.js';
+import type { NewObject } from './schema.validation.js';
 
 // The file store serves one process: both "replicas" share its one instance, as the embedded wiring does.
 schemaRegistryContract('the file metadata store', () => {
@@ -48,7 +49,7 @@ describe('the schema cache of a replica', () => {
   let t: number;
   let replica: SchemaRegistry;
   let other: SchemaRegistry;
-  const stores = {
+  const stores: NewObject = {
     name: 'stores',
     display_name: 'Stores',
     fields: [{ name: 'store_id', type: 'string', display_name: 'Store ID', primary: true }],

@@ -10,7 +10,14 @@ import {
   type ObjectDef,
   type RelationDef,
 } from './schema.model.js';
-import { parseNewFields, parseNewRelation, parseObject } from './schema.validation.js';
+import {
+  parseNewFields,
+  parseNewRelation,
+  parseObject,
+  type NewFields,
+  type NewObject,
+  type NewRelation,
+} from './schema.validation.js';
 
 const BUCKET = 'schema';
 
@@ -64,7 +71,7 @@ export class SchemaRegistry {
     return current && current.revision > schema.revision ? current : schema;
   }
 
-  async createObject(account: string, body: unknown): Promise<ObjectDef> {
+  async createObject(account: string, body: NewObject): Promise<ObjectDef> {
     return this.change(account, (schema, doc) => {
       const object = parseObject(body, schema);
       doc.objects.push(object);
@@ -75,7 +82,7 @@ export class SchemaRegistry {
   async createFields(
     account: string,
     objectName: string,
-    body: unknown,
+    body: NewFields,
   ): Promise<{ object: string; fields: FieldDef[]; many: boolean }> {
     return this.change(account, (schema, doc) => {
       const object = requireObject(schema, objectName);
@@ -85,7 +92,7 @@ export class SchemaRegistry {
     });
   }
 
-  async createRelation(account: string, objectName: string, body: unknown): Promise<RelationDef> {
+  async createRelation(account: string, objectName: string, body: NewRelation): Promise<RelationDef> {
     return this.change(account, (schema, doc) => {
       const object = requireObject(schema, objectName);
       const relation = parseNewRelation(body, object, schema);
@@ -111,7 +118,7 @@ export class SchemaRegistry {
         const field = {
           name: identifier.name,
           display_name: identifier.display_name,
-          type: 'string',
+          type: 'string' as const,
           description: `custom identifier (${identifier.merge_confidence} merge confidence)`,
         };
         try {

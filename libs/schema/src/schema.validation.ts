@@ -1,14 +1,8 @@
 import { ApiError, type Invalid } from '@cdp/contracts';
-import { CUSTOM_FIELD_TYPES, isCustomFieldType, type CustomFieldType } from '@cdp/domain';
+import type { CustomFieldType } from '@cdp/domain';
 import type { AccountSchema } from './account-schema.js';
 import { RESERVED_FIELD_NAMES, RESERVED_OBJECT_NAMES, customObjectTable } from './builtin-objects.js';
-import {
-  MAX_DESCRIPTION_LENGTH,
-  displayKey,
-  displayNameProblem,
-  isPlural,
-  snakeCaseProblem,
-} from './naming.rules.js';
+import { displayKey } from './naming.rules.js';
 import {
   sameValueKind,
   type FieldDef,
@@ -17,105 +11,111 @@ import {
   type RelationDef,
 } from './schema.model.js';
 
-type Body = Record<string, unknown>;
+/*
+ * The schema API's rules that need the account's current schema: names, aliases and display names
+ * already used, reserved names, the child object of a relation and its primary key. The shape of a
+ * request (types, naming rules, lengths, a primary key among a new object's fields) is checked before,
+ * by the API's DTOs (libs/http-api/src/schema/schema.dto.ts); these run inside the registry's
+ * compare-and-set loop, against the schema the change is written on.
+ */
 
-const isObject = (v: unknown): v is Body => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** A field as the DTOs let it through. `primary_key` is accepted for `primary`. */
+export interface NewField {
+  name: string;
+  type: CustomFieldType;
+  display_name: string;
+  description?: string | null;
+  primary?: boolean | null;
+  primary_key?: boolean | null;
+}
+
+/** A join pair; the spec's parameter table names it source/target, its example parent/child. */
+export interface NewJoinField {
+  parent?: string;
+  child?: string;
+  source?: string;
+  target?: string;
+}
+
+export interface NewRelation {
+  name: string;
+  display_name: string;
+  child_object: string;
+  join_fields: NewJoinField[];
+}
+
+export interface NewObject {
+  name: string;
+  display_name: string;
+  alias?: string | null;
+  fields: NewField[];
+  relations?: NewRelation[] | null;
+}
+
+/** `POST .../fields`: one field, or `{fields: [...]}` (the spec's examples show both). */
+export type NewFields = NewField | { fields: NewField[] };
 
 /** Reason of every duplicate name (spec/NOTES.md: the Node client recognises `already used`). */
 const alreadyUsed = (what: string) => `already used by ${what}`;
 
-/**
- * A new object (`POST /v3/schema/objects`), checked against the account's current schema: naming
- * rules, uniqueness of name, alias and display name, its fields, a primary key, and its relations.
- */
-export function parseObject(body: unknown, schema: AccountSchema): ObjectDef {
-  if (!isObject(body)) throw ApiError.invalid([{ field: 'body', reason: 'must be object' }]);
+/** Whether a field is part of the key: `primary`, or `primary_key` as some clients send it. */
+export const isPrimary = (field: { primary?: unknown; primary_key?: unknown }): boolean =>
+  (field.primary ?? field.primary_key) === true;
+
+/** A new object (`POST /v3/schema/objects`), checked against the account's current schema. */
+export function parseObject(input: NewObject, schema: AccountSchema): ObjectDef {
   const invalids: Invalid[] = [];
-  const name = body.name;
-  const nameProblem = snakeCaseProblem(name);
-  if (nameProblem) invalids.push({ field: 'name', reason: nameProblem });
-  else if (!isPlural(name as string)) invalids.push({ field: 'name', reason: 'must be plural (end in s)' });
-  else {
-    const owner = schema.object(name as string);
-    if (owner) invalids.push({ field: 'name', reason: alreadyUsed(`object ${owner.name}`) });
-    else if (RESERVED_OBJECT_NAMES.includes(name as string))
-      invalids.push({ field: 'name', reason: alreadyUsed('the platform') });
-  }
+  const { name } = input;
+  const owner = schema.object(name);
+  if (owner) invalids.push({ field: 'name', reason: alreadyUsed(`object ${owner.name}`) });
+  else if (RESERVED_OBJECT_NAMES.includes(name))
+    invalids.push({ field: 'name', reason: alreadyUsed('the platform') });
 
-  const displayProblem = displayNameProblem(body.display_name);
-  if (displayProblem) invalids.push({ field: 'display_name', reason: displayProblem });
-  else {
-    const key = displayKey(body.display_name as string);
-    const owner = schema.objects().find((o) => displayKey(o.display_name) === key);
-    if (owner) invalids.push({ field: 'display_name', reason: alreadyUsed(`object ${owner.name}`) });
-  }
+  const key = displayKey(input.display_name);
+  const displayOwner = schema.objects().find((o) => displayKey(o.display_name) === key);
+  if (displayOwner)
+    invalids.push({ field: 'display_name', reason: alreadyUsed(`object ${displayOwner.name}`) });
 
-  let alias: string | undefined;
-  if (body.alias !== undefined && body.alias !== null && body.alias !== '') {
-    const aliasProblem = snakeCaseProblem(body.alias);
-    if (aliasProblem) invalids.push({ field: 'alias', reason: aliasProblem });
-    else if (isPlural(body.alias as string))
-      invalids.push({ field: 'alias', reason: 'must be singular (the object name is the plural)' });
-    else if (body.alias === name) invalids.push({ field: 'alias', reason: alreadyUsed('the name') });
-    else {
-      const owner = schema.object(body.alias as string);
-      if (owner) invalids.push({ field: 'alias', reason: alreadyUsed(`object ${owner.name}`) });
-      else alias = body.alias as string;
-    }
+  const alias = input.alias || undefined;
+  if (alias === name) invalids.push({ field: 'alias', reason: alreadyUsed('the name') });
+  else if (alias) {
+    const aliasOwner = schema.object(alias);
+    if (aliasOwner) invalids.push({ field: 'alias', reason: alreadyUsed(`object ${aliasOwner.name}`) });
   }
 
   const fields: FieldDef[] = [];
-  if (!Array.isArray(body.fields) || body.fields.length === 0) {
-    invalids.push({ field: 'fields', reason: 'must list the fields, at least one of them primary' });
-  } else {
-    body.fields.forEach((raw, i) => {
-      const parsed = parseField(raw, `fields.${i}.`, [...fields], true, undefined);
-      if (Array.isArray(parsed)) invalids.push(...parsed);
-      else fields.push(parsed);
-    });
-    if (!body.fields.some((f) => isObject(f) && (f.primary === true || f.primary_key === true)))
-      invalids.push({
-        field: 'fields',
-        reason: 'at least one field must be the primary key (primary: true)',
-      });
-  }
+  input.fields.forEach((raw, i) => {
+    const parsed = parseField(raw, `fields.${i}.`, [...fields], undefined);
+    if (Array.isArray(parsed)) invalids.push(...parsed);
+    else fields.push(parsed);
+  });
 
   const object: ObjectDef = {
-    name: name as string,
-    display_name: typeof body.display_name === 'string' ? body.display_name.trim() : '',
+    name,
+    display_name: input.display_name.trim(),
     ...(alias ? { alias } : {}),
     fields,
     relations: [],
     created_by: 'account',
-    table: customObjectTable(name as string),
+    table: customObjectTable(name),
   };
-  if (body.relations !== undefined && body.relations !== null) {
-    if (!Array.isArray(body.relations)) invalids.push({ field: 'relations', reason: 'must be array' });
-    else
-      body.relations.forEach((raw, i) => {
-        const parsed = parseRelationIn(raw, `relations.${i}.`, object, schema);
-        if (Array.isArray(parsed)) invalids.push(...parsed);
-        else object.relations.push(parsed);
-      });
-  }
+  (input.relations ?? []).forEach((raw, i) => {
+    const parsed = parseRelationIn(raw, `relations.${i}.`, object, schema);
+    if (Array.isArray(parsed)) invalids.push(...parsed);
+    else object.relations.push(parsed);
+  });
   if (invalids.length) throw ApiError.invalid(invalids);
   return object;
 }
 
-/**
- * New fields of an existing object (`POST .../fields`): one field, or `{fields: [...]}` (the spec's
- * examples show both). All or none are created.
- */
-export function parseNewFields(body: unknown, object: ObjectDef): { fields: FieldDef[]; many: boolean } {
-  if (!isObject(body)) throw ApiError.invalid([{ field: 'body', reason: 'must be object' }]);
-  const many = Array.isArray(body.fields);
-  const raws = many ? (body.fields as unknown[]) : [body];
-  if (raws.length === 0)
-    throw ApiError.invalid([{ field: 'fields', reason: 'must list at least one field' }]);
+/** New fields of an existing object (`POST .../fields`); all or none are created. */
+export function parseNewFields(body: NewFields, object: ObjectDef): { fields: FieldDef[]; many: boolean } {
+  const many = 'fields' in body;
+  const raws = many ? body.fields : [body];
   const invalids: Invalid[] = [];
   const fields: FieldDef[] = [];
   raws.forEach((raw, i) => {
-    const parsed = parseField(raw, many ? `fields.${i}.` : '', [...object.fields, ...fields], false, object);
+    const parsed = parseField(raw, many ? `fields.${i}.` : '', [...object.fields, ...fields], object);
     if (Array.isArray(parsed)) invalids.push(...parsed);
     else fields.push(parsed);
   });
@@ -123,46 +123,27 @@ export function parseNewFields(body: unknown, object: ObjectDef): { fields: Fiel
   return { fields, many };
 }
 
+/** A field of a new object (`object` undefined) or of an existing one, unique among `existing`. */
 function parseField(
-  raw: unknown,
+  raw: NewField,
   prefix: string,
   existing: readonly FieldDef[],
-  creatingObject: boolean,
   object: ObjectDef | undefined,
 ): FieldDef | Invalid[] {
-  if (!isObject(raw)) return [{ field: prefix ? prefix.slice(0, -1) : 'body', reason: 'must be object' }];
   const invalids: Invalid[] = [];
-  const nameProblem = snakeCaseProblem(raw.name);
-  const name = raw.name as string;
-  if (nameProblem) invalids.push({ field: `${prefix}name`, reason: nameProblem });
-  else {
-    const owner = existing.find((f) => f.name === name);
-    if (owner)
-      invalids.push({
-        field: `${prefix}name`,
-        reason: alreadyUsed(`a field of ${object?.name ?? 'the object'}`),
-      });
-    else if (object && isReservedField(object.name, name))
-      invalids.push({ field: `${prefix}name`, reason: alreadyUsed(`the platform in ${object.name}`) });
-  }
-  if (!isCustomFieldType(raw.type))
-    invalids.push({ field: `${prefix}type`, reason: `must be one of ${CUSTOM_FIELD_TYPES.join(', ')}` });
-  const displayProblem = displayNameProblem(raw.display_name);
-  if (displayProblem) invalids.push({ field: `${prefix}display_name`, reason: displayProblem });
-  else {
-    const key = displayKey(raw.display_name as string);
-    const owner = existing.find((f) => displayKey(f.display_name) === key);
-    if (owner) invalids.push({ field: `${prefix}display_name`, reason: alreadyUsed(`field ${owner.name}`) });
-  }
-  const description = raw.description ?? '';
-  if (typeof description !== 'string' || [...description].length > MAX_DESCRIPTION_LENGTH)
+  const { name } = raw;
+  if (existing.some((f) => f.name === name))
     invalids.push({
-      field: `${prefix}description`,
-      reason: `must be a string of at most ${MAX_DESCRIPTION_LENGTH} characters`,
+      field: `${prefix}name`,
+      reason: alreadyUsed(`a field of ${object?.name ?? 'the object'}`),
     });
-  const primary = raw.primary ?? raw.primary_key ?? false;
-  if (typeof primary !== 'boolean') invalids.push({ field: `${prefix}primary`, reason: 'must be boolean' });
-  else if (primary && !creatingObject)
+  else if (object && isReservedField(object.name, name))
+    invalids.push({ field: `${prefix}name`, reason: alreadyUsed(`the platform in ${object.name}`) });
+  const key = displayKey(raw.display_name);
+  const owner = existing.find((f) => displayKey(f.display_name) === key);
+  if (owner) invalids.push({ field: `${prefix}display_name`, reason: alreadyUsed(`field ${owner.name}`) });
+  const primary = isPrimary(raw);
+  if (primary && object)
     // Spec "Schema resources": the primary-key flag is only allowed when the object is created.
     invalids.push({
       field: `${prefix}primary`,
@@ -171,10 +152,10 @@ function parseField(
   if (invalids.length) return invalids;
   return {
     name,
-    display_name: (raw.display_name as string).trim(),
-    type: raw.type as CustomFieldType,
-    description: description as string,
-    primary: primary === true,
+    display_name: raw.display_name.trim(),
+    type: raw.type,
+    description: raw.description ?? '',
+    primary,
     auto: false,
     created_by: 'account',
   };
@@ -188,8 +169,8 @@ function isReservedField(object: string, name: string): boolean {
 }
 
 /** A new relation of an existing object (`POST .../relations`). */
-export function parseNewRelation(body: unknown, object: ObjectDef, schema: AccountSchema): RelationDef {
-  const parsed = parseRelationIn(body, '', object, schema);
+export function parseNewRelation(input: NewRelation, object: ObjectDef, schema: AccountSchema): RelationDef {
+  const parsed = parseRelationIn(input, '', object, schema);
   if (Array.isArray(parsed)) throw ApiError.invalid(parsed);
   return parsed;
 }
@@ -199,84 +180,63 @@ export function parseNewRelation(body: unknown, object: ObjectDef, schema: Accou
  * join fields from parent fields to the child's whole primary key, of matching types.
  */
 function parseRelationIn(
-  raw: unknown,
+  raw: NewRelation,
   prefix: string,
   object: ObjectDef,
   schema: AccountSchema,
 ): RelationDef | Invalid[] {
-  if (!isObject(raw)) return [{ field: prefix ? prefix.slice(0, -1) : 'body', reason: 'must be object' }];
   const invalids: Invalid[] = [];
-  const nameProblem = snakeCaseProblem(raw.name);
-  const name = raw.name as string;
-  if (nameProblem) invalids.push({ field: `${prefix}name`, reason: nameProblem });
-  else if (object.relations.some((r) => r.name === name))
+  const { name } = raw;
+  if (object.relations.some((r) => r.name === name))
     invalids.push({ field: `${prefix}name`, reason: alreadyUsed(`a relation of ${object.name}`) });
   else if (object.fields.some((f) => f.name === name))
     // Export selects address both as `<name>.…` / `<name>`: one name cannot mean both.
     invalids.push({ field: `${prefix}name`, reason: alreadyUsed(`a field of ${object.name}`) });
-  const displayProblem = displayNameProblem(raw.display_name);
-  if (displayProblem) invalids.push({ field: `${prefix}display_name`, reason: displayProblem });
-  else if (
-    object.relations.some((r) => displayKey(r.display_name) === displayKey(raw.display_name as string))
-  )
+  if (object.relations.some((r) => displayKey(r.display_name) === displayKey(raw.display_name)))
     invalids.push({ field: `${prefix}display_name`, reason: alreadyUsed(`a relation of ${object.name}`) });
 
   const childName = raw.child_object;
-  let child: ObjectDef | undefined;
-  if (typeof childName !== 'string' || childName === '')
-    invalids.push({ field: `${prefix}child_object`, reason: 'is required' });
-  else {
-    child = childName === object.name || childName === object.alias ? object : schema.object(childName);
-    if (!child)
-      invalids.push({ field: `${prefix}child_object`, reason: `unable to locate object ${childName}` });
-  }
+  const child = childName === object.name || childName === object.alias ? object : schema.object(childName);
+  if (!child)
+    invalids.push({ field: `${prefix}child_object`, reason: `unable to locate object ${childName}` });
 
   const joins: JoinField[] = [];
-  if (!Array.isArray(raw.join_fields) || raw.join_fields.length === 0) {
-    invalids.push({ field: `${prefix}join_fields`, reason: 'must list at least one {parent, child} pair' });
-  } else {
-    raw.join_fields.forEach((pair, i) => {
-      const at = `${prefix}join_fields.${i}`;
-      // The spec's parameter table names the pair source/target; its example parent/child.
-      const p = isObject(pair) ? (pair.parent ?? pair.source) : undefined;
-      const c = isObject(pair) ? (pair.child ?? pair.target) : undefined;
-      if (typeof p !== 'string' || typeof c !== 'string') {
-        invalids.push({ field: at, reason: 'must be {parent, child} with two field names' });
-        return;
-      }
-      const parentField = object.fields.find((f) => f.name === p);
-      if (!parentField)
-        invalids.push({ field: `${at}.parent`, reason: `unable to locate field ${object.name}.${p}` });
-      if (!child) return;
-      const childField = child.fields.find((f) => f.name === c);
-      if (!childField || !childField.primary) {
-        invalids.push({
-          field: `${at}.child`,
-          reason: `${child.name}.${c} is not a primary-key field of ${child.name}`,
-        });
-        return;
-      }
-      if (parentField && !sameValueKind(parentField.type, childField.type))
-        invalids.push({
-          field: `${at}.parent`,
-          reason: `type of ${object.name}.${p} (${parentField.type}) does not match ${child.name}.${c} (${childField.type})`,
-        });
-      joins.push({ parent: p, child: c });
-    });
-    if (child && invalids.length === 0) {
-      const keys = child.fields.filter((f) => f.primary).map((f) => f.name);
-      const missing = keys.filter((k) => !joins.some((j) => j.child === k));
-      if (missing.length)
-        invalids.push({
-          field: `${prefix}join_fields`,
-          reason: `must join every primary-key field of ${child.name}; missing ${missing.join(', ')}`,
-        });
+  raw.join_fields.forEach((pair, i) => {
+    const at = `${prefix}join_fields.${i}`;
+    const p = (pair.parent ?? pair.source)!;
+    const c = (pair.child ?? pair.target)!;
+    const parentField = object.fields.find((f) => f.name === p);
+    if (!parentField)
+      invalids.push({ field: `${at}.parent`, reason: `unable to locate field ${object.name}.${p}` });
+    if (!child) return;
+    const childField = child.fields.find((f) => f.name === c);
+    if (!childField || !childField.primary) {
+      invalids.push({
+        field: `${at}.child`,
+        reason: `${child.name}.${c} is not a primary-key field of ${child.name}`,
+      });
+      return;
     }
+    if (parentField && !sameValueKind(parentField.type, childField.type))
+      invalids.push({
+        field: `${at}.parent`,
+        reason: `type of ${object.name}.${p} (${parentField.type}) does not match ${child.name}.${c} (${childField.type})`,
+      });
+    joins.push({ parent: p, child: c });
+  });
+  if (child && invalids.length === 0) {
+    const keys = child.fields.filter((f) => f.primary).map((f) => f.name);
+    const missing = keys.filter((k) => !joins.some((j) => j.child === k));
+    if (missing.length)
+      invalids.push({
+        field: `${prefix}join_fields`,
+        reason: `must join every primary-key field of ${child.name}; missing ${missing.join(', ')}`,
+      });
   }
   if (invalids.length) return invalids;
   return {
     name,
-    display_name: (raw.display_name as string).trim(),
+    display_name: raw.display_name.trim(),
     child_object: child!.name,
     join_fields: joins,
     created_by: 'account',

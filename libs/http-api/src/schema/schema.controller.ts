@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, UsePipes } from '@nestjs/common';
 import { ApiBody, ApiExtraModels, ApiHeader, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import type { Principal } from '@cdp/accounts';
 import { ApiError } from '@cdp/contracts';
@@ -10,18 +10,27 @@ import {
   requireObject,
   type FieldView,
   type ObjectView,
+  type NewFields,
   type RelationView,
 } from '@cdp/schema';
 import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
-import { FieldDefDto, NewFieldsDto, ObjectDefDto, RelationDefDto } from './schema.dto.js';
+import {
+  FieldDefDto,
+  NewFieldsDto,
+  NewFieldsValidation,
+  ObjectDefDto,
+  RelationDefDto,
+} from './schema.dto.js';
+import { EnvelopeValidation } from '../validation/envelope-validation.pipe.js';
 import { RequiresModule } from './requires-module.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 
 /**
  * The schema API (spec "Schema API (beta)"): objects, their fields and relations. Creation answers 201
  * with what was created (spec/NOTES.md "Responses"); reads come from the metadata store, never a cache,
- * so a replica shows what another one created a moment ago.
+ * so a replica shows what another one created a moment ago. Bodies are checked by their DTOs first
+ * (shape, naming rules), then by the registry against the account's schema (names already used).
  */
 @ApiTags('schema')
 @ApiExtraModels(FieldDefDto, NewFieldsDto)
@@ -29,6 +38,7 @@ import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 @RateLimit('schema')
 @Controller('v3/schema/objects')
 @Auth('private')
+@UsePipes(EnvelopeValidation)
 export class SchemaController {
   constructor(private readonly registry: SchemaRegistry) {}
 
@@ -37,7 +47,10 @@ export class SchemaController {
   @RequiresModule('custom_objects')
   @ApiBody({ type: ObjectDefDto })
   @ApiResponse({ status: 201, description: 'the created object' })
-  async createObject(@Body() body: unknown, @CurrentPrincipal() principal: Principal): Promise<ObjectView> {
+  async createObject(
+    @Body() body: ObjectDefDto,
+    @CurrentPrincipal() principal: Principal,
+  ): Promise<ObjectView> {
     const created = await this.registry.createObject(principal.account, body);
     const schema = await this.registry.read(principal.account);
     return objectView(requireObject(schema, created.name));
@@ -65,7 +78,7 @@ export class SchemaController {
   @ApiResponse({ status: 201, description: 'the created field, or {fields: [...]} when several were sent' })
   async createFields(
     @Param('object') name: string,
-    @Body() body: unknown,
+    @Body(NewFieldsValidation) body: NewFields,
     @CurrentPrincipal() principal: Principal,
   ): Promise<FieldView | { fields: FieldView[] }> {
     const { fields, many } = await this.registry.createFields(principal.account, name, body);
@@ -98,7 +111,7 @@ export class SchemaController {
   @ApiResponse({ status: 201, description: 'the created relation' })
   async createRelation(
     @Param('object') name: string,
-    @Body() body: unknown,
+    @Body() body: RelationDefDto,
     @CurrentPrincipal() principal: Principal,
   ): Promise<RelationView> {
     return relationView(await this.registry.createRelation(principal.account, name, body));

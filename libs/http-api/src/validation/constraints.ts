@@ -69,3 +69,25 @@ export function OneOfRequired(fields: readonly string[], reason: string): Proper
     { context: { field: [...fields] } },
   );
 }
+
+/**
+ * A rule written once as "why is this value not usable" (the schema API's naming rules, kept in
+ * libs/schema): the value passes when `problem` finds none, and the reason is the problem found.
+ */
+export function Obeys(
+  name: string,
+  problem: (value: unknown, object: Record<string, unknown>) => string | undefined,
+  validation?: ValidationOptions,
+): PropertyDecorator {
+  const of = (value: unknown, object: unknown) => problem(value, (object ?? {}) as Record<string, unknown>);
+  return ValidateBy(
+    {
+      name,
+      validator: {
+        validate: (value, args) => of(value, args?.object) === undefined,
+        defaultMessage: (args) => of(args?.value, args?.object) ?? 'is invalid',
+      },
+    },
+    validation,
+  );
+}

@@ -22,10 +22,15 @@ export interface InvalidContext {
   field?: string | string[];
 }
 
+/** The constraint of `@ValidateNested`: the property is not the object (or list of objects) it should be. */
+const NESTED = 'nestedValidation';
+
 /**
  * class-validator's errors as the spec's invalids: one per field, `field` the dotted path of the
  * property (`select.filter.field`, array items by index: `fields.0.name`), `reason` the message of the
- * first declared constraint that failed (declare the type rule above the finer ones).
+ * first declared constraint that failed (declare the type rule above the finer ones). A property that
+ * fails a rule of its own is reported alone, not with the rules of what it holds: `relations: {}` is
+ * "must be array", not also every missing field of a relation.
  */
 export function invalidsOf(
   errors: readonly ValidationError[],
@@ -34,20 +39,28 @@ export function invalidsOf(
 ): Invalid[] {
   return errors.flatMap((error) => {
     const path = parent ? `${parent}.${error.property}` : error.property;
-    // class-validator lists a property's failed constraints from the last declared to the first.
-    const own = Object.entries(error.constraints ?? {}).slice(-1);
+    // class-validator lists a property's failed constraints from the last declared to the first, and
+    // `@ValidateNested`'s after them all: it is reported only when no other rule failed.
+    const failed = Object.entries(error.constraints ?? {});
+    const own = (
+      failed.some(([name]) => name !== NESTED) ? failed.filter(([name]) => name !== NESTED) : failed
+    ).slice(-1);
     const invalids: Invalid[] = own.map(([name, message]) => {
       const context = error.contexts?.[name] as InvalidContext | undefined;
-      const reason =
-        name === UNKNOWN_PROPERTY
-          ? unknownFieldReason
-          : message === NOT_AN_OBJECT
-            ? 'must be an object'
-            : message;
-      return { field: context?.field ?? path, reason };
+      return {
+        field: context?.field ?? path,
+        reason: reasonOf(name, message, error.value, unknownFieldReason),
+      };
     });
+    if (own.length && own[0]![0] !== NESTED) return invalids;
     return [...invalids, ...invalidsOf(error.children ?? [], path, unknownFieldReason)];
   });
+}
+
+function reasonOf(constraint: string, message: string, value: unknown, unknownFieldReason: string): string {
+  if (constraint === UNKNOWN_PROPERTY) return unknownFieldReason;
+  if (constraint === NESTED) return Array.isArray(value) ? 'must list objects' : 'must be an object';
+  return message === NOT_AN_OBJECT ? 'must be an object' : message;
 }
 
 /** The top-level property (`body` for an array) under which `value` nests deeper than `max`, if any. */
@@ -93,6 +106,11 @@ export class EnvelopeValidationPipe extends ValidationPipe {
       if (field) {
         throw ApiError.invalid([{ field, reason: `must not nest deeper than ${MAX_DTO_DEPTH} levels` }]);
       }
+      // A list or a plain value where the DTO's object is expected is one problem, not one per property.
+      if (value !== undefined && value !== null && (typeof value !== 'object' || Array.isArray(value)))
+        throw ApiError.invalid([
+          { field: metadata.type === 'body' ? 'body' : metadata.type, reason: 'must be an object' },
+        ]);
     }
     return super.transform(value, metadata);
   }
