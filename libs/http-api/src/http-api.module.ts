@@ -29,7 +29,6 @@ import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor.js
 import { SchemaController } from './schema/schema.controller.js';
 import { CustomIdentifiersController } from './schema/custom-identifiers.controller.js';
 import { ObjectsController } from './objects/objects.controller.js';
-import { ObjectsIngest } from './objects/objects.ingest.js';
 
 import { OptOutController } from './optout/optout.controller.js';
 import { IdentifiersController } from './identifiers/identifiers.controller.js';
@@ -91,7 +90,6 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     IngestPublisher,
     EventsIngest,
     ProfileLookup,
-    ObjectsIngest,
     IdentifierLookup,
     ModuleGate,
     { provide: APP_GUARD, useClass: ApiKeyGuard },
@@ -119,6 +117,5 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     SdkAssets,
     BrowserRequests,
   ],
-  exports: [ObjectsIngest],
 })
 export class HttpApiModule {}

@@ -1,4 +1,4 @@
-import { Body, Controller, HttpCode, Param, Post, Req } from '@nestjs/common';
+import { Controller, HttpCode, Post, Req } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
@@ -6,8 +6,9 @@ import { accepted, type AcceptedBody } from '@cdp/contracts';
 import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';
+import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { customRecordsSchema } from '../openapi/control-plane.schemas.js';
-import { ObjectsIngest } from './objects.ingest.js';
+import { ObjectBody, ObjectRecordsPipe, type ObjectRecordsBatch } from './object-records.pipe.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 
 @ApiTags('objects')
@@ -15,8 +16,9 @@ import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 @RateLimit('objects')
 @Controller('v3/objects')
 export class ObjectsController {
-  constructor(private readonly ingest: ObjectsIngest) {}
+  constructor(private readonly publisher: IngestPublisher) {}
 
+  /** Validated by ObjectRecordsPipe by the rules of the path's object; resolves once the bus holds it. */
   @Post(':object')
   @HttpCode(202)
   @Idempotent()
@@ -28,12 +30,11 @@ export class ObjectsController {
   @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
   @ApiResponse({ status: 404, description: 'unknown object' })
   async upsert(
-    @Param('object') object: string,
-    @Body() body: unknown,
+    @ObjectBody(ObjectRecordsPipe) batch: ObjectRecordsBatch,
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<AcceptedBody> {
-    await this.ingest.upsert(principal.account, request.id, object, body);
+    await this.publisher.publish({ id: request.id, account: principal.account, ...batch });
     return accepted();
   }
 }
