@@ -24,78 +24,46 @@ export interface RuleProblem {
   reason: string;
 }
 
-const RULE_NAMES = [
+/** Every rule an operator may set (the admin API refuses other properties). */
+export const RULE_NAMES = [
   'exclude_categories',
   'require_image',
   'require_price',
   'min_price',
   'max_price',
   'require_true',
-] as const;
+] as const satisfies readonly (keyof RecommendationRules)[];
+
+/** How many categories `exclude_categories` may list. */
+export const MAX_EXCLUDED_CATEGORIES = 1000;
 
 /**
- * Checks a rules document an operator sends. `booleanFields` are the account's custom boolean product
- * fields (the only ones `require_true` may name). Returns the problems, or the rules as stored.
+ * Checks a rules document whose shape the admin API has checked (its DTO: types, lengths,
+ * `min_price` ≤ `max_price`) against what needs the account: `booleanFields` are its custom boolean
+ * product fields, the only ones `require_true` may name. Returns the problems, or the rules as
+ * stored: without the ones that filter nothing (false flags, nulls, no required field).
  */
 export function checkRules(
-  input: unknown,
+  body: RecommendationRules,
   booleanFields: ReadonlySet<string>,
 ): { rules: RecommendationRules } | { problems: RuleProblem[] } {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    return { problems: [{ field: 'body', reason: 'must be an object of rules' }] };
-  }
-  const body = input as Record<string, unknown>;
-  const problems: RuleProblem[] = [];
   const rules: RecommendationRules = {};
-  for (const key of Object.keys(body)) {
-    if (!(RULE_NAMES as readonly string[]).includes(key)) {
-      problems.push({ field: key, reason: `is not a rule (${RULE_NAMES.join(', ')})` });
-    }
+  if (body.exclude_categories) rules.exclude_categories = body.exclude_categories;
+  if (body.require_image) rules.require_image = true;
+  if (body.require_price) rules.require_price = true;
+  if (typeof body.min_price === 'number') rules.min_price = body.min_price;
+  if (typeof body.max_price === 'number') rules.max_price = body.max_price;
+  const required = body.require_true ?? [];
+  const unknown = required.filter((f) => !booleanFields.has(f));
+  if (unknown.length) {
+    return {
+      problems: [
+        { field: 'require_true', reason: `names no custom boolean product field: ${unknown.join(', ')}` },
+      ],
+    };
   }
-  const categories = body.exclude_categories;
-  if (categories !== undefined && categories !== null) {
-    if (
-      !Array.isArray(categories) ||
-      categories.length > 1000 ||
-      !categories.every((c) => typeof c === 'string' && c.trim() !== '' && c.length <= 1024)
-    ) {
-      problems.push({
-        field: 'exclude_categories',
-        reason: `must be an array of at most 1000 non-empty categories (levels joined by "${CATEGORY_DELIMITER}")`,
-      });
-    } else rules.exclude_categories = categories as string[];
-  }
-  for (const flag of ['require_image', 'require_price'] as const) {
-    const value = body[flag];
-    if (value === undefined || value === null) continue;
-    if (typeof value !== 'boolean') problems.push({ field: flag, reason: 'must be a boolean' });
-    else if (value) rules[flag] = true;
-  }
-  for (const bound of ['min_price', 'max_price'] as const) {
-    const value = body[bound];
-    if (value === undefined || value === null) continue;
-    if (typeof value !== 'number' || !Number.isFinite(value)) {
-      problems.push({ field: bound, reason: 'must be a number' });
-    } else rules[bound] = value;
-  }
-  if (rules.min_price !== undefined && rules.max_price !== undefined && rules.min_price > rules.max_price) {
-    problems.push({ field: 'max_price', reason: 'must not be below min_price' });
-  }
-  const required = body.require_true;
-  if (required !== undefined && required !== null) {
-    if (!Array.isArray(required) || !required.every((f) => typeof f === 'string')) {
-      problems.push({ field: 'require_true', reason: 'must be an array of custom boolean product fields' });
-    } else {
-      const unknown = required.filter((f) => !booleanFields.has(f));
-      if (unknown.length) {
-        problems.push({
-          field: 'require_true',
-          reason: `names no custom boolean product field: ${unknown.join(', ')}`,
-        });
-      } else if (required.length) rules.require_true = [...new Set(required)];
-    }
-  }
-  return problems.length ? { problems } : { rules };
+  if (required.length) rules.require_true = [...new Set(required)];
+  return { rules };
 }
 
 /** Whether a product record passes the rules (applied to every answer, whichever kind). */

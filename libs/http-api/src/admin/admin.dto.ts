@@ -2,6 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString, Length, Matches, ValidateBy, ValidateIf } from 'class-validator';
 import { MAX_RATE, RATE_LIMIT_FAMILIES, RATE_REASON, isRateSetting } from '@cdp/rate-limits';
 import { EnvelopeValidationPipe } from '../validation/envelope-validation.pipe.js';
+import { IsPageSize } from '../validation/constraints.js';
 
 const SHORT_TEXT = 'must be a non-empty string of at most 1024 characters';
 
@@ -22,13 +23,6 @@ export class CreateAccountDto {
 
 export const MAX_DEAD_LETTER_PAGE = 1000;
 
-/** A page size as the query carries it: the text of a whole number from 1 to MAX_DEAD_LETTER_PAGE. */
-function isPageSize(value: unknown): boolean {
-  if (typeof value !== 'string') return false;
-  const size = Number(value);
-  return Number.isInteger(size) && size >= 1 && size <= MAX_DEAD_LETTER_PAGE;
-}
-
 /** `GET /admin/v1/dead-letters`. */
 export class DeadLettersQueryDto {
   @ApiPropertyOptional({ description: 'only this account' })
@@ -48,10 +42,7 @@ export class DeadLettersQueryDto {
     maximum: MAX_DEAD_LETTER_PAGE,
   })
   @IsOptional()
-  @ValidateBy(
-    { name: 'isPageSize', validator: { validate: isPageSize } },
-    { message: `must be a whole number from 1 to ${MAX_DEAD_LETTER_PAGE}` },
-  )
+  @IsPageSize(MAX_DEAD_LETTER_PAGE)
   limit?: string;
 }
 

@@ -91,3 +91,21 @@ export function Obeys(
     validation,
   );
 }
+
+/**
+ * A page size as a query carries it: the text of a whole number from 1 to `max` (absent: the route's
+ * default; put `@IsOptional()` above it).
+ */
+export function IsPageSize(max: number): PropertyDecorator {
+  return ValidateBy({
+    name: 'isPageSize',
+    validator: {
+      validate: (value) => {
+        if (typeof value !== 'string' || !/^\d+$/.test(value)) return false;
+        const size = Number(value);
+        return size >= 1 && size <= max;
+      },
+      defaultMessage: () => `must be a whole number from 1 to ${max}`,
+    },
+  });
+}
