@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Transform, type Duplex, type TransformCallback } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import type { IncomingMessage } from 'node:http';
-import type { FastifyInstance, FastifyReply, FastifyServerOptions } from 'fastify';
+import { LogController, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { AppConfig } from '@cdp/config';
 import { ApiError, envelope, parseJsonBody, statusTitle } from '@cdp/contracts';
 import type { Logger } from '@cdp/logger';
@@ -13,9 +13,8 @@ import { sendError } from './error-envelope.filter.js';
 export function fastifyOptions(config: AppConfig, logger: Logger): FastifyServerOptions {
   return {
     loggerInstance: logger,
-    // One line per request is noise at this rate; failures are logged by the error filter. (Fastify's
-    // newer logController option is not used: Jest's module registry loads a second copy of fastify.)
-    disableRequestLogging: true,
+    // One line per request is noise at this rate; failures are logged by the error filter.
+    logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => randomUUID(),
     bodyLimit: config.bodyLimitBytes,
     // `request.ip` (an event's `ip`) believes X-Forwarded-For only as far as the configured proxies go.
