@@ -107,8 +107,12 @@ describe('NatsEventBus specifics', () => {
     const c = collector();
     bus.consume(c.consumer);
     await until(() => c.seen.length >= 1);
-    await new Promise((r) => setTimeout(r, 300));
-    expect(c.seen.map((d) => d.message.id)).toEqual(['when-up']);
+    // A message held back while down would reach the stream before anything published after it (the
+    // connection's outbound buffer is first in, first out; one account keeps its order): once a
+    // sentinel published now has arrived, nothing else can still land.
+    await bus.publish(message('sentinel'));
+    await until(() => c.seen.some((d) => d.message.id === 'sentinel'));
+    expect(c.seen.map((d) => d.message.id)).toEqual(['when-up', 'sentinel']);
     await bus.close();
     await h.cleanup();
   });
