@@ -95,12 +95,18 @@ export class NewFieldsDto {
 }
 
 export class JoinFieldDto implements NewJoinField {
-  @ApiProperty({ ...snakeName, description: 'field of the object holding the relation (or `source`)' })
+  @ApiPropertyOptional({
+    ...snakeName,
+    description: 'field of the object holding the relation; this or `source` is required',
+  })
   @ValidateIf((pair: NewJoinField) => pair.source === undefined)
   @IsString({ message: 'must be a field name of the object' })
   parent?: string;
 
-  @ApiProperty({ ...snakeName, description: 'primary-key field of the child object (or `target`)' })
+  @ApiPropertyOptional({
+    ...snakeName,
+    description: 'primary-key field of the child object; this or `target` is required',
+  })
   @ValidateIf((pair: NewJoinField) => pair.target === undefined)
   @IsString({ message: 'must be a primary-key field name of the child object' })
   child?: string;
