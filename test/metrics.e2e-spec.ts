@@ -208,6 +208,19 @@ describe.each(WIRINGS)('metrics and health probes (%s)', (_wiring, start) => {
     }
   });
 
+  if (_wiring === 'scaled out') {
+    it('serves /metrics and the probes from every role, the loader included', async () => {
+      const scaled = p as ScaledPlatform;
+      const loader = await scaled.startLoader();
+      for (const base of [scaled.api.baseUrl, processorUrl()!, loader.baseUrl]) {
+        const names = new Set((await scrape(base)).map((s) => s.name));
+        expect(names).toContain('process_resident_memory_bytes');
+        expect((await fetch(`${base}/health/live`)).status).toBe(200);
+        expect((await fetch(`${base}/health/ready`)).status).toBe(200);
+      }
+    });
+  }
+
   it('lists /metrics and the probes in the OpenAPI document', async () => {
     const doc = await p.http().get('/openapi.json');
     expect(Object.keys(doc.body.paths)).toEqual(
