@@ -87,36 +87,4 @@ describe('LocalLogEventBus specifics', () => {
     await fourth.close();
     await third.close();
   });
-
-  it('hands over the next batch while the first is unsettled, and settles both', async () => {
-    const h = harness();
-    const bus = await h.open({ maxBatchRecords: 1 });
-    const handed: string[][] = [];
-    const releases: (() => void)[] = [];
-    bus.consume(async (batch) => {
-      handed.push(batch.map((d) => d.message.id));
-      // Neither batch finishes before the other has been handed over: the processor overlaps them.
-      await new Promise<void>((resolve) => releases.push(resolve));
-      return batch.map((delivery) => ({ delivery, outcome: 'ack' as const }));
-    });
-    for (const id of ['m1', 'm2', 'm3']) await bus.publish(message(id));
-    await until(() => handed.length === 2);
-    expect(handed).toEqual([['m1'], ['m2']]); // two in flight at most: m3 waits for a free slot
-    releases.shift()!();
-    await until(() => handed.length === 3);
-    while (releases.length || handed.length < 3) {
-      releases.shift()?.();
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    await bus.drained();
-    await bus.close();
-    // Every message settled: a restart delivers none again.
-    const again = await h.open();
-    const c = collector();
-    again.consume(c.consumer);
-    await again.publish(message('m4'));
-    await until(() => c.seen.length >= 1);
-    expect(c.seen.map((d) => d.message.id)).toEqual(['m4']);
-    await again.close();
-  });
 });

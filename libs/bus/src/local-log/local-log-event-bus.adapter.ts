@@ -69,8 +69,6 @@ interface Segment {
 }
 
 const SEGMENT_PREFIX = 'segment-';
-/** Batches handed to the consumer before the oldest must be settled (see run). */
-const IN_FLIGHT = 2;
 const DEAD_LETTER_FILE = 'dead-letter.log';
 
 /**
@@ -261,50 +259,29 @@ export class LocalLogEventBus extends EventBus {
     this.loop = this.run();
   }
 
-  /**
-   * Up to IN_FLIGHT batches are handed over before the oldest is settled, as the JetStream driver
-   * does: the processor stores one batch while it resolves the next (IngestPipeline's two stages), so
-   * the store's insert, which runs off the main thread, overlaps the main thread's work.
-   */
   private async run(): Promise<void> {
-    const inFlight = new Set<Promise<void>>();
     while (!this.stopping) {
-      if (inFlight.size >= IN_FLIGHT) {
-        await Promise.race(inFlight);
-        continue;
-      }
       const batch = Date.now() < this.pausedUntil ? [] : this.takeBatch();
       if (batch.length === 0) {
-        // Nothing deliverable: wait for a publish, a settled batch (it may pause or retry), the end of
-        // a pause or of an account's backoff.
+        // Nothing deliverable: wait for a publish, the end of a pause or of an account's backoff.
         const next = Math.max(this.pausedUntil, this.holds.nextRelease() ?? 0);
         await this.idle(this.pending.length && next ? Math.max(next - Date.now(), 5) : undefined);
         continue;
       }
-      const handedOver: Promise<void> = this.handOver(batch).finally(() => {
-        inFlight.delete(handedOver);
-        this.wake?.();
-      });
-      inFlight.add(handedOver);
+      const token = this.retry.attempt();
+      const deliveries: Delivery[] = batch.map((e) => ({
+        handle: String(e.seq),
+        message: e.message,
+        deliveryCount: e.deliveryCount,
+      }));
+      let settlements: Settlement[];
+      try {
+        settlements = await this.consumer!(deliveries);
+      } catch (err) {
+        settlements = deliveries.map((delivery) => ({ delivery, outcome: 'retry', reason: String(err) }));
+      }
+      await this.settle(settlements, token);
     }
-    await Promise.all(inFlight);
-  }
-
-  /** Gives a batch to the consumer, then settles its messages. */
-  private async handOver(batch: Entry[]): Promise<void> {
-    const token = this.retry.attempt();
-    const deliveries: Delivery[] = batch.map((e) => ({
-      handle: String(e.seq),
-      message: e.message,
-      deliveryCount: e.deliveryCount,
-    }));
-    let settlements: Settlement[];
-    try {
-      settlements = await this.consumer!(deliveries);
-    } catch (err) {
-      settlements = deliveries.map((delivery) => ({ delivery, outcome: 'retry', reason: String(err) }));
-    }
-    await this.settle(settlements, token);
   }
 
   private async idle(ms: number | undefined): Promise<void> {
@@ -491,7 +468,7 @@ export class LocalLogEventBus extends EventBus {
   }
 
   private async dropIfSettled(segment: Segment): Promise<void> {
-    // Already dropped: sealing and the last release can both get here (two batches settle at once).
+    // Already dropped: sealing it (publish) and settling its last message can both get here.
     const at = this.segments.indexOf(segment);
     if (!segment.sealed || segment.live > 0 || at < 0) return;
     this.segments.splice(at, 1);
