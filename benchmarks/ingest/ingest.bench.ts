@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { execFileSync } from 'node:child_process';
 import { AccountsService } from '@cdp/accounts';
 import { loadConfig } from '@cdp/config';
 import { eventId, normalizeEvent, toStoreTime, type EventInput } from '@cdp/domain';
@@ -12,7 +13,7 @@ import { ChdbTransport } from '@cdp/store/chdb';
 import { ingestBacklog, publishBaseline, removeRedisAccount, removeTopology, startScaled } from './scaled.js';
 import { createCdpApp } from '../../apps/cdp/src/cdp.app.js';
 import { eventBatch, rng } from '../lib/generator.js';
-import { args, percentile, printTable, writeResults, type Row } from '../lib/stats.js';
+import { args, median, percentile, printTable, writeResults, type Row } from '../lib/stats.js';
 
 /**
  * `npm run bench:ingest`: 1000-event batches from several concurrent clients (a worker thread) into
@@ -32,6 +33,12 @@ const opt = args({
   inspector: 'off',
   // with `--inspector both`: rounds of (closed, open), alternated so that drift on a loaded machine hits both
   rounds: 3,
+  // embedded runs without `--inspector both`: each after its own raw-store baseline; the medians are reported
+  runs: 1,
+  // rows per variant of the raw chDB baseline (store-baseline.ts), and its formats and insert sizes
+  'baseline-events': 300_000,
+  'baseline-formats': 'JSONCompactEachRow,RowBinary (file)',
+  'baseline-sizes': '10000,50000',
 });
 if (!['off', 'on', 'both'].includes(String(opt.inspector))) throw new Error('--inspector is off, on or both');
 if (opt.wiring !== 'embedded' && opt.wiring !== 'scaled') throw new Error('--wiring is embedded or scaled');
@@ -84,6 +91,40 @@ async function insertBaseline(store: AnalyticStore, account: string): Promise<nu
       false,
     );
   return (now() - started) / 1000;
+}
+
+interface RawInsert {
+  format: string;
+  size: number;
+  rowsPerSecond: number;
+  error?: string;
+}
+
+/**
+ * The store's own speed now: the same kind of event rows straight into one chDB table, in each format
+ * and insert size (a child process: chDB holds one data directory per process); the best of them.
+ */
+function rawStoreBaseline(): RawInsert {
+  const out = execFileSync(
+    process.execPath,
+    [
+      new URL('./store-baseline.js', import.meta.url).pathname,
+      '--events',
+      String(opt['baseline-events']),
+      '--formats',
+      String(opt['baseline-formats']),
+      '--sizes',
+      String(opt['baseline-sizes']),
+    ],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const variants = out
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as RawInsert)
+    .filter((v) => !v.error);
+  if (variants.length === 0) throw new Error(`no raw store baseline ran: ${out}`);
+  return variants.reduce((a, b) => (b.rowsPerSecond > a.rowsPerSecond ? b : a));
 }
 
 /** Sends every body from the worker's clients; calls `onAck` with each 202 as it arrives. */
@@ -164,6 +205,8 @@ interface EmbeddedRun {
   seconds: number;
   stored: number;
   inspectorBytes: number;
+  /** The process's peak resident set during the run (sampled with the visibility polls), bytes. */
+  peakRss: number;
 }
 
 async function runEmbedded(
@@ -179,6 +222,7 @@ async function runEmbedded(
     seconds: 0,
     stored: 0,
     inspectorBytes: 0,
+    peakRss: 0,
   };
   const { account, privateKey } = await accounts.create({ name: inspect ? 'bench-inspected' : 'bench' });
   await store.ensureAccount(account.id);
@@ -194,6 +238,7 @@ async function runEmbedded(
   }).then(() => (done = true));
   while (!done || pending.size > 0) {
     await new Promise((r) => setTimeout(r, 10));
+    run.peakRss = Math.max(run.peakRss, process.memoryUsage.rss());
     if (pending.size === 0) continue;
     const seen = await store.query<{ msg_id: string }>(
       account.id,
@@ -222,6 +267,9 @@ async function runEmbedded(
 }
 
 const inspectorRows: Row[] = [];
+const rawInserts: RawInsert[] = [];
+const rowsVsRaw: Row[] = [];
+const endToEndRuns: { rate: number; raw: RawInsert; peakRss: number }[] = [];
 
 if (!scaled) {
   const dataDir = mkdtempSync(join(tmpdir(), 'cdp-bench-'));
@@ -235,9 +283,16 @@ if (!scaled) {
   const modes =
     opt.inspector === 'both'
       ? Array.from({ length: Number(opt.rounds) }, () => [false, true]).flat()
-      : [opt.inspector === 'on'];
+      : Array.from({ length: Number(opt.runs) }, () => opt.inspector === 'on');
   const runs: EmbeddedRun[] = [];
-  for (const inspect of modes) runs.push(await runEmbedded(port, store, accounts, inspect));
+  for (const inspect of modes) {
+    if (opt.inspector !== 'both') rawInserts.push(rawStoreBaseline());
+    runs.push(await runEmbedded(port, store, accounts, inspect));
+  }
+  if (opt.inspector !== 'both')
+    endToEndRuns.push(
+      ...runs.map((r, i) => ({ rate: r.stored / r.seconds, raw: rawInserts[i]!, peakRss: r.peakRss })),
+    );
   const last = runs.at(-1)!;
   latencies.push(...last.latencies);
   ackLatencies.push(...last.ackLatencies);
@@ -373,6 +428,25 @@ const rows: Row[] = [
   },
 ];
 printTable(`ingest benchmark, wiring ${opt.wiring}: ${batches} batches of ${opt.batch} events`, rows);
+if (endToEndRuns.length) {
+  const rawRows: Row[] = endToEndRuns.map((r, i) => ({
+    run: i + 1,
+    'raw store: best format': `${r.raw.format}, ${r.raw.size} rows/insert`,
+    'raw rows/s': r.raw.rowsPerSecond,
+    'end to end events/s': r.rate,
+    'vs raw store': r.rate / r.raw.rowsPerSecond,
+    'peak RSS MB': r.peakRss / 1e6,
+  }));
+  rawRows.push({
+    run: `median of ${endToEndRuns.length}`,
+    'raw rows/s': median(endToEndRuns.map((r) => r.raw.rowsPerSecond)),
+    'end to end events/s': median(endToEndRuns.map((r) => r.rate)),
+    'vs raw store': median(endToEndRuns.map((r) => r.rate / r.raw.rowsPerSecond)),
+    'peak RSS MB': median(endToEndRuns.map((r) => r.peakRss)) / 1e6,
+  });
+  rowsVsRaw.push(...rawRows);
+  printTable('end to end against the raw store insert of the same run (store-baseline.ts)', rawRows);
+}
 if (inspectorRows.length)
   printTable('event inspector: the same load without and with an open console', inspectorRows);
 printTable('latency (ms)', [
@@ -389,6 +463,7 @@ const file = writeResults(`ingest-${opt.wiring}`, {
   options: opt,
   rows,
   ...(inspectorRows.length ? { inspector: inspectorRows } : {}),
+  ...(rowsVsRaw.length ? { vsRawStore: rowsVsRaw } : {}),
   latency: {
     ack: { p50: percentile(ackLatencies, 50), p99: percentile(ackLatencies, 99) },
     visible: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },

@@ -468,8 +468,10 @@ export class LocalLogEventBus extends EventBus {
   }
 
   private async dropIfSettled(segment: Segment): Promise<void> {
-    if (!segment.sealed || segment.live > 0) return;
-    this.segments.splice(this.segments.indexOf(segment), 1);
+    // Already dropped: sealing it (publish) and settling its last message can both get here.
+    const at = this.segments.indexOf(segment);
+    if (!segment.sealed || segment.live > 0 || at < 0) return;
+    this.segments.splice(at, 1);
     await rm(join(this.dir, segment.file), { force: true });
   }
 
