@@ -21,13 +21,8 @@ ${SMALL}`;
 
 /**
  * The customer's seeds (their latest interactions, weighted by kind and decayed to the same scale as
- * the affinities) and their purchases of the last 180 days, in one statement. `{ids}`: the customer and
- * whoever was merged into them. Purchases come from `rec_interactions` (ordered by customer, so a
- * few granules) and, so that a purchase stored a moment ago counts, from the line items of messages
- * committed since `{since}` — the newest finished refresh generation `{gen}` less the margin late
- * commits are picked up within — that no generation up to `{gen}` took in (one committed at t is taken
- * by a generation started after t). Once everything is refreshed that is no message at all; `msg_id`
- * has a bloom filter index, so otherwise only their granules are read.
+ * the affinities) and their refreshed purchases of the last 180 days, in one statement. `{ids}`: the
+ * customer and whoever was merged into them. `rec_interactions` is ordered by customer: a few granules.
  */
 export const CUSTOMER_SQL = `SELECT 'seed' AS kind, product_id,
   sum(w * exp2((toUnixTimestamp64Milli(ts) - ${DECAY_EPOCH_MS}) / ${HALF_LIFE_MS})) AS weight
@@ -41,12 +36,20 @@ SELECT DISTINCT 'bought' AS kind, product_id, 0. AS weight FROM (
   SELECT product_id FROM {db}.rec_interactions
   WHERE svc_id IN {ids:Array(String)} AND kind = 'purchase' AND ts >= now64(3) - INTERVAL ${BOUGHT_WINDOW_DAYS} DAY
 )
-UNION ALL
-SELECT DISTINCT 'bought' AS kind, assumeNotNull(product_id) AS product_id, 0. AS weight FROM {db}.line_items
+${SMALL}`;
+
+/**
+ * The purchases no finished refresh generation up to `{gen}` took in yet, of every customer: the line
+ * items of messages committed since `{since}` — `{gen}` less the margin late commits are picked up
+ * within — that no generation up to `{gen}` took (one committed at t is taken by a generation started
+ * after t). Once everything is refreshed that is no message at all; `msg_id` has a bloom filter index,
+ * so otherwise only their granules are read. Read in the background per account, not per request.
+ */
+export const FRESH_PURCHASES_SQL = `SELECT DISTINCT svc_id, assumeNotNull(product_id) AS product_id FROM {db}.line_items
 WHERE msg_id IN (
     SELECT msg_id FROM {db}.ingest_commits WHERE done = 1 AND at >= fromUnixTimestamp64Milli({since:Int64}, 'UTC')
       AND msg_id NOT IN (SELECT msg_id FROM {db}.rec_messages WHERE gen >= {since:Int64} AND gen <= {gen:UInt64}))
-  AND svc_id IN {ids:Array(String)} AND action = 'purchase' AND product_id IS NOT NULL
+  AND action = 'purchase' AND product_id IS NOT NULL
   AND ts >= now64(3) - INTERVAL ${BOUGHT_WINDOW_DAYS} DAY
 ${SMALL}`;
 
@@ -54,15 +57,22 @@ ${SMALL}`;
 export const LATEST_GENERATION_SQL = `SELECT max(gen) AS gen FROM {db}.rec_generations ${SMALL}`;
 
 /**
- * The products whose related products or record the generations in (`{after}`, `{upto}`] may have
- * changed: every product of a customer with new interactions (a new interaction relates to all of
- * them), and the products whose records those messages wrote.
+ * What the generations in (`{after}`, `{upto}`] may have changed: the products whose related products
+ * they changed — every product of a customer with new interactions (a new interaction relates to all
+ * of them) — and whose records those messages wrote; the customers with new interactions; and the
+ * survivors of the merges those messages made (whose histories now include the merged customers').
  */
-export const CHANGED_PRODUCTS_SQL = `SELECT DISTINCT product_id FROM {db}.rec_interactions
+export const CHANGES_SQL = `SELECT DISTINCT 'product' AS what, product_id AS id FROM {db}.rec_interactions
 WHERE svc_id IN (
   SELECT DISTINCT svc_id FROM {db}.rec_interactions WHERE gen > {after:UInt64} AND gen <= {upto:UInt64})
 UNION ALL
-SELECT DISTINCT product_id FROM {db}.products WHERE msg_id IN (
+SELECT DISTINCT 'product' AS what, product_id AS id FROM {db}.products WHERE msg_id IN (
+  SELECT msg_id FROM {db}.rec_messages WHERE gen > {after:UInt64} AND gen <= {upto:UInt64})
+UNION ALL
+SELECT DISTINCT 'customer' AS what, svc_id AS id FROM {db}.rec_interactions
+WHERE gen > {after:UInt64} AND gen <= {upto:UInt64}
+UNION ALL
+SELECT DISTINCT 'merge' AS what, survivor AS id FROM {db}.identity_merges WHERE msg_id IN (
   SELECT msg_id FROM {db}.rec_messages WHERE gen > {after:UInt64} AND gen <= {upto:UInt64})`;
 
 /** The affinities of the source products (seeds and the page's products). */

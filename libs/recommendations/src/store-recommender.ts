@@ -10,9 +10,8 @@ import {
   PRODUCTS_SQL,
 } from './recommendation.query.js';
 import { passesRules } from './recommendation-rules.js';
-import { inline, RecommendationTables } from './recommendation-tables.js';
-import { LATE_COMMITS_MS } from './recommendations.sql.js';
-import { RefreshGenerations, type Changes } from './refresh-generations.js';
+import { RecommendationTables } from './recommendation-tables.js';
+import { RefreshGenerations, type Changes, type FreshPurchases } from './refresh-generations.js';
 import {
   Recommender,
   type RecommendationRequest,
@@ -31,12 +30,22 @@ export const BEST_SELLERS_MAX_AGE_MS = 60_000;
 
 type ProductRecord = Record<string, unknown> & { product_id: string };
 
+/** A customer's refreshed history: whose it is (them and whoever was merged into them), seeds, purchases. */
+interface History {
+  ids: string[];
+  /** product → weight, the strongest 1. */
+  seeds: Map<string, number>;
+  /** Bought in the last 180 days. */
+  bought: string[];
+}
+
 /**
- * Recommendations from the store this process holds. A request reads the customer's seeds and
- * purchases (one small query; whoever was merged into them is kept per refresh generation), ranks the
- * related products of the seeds and the page's products and the best sellers — kept in memory per
- * account until a refresh generation changes them (RefreshGenerations) — and answers the records of
- * the best that pass the rules.
+ * Recommendations from the store this process holds. What a request reads — the customer's history,
+ * the related products of its seeds and of the page's products, the best sellers, product records — is
+ * read from the refreshed tables once and kept in memory per account until a refresh generation changes
+ * it (RefreshGenerations), together with the purchases no generation took in yet; a request whose
+ * customer and products were seen before reads nothing from the store. It ranks a few hundred
+ * candidates and answers the records of the best that pass the rules.
  */
 export class StoreRecommender extends Recommender {
   private readonly generations: RefreshGenerations;
@@ -49,8 +58,8 @@ export class StoreRecommender extends Recommender {
     max: 200_000,
     ttl: SHARED_MAX_AGE_MS,
   });
-  /** `account/generation/customer` → whoever was merged into the customer (merges are messages too). */
-  private readonly merged = new LRUCache<string, string[]>({ max: 100_000, ttl: SHARED_MAX_AGE_MS });
+  /** `account/customer` → their refreshed history. */
+  private readonly histories = new LRUCache<string, History>({ max: 200_000, ttl: SHARED_MAX_AGE_MS });
 
   constructor(
     private readonly store: AnalyticStore,
@@ -65,7 +74,7 @@ export class StoreRecommender extends Recommender {
     await this.tables.ensure(account);
     const generation = await this.generations.current(account);
     const [history, best] = await Promise.all([
-      this.history(account, request.customer, generation.gen),
+      this.history(account, request.customer, generation.fresh),
       this.bestSellersOf(account, generation.epoch),
     ]);
     const neighbours = await this.neighboursOf(account, [...history.seeds.keys(), ...request.productIds]);
@@ -98,15 +107,21 @@ export class StoreRecommender extends Recommender {
   private forget(account: string, changes: Changes): void {
     this.bestSellers.delete(account);
     const prefix = `${account}/`;
+    const dropAll = <V extends object>(cache: LRUCache<string, V>) => {
+      for (const key of [...cache.keys()]) if (key.startsWith(prefix)) cache.delete(key);
+    };
     if (changes.all) {
-      for (const key of [...this.neighbours.keys()]) if (key.startsWith(prefix)) this.neighbours.delete(key);
-      for (const key of [...this.records.keys()]) if (key.startsWith(prefix)) this.records.delete(key);
+      dropAll(this.neighbours);
+      dropAll(this.records);
+      dropAll(this.histories);
       return;
     }
     for (const id of changes.products) {
       this.neighbours.delete(prefix + id);
       this.records.delete(prefix + id);
     }
+    if (changes.merged) dropAll(this.histories);
+    else for (const id of changes.customers) this.histories.delete(prefix + id);
   }
 
   /** Keeps a read only when no generation changed anything since it started. */
@@ -134,34 +149,44 @@ export class StoreRecommender extends Recommender {
     return ids;
   }
 
-  /** The customer's seeds (product → weight, the strongest 1) and purchases of the last 180 days. */
+  /**
+   * The customer's seeds (product → weight, the strongest 1) and purchases of the last 180 days: the
+   * refreshed ones (kept until a generation brings them new interactions or a merge) and the fresh ones.
+   */
   private async history(
     account: string,
     customer: string | undefined,
-    gen: number,
-  ): Promise<{ seeds: Map<string, number>; bought: string[] }> {
-    const seeds = new Map<string, number>();
-    const bought: string[] = [];
-    if (customer === undefined) return { seeds, bought };
-    const key = `${account}/${gen}/${customer}`;
-    let merged = this.merged.get(key);
-    if (!merged) {
-      merged = (await this.store.query<{ svc_id: string }>(account, MERGED_SQL, { customer })).map(
-        (m) => m.svc_id,
-      );
-      this.merged.set(key, merged);
+    fresh: FreshPurchases,
+  ): Promise<{ seeds: ReadonlyMap<string, number>; bought: string[] }> {
+    if (customer === undefined) return { seeds: new Map(), bought: [] };
+    const key = `${account}/${customer}`;
+    let history = this.histories.get(key);
+    if (!history) {
+      const epoch = this.generations.epoch(account);
+      history = await this.readHistory(account, customer);
+      this.keep(this.histories, account, epoch, key, history);
     }
+    const bought = [...history.bought];
+    for (const id of history.ids) bought.push(...(fresh.get(id) ?? []));
+    return { seeds: history.seeds, bought };
+  }
+
+  private async readHistory(account: string, customer: string): Promise<History> {
+    const merged = await this.store.query<{ svc_id: string }>(account, MERGED_SQL, { customer });
+    const ids = [customer, ...merged.map((m) => m.svc_id)];
     const rows = await this.store.query<{ kind: string; product_id: string; weight: number }>(
       account,
-      inline(CUSTOMER_SQL, { since: Math.max(0, gen - LATE_COMMITS_MS), gen }),
-      { ids: [customer, ...merged] },
+      CUSTOMER_SQL,
+      { ids },
     );
     const strongest = Math.max(0, ...rows.filter((r) => r.kind === 'seed').map((r) => Number(r.weight)));
+    const seeds = new Map<string, number>();
+    const bought: string[] = [];
     for (const r of rows) {
       if (r.kind === 'bought') bought.push(r.product_id);
       else if (strongest > 0) seeds.set(r.product_id, Number(r.weight) / strongest);
     }
-    return { seeds, bought };
+    return { ids, seeds, bought };
   }
 
   /** The related products of these products: reused ones, the others read in two queries. */
