@@ -2,8 +2,6 @@ import {
   BEST_SELLER_DAYS,
   BOUGHT_WINDOW_DAYS,
   CANDIDATES_PER_KIND,
-  DECAY_EPOCH_MS,
-  HALF_LIFE_MS,
   SEED_INTERACTIONS,
 } from './recommendations.sql.js';
 
@@ -13,28 +11,31 @@ export const INTERNAL_PRODUCT_COLUMNS = ['version', 'msg_id', 'updated_at'];
 /** Small reads: one thread each, so that many requests at once do not fight over the cores. */
 const SMALL = 'SETTINGS max_threads = 1';
 
-/** Whoever was merged into the customer (two generations of merges): their history is the customer's. */
-export const MERGED_SQL = `SELECT svc_id FROM {db}.customer_survivors WHERE survivor = {customer:String}
-UNION ALL SELECT svc_id FROM {db}.customer_survivors
-  WHERE survivor IN (SELECT svc_id FROM {db}.customer_survivors WHERE survivor = {customer:String})
-${SMALL}`;
+/** Whoever was merged into the `{customers}` (two generations of merges): their history is the customer's. */
+const MERGED_INTO = `SELECT svc_id FROM {db}.customer_survivors WHERE survivor IN {customers:Array(String)}`;
+const MERGED_TWICE = `SELECT svc_id FROM {db}.customer_survivors WHERE survivor IN (${MERGED_INTO})`;
+const WHOSE = `(SELECT arrayJoin({customers:Array(String)}) UNION ALL ${MERGED_INTO} UNION ALL ${MERGED_TWICE})`;
 
 /**
- * The customer's seeds (their latest interactions, weighted by kind and decayed to the same scale as
- * the affinities) and their refreshed purchases of the last 180 days, in one statement. `{ids}`: the
- * customer and whoever was merged into them. `rec_interactions` is ordered by customer: a few granules.
+ * The refreshed histories of the `{customers}`, in one statement for many (requests' look-ups are
+ * batched): who was merged into whom (`merged`: `svc_id` the survivor, `product_id` the merged customer),
+ * the latest interactions of each of them (`seed`, `ts` in ms, the weight by kind) and their purchases of
+ * the last 180 days (`bought`). `rec_interactions` is ordered by customer: a few granules each.
  */
-export const CUSTOMER_SQL = `SELECT 'seed' AS kind, product_id,
-  sum(w * exp2((toUnixTimestamp64Milli(ts) - ${DECAY_EPOCH_MS}) / ${HALF_LIFE_MS})) AS weight
-FROM (
-  SELECT product_id, w, ts FROM {db}.rec_interactions WHERE svc_id IN {ids:Array(String)}
-  ORDER BY ts DESC LIMIT ${SEED_INTERACTIONS}
-) GROUP BY product_id
+export const HISTORIES_SQL = `SELECT 'merged' AS kind, whose, product_id, 0 AS ms, 0. AS weight FROM (
+  -- Subqueries throughout: an alias would otherwise shadow the column it is made of.
+  SELECT survivor AS whose, svc_id AS product_id FROM {db}.customer_survivors
+  WHERE survivor IN {customers:Array(String)} OR survivor IN (${MERGED_INTO})
+)
 UNION ALL
-SELECT DISTINCT 'bought' AS kind, product_id, 0. AS weight FROM (
-  -- A subquery: in its own SELECT, \`kind\` would name the alias above, not the column.
-  SELECT product_id FROM {db}.rec_interactions
-  WHERE svc_id IN {ids:Array(String)} AND kind = 'purchase' AND ts >= now64(3) - INTERVAL ${BOUGHT_WINDOW_DAYS} DAY
+SELECT 'seed' AS kind, whose, product_id, ms, weight FROM (
+  SELECT svc_id AS whose, product_id, toUnixTimestamp64Milli(ts) AS ms, w AS weight FROM {db}.rec_interactions
+  WHERE svc_id IN ${WHOSE} ORDER BY svc_id, ts DESC LIMIT ${SEED_INTERACTIONS} BY svc_id
+)
+UNION ALL
+SELECT DISTINCT 'bought' AS kind, whose, product_id, 0 AS ms, 0. AS weight FROM (
+  SELECT svc_id AS whose, product_id FROM {db}.rec_interactions
+  WHERE svc_id IN ${WHOSE} AND kind = 'purchase' AND ts >= now64(3) - INTERVAL ${BOUGHT_WINDOW_DAYS} DAY
 )
 ${SMALL}`;
 

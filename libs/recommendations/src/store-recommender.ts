@@ -3,14 +3,15 @@ import { AnalyticStore } from '@cdp/store';
 import { neighbourLists, rank, relatedScores, type Neighbours, type Pair } from './ranking.js';
 import {
   BEST_SELLERS_SQL,
-  CUSTOMER_SQL,
-  MERGED_SQL,
+  HISTORIES_SQL,
   PAIRS_SQL,
   POPULARITY_SQL,
   PRODUCTS_SQL,
 } from './recommendation.query.js';
 import { passesRules } from './recommendation-rules.js';
+import { BatchedLoader } from './batched-loader.js';
 import { RecommendationTables } from './recommendation-tables.js';
+import { DECAY_EPOCH_MS, HALF_LIFE_MS, SEED_INTERACTIONS } from './recommendations.sql.js';
 import { RefreshGenerations, type Changes, type FreshPurchases } from './refresh-generations.js';
 import {
   Recommender,
@@ -29,6 +30,14 @@ export const SHARED_MAX_AGE_MS = 600_000;
 export const BEST_SELLERS_MAX_AGE_MS = 60_000;
 
 type ProductRecord = Record<string, unknown> & { product_id: string };
+
+/** An account's best sellers as read at an epoch and time; `rereading`: a newer read is under way. */
+interface BestSellers {
+  epoch: number;
+  at: number;
+  ids: Promise<string[]>;
+  rereading: boolean;
+}
 
 /** A customer's refreshed history: whose it is (them and whoever was merged into them), seeds, purchases. */
 interface History {
@@ -50,7 +59,7 @@ interface History {
 export class StoreRecommender extends Recommender {
   private readonly generations: RefreshGenerations;
   /** account → its best sellers, as read at an epoch and time. */
-  private readonly bestSellers = new Map<string, { epoch: number; at: number; ids: Promise<string[]> }>();
+  private readonly bestSellers = new Map<string, BestSellers>();
   /** `account/product` → related products (an empty list when none). */
   private readonly neighbours = new LRUCache<string, Neighbours>({ max: 200_000, ttl: SHARED_MAX_AGE_MS });
   /** `account/product` → its record, or null when the feed has none. */
@@ -60,6 +69,8 @@ export class StoreRecommender extends Recommender {
   });
   /** `account/customer` → their refreshed history. */
   private readonly histories = new LRUCache<string, History>({ max: 200_000, ttl: SHARED_MAX_AGE_MS });
+  /** account → the histories not kept, read many customers a query. */
+  private readonly historyReads = new Map<string, BatchedLoader<History>>();
 
   constructor(
     private readonly store: AnalyticStore,
@@ -135,18 +146,41 @@ export class StoreRecommender extends Recommender {
     if (this.generations.epoch(account) === epoch) cache.set(key, value);
   }
 
+  /**
+   * The account's best sellers: read again when a generation changed them (the request waits), or in
+   * the background once they are BEST_SELLERS_MAX_AGE_MS old (the request gets the ones kept meanwhile).
+   */
   private bestSellersOf(account: string, epoch: number): Promise<string[]> {
     const kept = this.bestSellers.get(account);
-    if (kept && kept.epoch === epoch && Date.now() - kept.at < BEST_SELLERS_MAX_AGE_MS) return kept.ids;
+    if (kept && kept.epoch === epoch) {
+      if (Date.now() - kept.at >= BEST_SELLERS_MAX_AGE_MS && !kept.rereading) {
+        kept.rereading = true;
+        void this.readBestSellers(account, epoch).ids.catch(() => undefined);
+      }
+      return kept.ids;
+    }
+    return this.readBestSellers(account, epoch).ids;
+  }
+
+  private readBestSellers(account: string, epoch: number): BestSellers {
     const ids = this.store
       .query<{ product_id: string }>(account, BEST_SELLERS_SQL)
       .then((rows) => rows.map((r) => r.product_id));
-    const entry = { epoch, at: Date.now(), ids };
-    this.bestSellers.set(account, entry);
-    ids.catch(() => {
-      if (this.bestSellers.get(account) === entry) this.bestSellers.delete(account);
-    });
-    return ids;
+    const entry: BestSellers = { epoch, at: Date.now(), ids, rereading: false };
+    const previous = this.bestSellers.get(account);
+    // A reread replaces the kept ones once it has them; a first read at once (requests wait for it).
+    if (previous?.epoch === epoch) {
+      void ids.then(
+        () => this.bestSellers.get(account) === previous && this.bestSellers.set(account, entry),
+        () => (previous.rereading = false),
+      );
+    } else {
+      this.bestSellers.set(account, entry);
+      ids.catch(() => {
+        if (this.bestSellers.get(account) === entry) this.bestSellers.delete(account);
+      });
+    }
+    return entry;
   }
 
   /**
@@ -171,22 +205,67 @@ export class StoreRecommender extends Recommender {
     return { seeds: history.seeds, bought };
   }
 
-  private async readHistory(account: string, customer: string): Promise<History> {
-    const merged = await this.store.query<{ svc_id: string }>(account, MERGED_SQL, { customer });
-    const ids = [customer, ...merged.map((m) => m.svc_id)];
-    const rows = await this.store.query<{ kind: string; product_id: string; weight: number }>(
-      account,
-      CUSTOMER_SQL,
-      { ids },
-    );
-    const strongest = Math.max(0, ...rows.filter((r) => r.kind === 'seed').map((r) => Number(r.weight)));
-    const seeds = new Map<string, number>();
-    const bought: string[] = [];
-    for (const r of rows) {
-      if (r.kind === 'bought') bought.push(r.product_id);
-      else if (strongest > 0) seeds.set(r.product_id, Number(r.weight) / strongest);
+  private readHistory(account: string, customer: string): Promise<History> {
+    let loader = this.historyReads.get(account);
+    if (!loader) {
+      loader = new BatchedLoader(
+        (customers) => this.readHistories(account, customers),
+        (customer) => ({ ids: [customer], seeds: new Map(), bought: [] }),
+      );
+      this.historyReads.set(account, loader);
     }
-    return { ids, seeds, bought };
+    return loader.load(customer);
+  }
+
+  /** The histories of these customers, in one query (see HISTORIES_SQL). */
+  private async readHistories(account: string, customers: string[]): Promise<Map<string, History>> {
+    const rows = await this.store.query<{
+      kind: string;
+      whose: string;
+      product_id: string;
+      ms: number;
+      weight: number;
+    }>(account, HISTORIES_SQL, { customers });
+    const survivorOf = new Map<string, string>();
+    const seedsOf = new Map<string, { product: string; ms: number; w: number }[]>();
+    const boughtOf = new Map<string, string[]>();
+    for (const r of rows) {
+      if (r.kind === 'merged') survivorOf.set(r.product_id, r.whose);
+      else if (r.kind === 'seed') {
+        const list = seedsOf.get(r.whose) ?? [];
+        list.push({ product: r.product_id, ms: Number(r.ms), w: Number(r.weight) });
+        seedsOf.set(r.whose, list);
+      } else boughtOf.set(r.whose, [...(boughtOf.get(r.whose) ?? []), r.product_id]);
+    }
+    // Each merged customer to the asked one it went into, directly or through another.
+    const askedOf = (id: string): string | undefined => {
+      const survivor = survivorOf.get(id);
+      if (survivor === undefined) return undefined;
+      return customers.includes(survivor) ? survivor : survivorOf.get(survivor);
+    };
+    const ids = new Map(customers.map((c) => [c, [c]]));
+    for (const loser of survivorOf.keys()) {
+      const asked = askedOf(loser);
+      if (asked !== undefined && loser !== asked) ids.get(asked)?.push(loser);
+    }
+    const out = new Map<string, History>();
+    for (const [customer, whose] of ids) {
+      const latest = whose
+        .flatMap((id) => seedsOf.get(id) ?? [])
+        .sort((a, b) => b.ms - a.ms)
+        .slice(0, SEED_INTERACTIONS);
+      // Weighted by kind and decayed to the same scale as the affinities (see recommendations.sql.ts).
+      const weights = new Map<string, number>();
+      for (const { product, ms, w } of latest) {
+        weights.set(product, (weights.get(product) ?? 0) + w * 2 ** ((ms - DECAY_EPOCH_MS) / HALF_LIFE_MS));
+      }
+      const strongest = Math.max(0, ...weights.values());
+      const seeds = new Map<string, number>();
+      if (strongest > 0) for (const [product, w] of weights) seeds.set(product, w / strongest);
+      const bought = [...new Set(whose.flatMap((id) => boughtOf.get(id) ?? []))];
+      out.set(customer, { ids: whose, seeds, bought });
+    }
+    return out;
   }
 
   /** The related products of these products: reused ones, the others read in two queries. */
