@@ -11,31 +11,30 @@ export const INTERNAL_PRODUCT_COLUMNS = ['version', 'msg_id', 'updated_at'];
 /** Small reads: one thread each, so that many requests at once do not fight over the cores. */
 const SMALL = 'SETTINGS max_threads = 1';
 
-/** Whoever was merged into the `{customers}` (two generations of merges): their history is the customer's. */
-const MERGED_INTO = `SELECT svc_id FROM {db}.customer_survivors WHERE survivor IN {customers:Array(String)}`;
-const MERGED_TWICE = `SELECT svc_id FROM {db}.customer_survivors WHERE survivor IN (${MERGED_INTO})`;
-const WHOSE = `(SELECT arrayJoin({customers:Array(String)}) UNION ALL ${MERGED_INTO} UNION ALL ${MERGED_TWICE})`;
+/**
+ * Whoever was merged into the `{customers}` (two generations of merges: `survivor` is an asked customer
+ * or one merged into one): their history is the customer's.
+ */
+export const MERGED_SQL = `SELECT svc_id, survivor FROM {db}.customer_survivors
+WHERE survivor IN {customers:Array(String)}
+  OR survivor IN (SELECT svc_id FROM {db}.customer_survivors WHERE survivor IN {customers:Array(String)})
+${SMALL}`;
 
 /**
- * The refreshed histories of the `{customers}`, in one statement for many (requests' look-ups are
- * batched): who was merged into whom (`merged`: `svc_id` the survivor, `product_id` the merged customer),
- * the latest interactions of each of them (`seed`, `ts` in ms, the weight by kind) and their purchases of
- * the last 180 days (`bought`). `rec_interactions` is ordered by customer: a few granules each.
+ * The refreshed interactions of the customers `{ids}` (the asked ones and whoever was merged into them),
+ * many customers in one statement (requests' look-ups are batched): the latest of each (`seed`, `ms` the
+ * time, `weight` by kind) and their purchases of the last 180 days (`bought`). `rec_interactions` is
+ * ordered by customer: a few granules each. (Named ids, not a subquery: that would read every granule.)
  */
-export const HISTORIES_SQL = `SELECT 'merged' AS kind, whose, product_id, 0 AS ms, 0. AS weight FROM (
-  -- Subqueries throughout: an alias would otherwise shadow the column it is made of.
-  SELECT survivor AS whose, svc_id AS product_id FROM {db}.customer_survivors
-  WHERE survivor IN {customers:Array(String)} OR survivor IN (${MERGED_INTO})
-)
-UNION ALL
-SELECT 'seed' AS kind, whose, product_id, ms, weight FROM (
+export const HISTORIES_SQL = `SELECT 'seed' AS kind, whose, product_id, ms, weight FROM (
+  -- Subqueries: an alias would otherwise shadow the column it is made of.
   SELECT svc_id AS whose, product_id, toUnixTimestamp64Milli(ts) AS ms, w AS weight FROM {db}.rec_interactions
-  WHERE svc_id IN ${WHOSE} ORDER BY svc_id, ts DESC LIMIT ${SEED_INTERACTIONS} BY svc_id
+  WHERE svc_id IN {ids:Array(String)} ORDER BY svc_id, ts DESC LIMIT ${SEED_INTERACTIONS} BY svc_id
 )
 UNION ALL
 SELECT DISTINCT 'bought' AS kind, whose, product_id, 0 AS ms, 0. AS weight FROM (
   SELECT svc_id AS whose, product_id FROM {db}.rec_interactions
-  WHERE svc_id IN ${WHOSE} AND kind = 'purchase' AND ts >= now64(3) - INTERVAL ${BOUGHT_WINDOW_DAYS} DAY
+  WHERE svc_id IN {ids:Array(String)} AND kind = 'purchase' AND ts >= now64(3) - INTERVAL ${BOUGHT_WINDOW_DAYS} DAY
 )
 ${SMALL}`;
 

@@ -4,6 +4,7 @@ import { neighbourLists, rank, relatedScores, type Neighbours, type Pair } from 
 import {
   BEST_SELLERS_SQL,
   HISTORIES_SQL,
+  MERGED_SQL,
   PAIRS_SQL,
   POPULARITY_SQL,
   PRODUCTS_SQL,
@@ -39,6 +40,12 @@ interface BestSellers {
   rereading: boolean;
 }
 
+interface AccountReads {
+  histories: BatchedLoader<History>;
+  neighbours: BatchedLoader<Neighbours>;
+  records: BatchedLoader<ProductRecord | null>;
+}
+
 /** A customer's refreshed history: whose it is (them and whoever was merged into them), seeds, purchases. */
 interface History {
   ids: string[];
@@ -69,8 +76,7 @@ export class StoreRecommender extends Recommender {
   });
   /** `account/customer` → their refreshed history. */
   private readonly histories = new LRUCache<string, History>({ max: 200_000, ttl: SHARED_MAX_AGE_MS });
-  /** account → the histories not kept, read many customers a query. */
-  private readonly historyReads = new Map<string, BatchedLoader<History>>();
+  private readonly accountReads = new Map<string, AccountReads>();
 
   constructor(
     private readonly store: AnalyticStore,
@@ -197,7 +203,7 @@ export class StoreRecommender extends Recommender {
     let history = this.histories.get(key);
     if (!history) {
       const epoch = this.generations.epoch(account);
-      history = await this.readHistory(account, customer);
+      history = await this.reads(account).histories.load(customer);
       this.keep(this.histories, account, epoch, key, history);
     }
     const bought = [...history.bought];
@@ -205,33 +211,24 @@ export class StoreRecommender extends Recommender {
     return { seeds: history.seeds, bought };
   }
 
-  private readHistory(account: string, customer: string): Promise<History> {
-    let loader = this.historyReads.get(account);
-    if (!loader) {
-      loader = new BatchedLoader(
-        (customers) => this.readHistories(account, customers),
-        (customer) => ({ ids: [customer], seeds: new Map(), bought: [] }),
-      );
-      this.historyReads.set(account, loader);
-    }
-    return loader.load(customer);
-  }
-
-  /** The histories of these customers, in one query (see HISTORIES_SQL). */
+  /** The histories of these customers: who was merged into them, then all their interactions, in two queries. */
   private async readHistories(account: string, customers: string[]): Promise<Map<string, History>> {
+    const survivorOf = new Map(
+      (await this.store.query<{ svc_id: string; survivor: string }>(account, MERGED_SQL, { customers })).map(
+        (m) => [m.svc_id, m.survivor],
+      ),
+    );
     const rows = await this.store.query<{
       kind: string;
       whose: string;
       product_id: string;
       ms: number;
       weight: number;
-    }>(account, HISTORIES_SQL, { customers });
-    const survivorOf = new Map<string, string>();
+    }>(account, HISTORIES_SQL, { ids: [...new Set([...customers, ...survivorOf.keys()])] });
     const seedsOf = new Map<string, { product: string; ms: number; w: number }[]>();
     const boughtOf = new Map<string, string[]>();
     for (const r of rows) {
-      if (r.kind === 'merged') survivorOf.set(r.product_id, r.whose);
-      else if (r.kind === 'seed') {
+      if (r.kind === 'seed') {
         const list = seedsOf.get(r.whose) ?? [];
         list.push({ product: r.product_id, ms: Number(r.ms), w: Number(r.weight) });
         seedsOf.set(r.whose, list);
@@ -279,26 +276,31 @@ export class StoreRecommender extends Recommender {
     }
     if (missing.length === 0) return out;
     const epoch = this.generations.epoch(account);
-    const pairs = (await this.store.query<Pair>(account, PAIRS_SQL, { sources: missing })).map((p) => ({
+    const { neighbours } = this.reads(account);
+    const lists = await Promise.all(missing.map((id) => neighbours.load(id)));
+    missing.forEach((id, i) => {
+      this.keep(this.neighbours, account, epoch, `${account}/${id}`, lists[i]!);
+      out.set(id, lists[i]!);
+    });
+    return out;
+  }
+
+  /** The related products of these products, in two queries. */
+  private async readNeighbours(account: string, products: string[]): Promise<Map<string, Neighbours>> {
+    const pairs = (await this.store.query<Pair>(account, PAIRS_SQL, { sources: products })).map((p) => ({
       ...p,
       score: Number(p.score),
     }));
-    const ids = [...new Set([...missing, ...pairs.map((p) => p.related)])];
+    const ids = [...new Set([...products, ...pairs.map((p) => p.related)])];
     const popularity = new Map(
       (await this.store.query<{ product_id: string; pop: number }>(account, POPULARITY_SQL, { ids })).map(
         (r) => [r.product_id, Number(r.pop)],
       ),
     );
-    const lists = neighbourLists(pairs, popularity);
-    for (const id of missing) {
-      const list = lists.get(id) ?? [];
-      this.keep(this.neighbours, account, epoch, `${account}/${id}`, list);
-      out.set(id, list);
-    }
-    return out;
+    return neighbourLists(pairs, popularity);
   }
 
-  /** The records of these products (those the feed has): reused ones, the others read in one query. */
+  /** The records of these products (those the feed has): reused ones, the others read. */
   private async recordsOf(account: string, products: readonly string[]): Promise<Map<string, ProductRecord>> {
     const out = new Map<string, ProductRecord>();
     const missing: string[] = [];
@@ -309,14 +311,42 @@ export class StoreRecommender extends Recommender {
     }
     if (missing.length === 0) return out;
     const epoch = this.generations.epoch(account);
-    const rows = await this.store.query<ProductRecord>(account, PRODUCTS_SQL, { ids: missing });
-    const found = new Map(rows.map((r) => [r.product_id, r]));
-    for (const id of missing) {
-      const record = found.get(id) ?? null;
+    const { records } = this.reads(account);
+    const found = await Promise.all(missing.map((id) => records.load(id)));
+    missing.forEach((id, i) => {
+      const record = found[i]!;
       this.keep(this.records, account, epoch, `${account}/${id}`, { record });
       if (record) out.set(id, record);
-    }
+    });
     return out;
+  }
+
+  private async readRecords(account: string, ids: string[]): Promise<Map<string, ProductRecord>> {
+    const rows = await this.store.query<ProductRecord>(account, PRODUCTS_SQL, { ids });
+    return new Map(rows.map((r) => [r.product_id, r]));
+  }
+
+  /** The account's batched reads of what is not kept: many requests' look-ups a query. */
+  private reads(account: string): AccountReads {
+    let reads = this.accountReads.get(account);
+    if (!reads) {
+      reads = {
+        histories: new BatchedLoader(
+          (customers) => this.readHistories(account, customers),
+          (customer) => ({ ids: [customer], seeds: new Map(), bought: [] }),
+        ),
+        neighbours: new BatchedLoader(
+          (products) => this.readNeighbours(account, products),
+          () => [],
+        ),
+        records: new BatchedLoader<ProductRecord | null>(
+          (products) => this.readRecords(account, products),
+          () => null,
+        ),
+      };
+      this.accountReads.set(account, reads);
+    }
+    return reads;
   }
 }
 
