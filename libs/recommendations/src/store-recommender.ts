@@ -74,8 +74,12 @@ export class StoreRecommender extends Recommender {
     max: 200_000,
     ttl: SHARED_MAX_AGE_MS,
   });
-  /** `account/customer` → their refreshed history. */
-  private readonly histories = new LRUCache<string, History>({ max: 200_000, ttl: SHARED_MAX_AGE_MS });
+  /** `account/customer` → their refreshed history; bounded by products named (about 100 bytes each). */
+  private readonly histories = new LRUCache<string, History>({
+    maxSize: 2_000_000,
+    sizeCalculation: (h) => 1 + h.ids.length + h.seeds.size + h.bought.length,
+    ttl: SHARED_MAX_AGE_MS,
+  });
   private readonly accountReads = new Map<string, AccountReads>();
 
   constructor(
