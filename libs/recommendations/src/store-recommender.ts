@@ -27,7 +27,7 @@ import {
  * normalised by, drifts with every generation a little for everything.
  */
 export const SHARED_MAX_AGE_MS = 600_000;
-/** The longest an account's best sellers are kept: their 7-day window moves. */
+/** How old an account's best sellers may grow before they are read again: their 7-day window moves. */
 export const BEST_SELLERS_MAX_AGE_MS = 60_000;
 
 type ProductRecord = Record<string, unknown> & { product_id: string };
@@ -126,7 +126,7 @@ export class StoreRecommender extends Recommender {
 
   /** Drops what a finished refresh generation changed. */
   private forget(account: string, changes: Changes): void {
-    this.bestSellers.delete(account);
+    // The best sellers are read again at the new epoch (see bestSellersOf).
     const prefix = `${account}/`;
     const dropAll = <V extends object>(cache: LRUCache<string, V>) => {
       for (const key of [...cache.keys()]) if (key.startsWith(prefix)) cache.delete(key);
@@ -157,19 +157,17 @@ export class StoreRecommender extends Recommender {
   }
 
   /**
-   * The account's best sellers: read again when a generation changed them (the request waits), or in
-   * the background once they are BEST_SELLERS_MAX_AGE_MS old (the request gets the ones kept meanwhile).
+   * The account's best sellers: read again in the background once a generation changed them or they are
+   * BEST_SELLERS_MAX_AGE_MS old, the ones kept answering meanwhile; only the first read is waited for.
    */
   private bestSellersOf(account: string, epoch: number): Promise<string[]> {
     const kept = this.bestSellers.get(account);
-    if (kept && kept.epoch === epoch) {
-      if (Date.now() - kept.at >= BEST_SELLERS_MAX_AGE_MS && !kept.rereading) {
-        kept.rereading = true;
-        void this.readBestSellers(account, epoch).ids.catch(() => undefined);
-      }
-      return kept.ids;
+    if (!kept) return this.readBestSellers(account, epoch).ids;
+    if ((kept.epoch !== epoch || Date.now() - kept.at >= BEST_SELLERS_MAX_AGE_MS) && !kept.rereading) {
+      kept.rereading = true;
+      void this.readBestSellers(account, epoch).ids.catch(() => undefined);
     }
-    return this.readBestSellers(account, epoch).ids;
+    return kept.ids;
   }
 
   private readBestSellers(account: string, epoch: number): BestSellers {
@@ -178,8 +176,8 @@ export class StoreRecommender extends Recommender {
       .then((rows) => rows.map((r) => r.product_id));
     const entry: BestSellers = { epoch, at: Date.now(), ids, rereading: false };
     const previous = this.bestSellers.get(account);
-    // A reread replaces the kept ones once it has them; a first read at once (requests wait for it).
-    if (previous?.epoch === epoch) {
+    if (previous) {
+      // A reread replaces the kept ones once it has them.
       void ids.then(
         () => this.bestSellers.get(account) === previous && this.bestSellers.set(account, entry),
         () => (previous.rereading = false),
