@@ -170,6 +170,33 @@ describe.each(WIRINGS)('recommendations (%s)', (_wiring, start) => {
     expect(await ids('email=nobody@x.com&limit=100')).toContain('pan');
   });
 
+  it('gives a merged customer the history of both: both purchases left out, both affinities used', async () => {
+    // One bought a laptop (bought with a mouse by others), the other a book (bought with a knife, a tv).
+    await send(acc.publicKey, '/v3/events', [
+      purchase({ email: 'merge-a@x.com' }, 'ma1', ['lap1']),
+      purchase({ customer_id: 'merge-b' }, 'mb1', ['book']),
+    ]).expect(202);
+    const personal = async (query: string) =>
+      ((await recs(`${query}&limit=100`)).body as Product[])
+        .filter((r) => r.recommendation_type === 'personal')
+        .map((r) => r.product_id);
+    await eventually(async () => (await personal('email=merge-a@x.com'))[0] === 'mouse');
+    await eventually(async () => (await personal('customer_id=merge-b')).includes('knife'));
+    expect(await personal('customer_id=merge-b')).not.toContain('mouse'); // not yet: the laptop is the other's
+    // An event carrying both identifiers ties them together.
+    await send(acc.publicKey, '/v3/events', [
+      { type: 'account', action: 'login', identifiers: { email: 'merge-a@x.com', customer_id: 'merge-b' } },
+    ]).expect(202);
+    for (const query of ['email=merge-a@x.com', 'customer_id=merge-b']) {
+      await eventually(async () => {
+        const answer = await ids(`${query}&limit=100`);
+        return !answer.includes('lap1') && !answer.includes('book');
+      });
+      // Related to the laptop (the mouse) and to the book (the knife, the tv): both histories count.
+      expect(await personal(query)).toEqual(expect.arrayContaining(['mouse', 'knife', 'tv']));
+    }
+  });
+
   it('applies every rule the operator sets', async () => {
     const all = async () => new Set(await ids('email=nobody@x.com&limit=100'));
     const without = (...gone: string[]) =>

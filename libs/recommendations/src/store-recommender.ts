@@ -3,16 +3,17 @@ import { AnalyticStore } from '@cdp/store';
 import { neighbourLists, rank, relatedScores, type Neighbours, type Pair } from './ranking.js';
 import {
   BEST_SELLERS_SQL,
-  CUSTOMER_SQL,
+  HISTORIES_SQL,
   MERGED_SQL,
   PAIRS_SQL,
   POPULARITY_SQL,
   PRODUCTS_SQL,
 } from './recommendation.query.js';
 import { passesRules } from './recommendation-rules.js';
-import { inline, RecommendationTables } from './recommendation-tables.js';
-import { LATE_COMMITS_MS } from './recommendations.sql.js';
-import { RefreshGenerations, type Changes } from './refresh-generations.js';
+import { BatchedLoader } from './batched-loader.js';
+import { RecommendationTables } from './recommendation-tables.js';
+import { DECAY_EPOCH_MS, HALF_LIFE_MS, SEED_INTERACTIONS } from './recommendations.sql.js';
+import { RefreshGenerations, type Changes, type FreshPurchases } from './refresh-generations.js';
 import {
   Recommender,
   type RecommendationRequest,
@@ -26,22 +27,46 @@ import {
  * normalised by, drifts with every generation a little for everything.
  */
 export const SHARED_MAX_AGE_MS = 600_000;
-/** The longest an account's best sellers are kept: their 7-day window moves. */
+/** How old an account's best sellers may grow before they are read again: their 7-day window moves. */
 export const BEST_SELLERS_MAX_AGE_MS = 60_000;
 
 type ProductRecord = Record<string, unknown> & { product_id: string };
 
+/** An account's best sellers as read at an epoch and time; `rereading`: a newer read is under way. */
+interface BestSellers {
+  epoch: number;
+  at: number;
+  ids: Promise<string[]>;
+  rereading: boolean;
+}
+
+interface AccountReads {
+  histories: BatchedLoader<History>;
+  neighbours: BatchedLoader<Neighbours>;
+  records: BatchedLoader<ProductRecord | null>;
+}
+
+/** A customer's refreshed history: whose it is (them and whoever was merged into them), seeds, purchases. */
+interface History {
+  ids: string[];
+  /** product → weight, the strongest 1. */
+  seeds: Map<string, number>;
+  /** Bought in the last 180 days. */
+  bought: string[];
+}
+
 /**
- * Recommendations from the store this process holds. A request reads the customer's seeds and
- * purchases (one small query; whoever was merged into them is kept per refresh generation), ranks the
- * related products of the seeds and the page's products and the best sellers — kept in memory per
- * account until a refresh generation changes them (RefreshGenerations) — and answers the records of
- * the best that pass the rules.
+ * Recommendations from the store this process holds. What a request reads — the customer's history,
+ * the related products of its seeds and of the page's products, the best sellers, product records — is
+ * read from the refreshed tables once and kept in memory per account until a refresh generation changes
+ * it (RefreshGenerations), together with the purchases no generation took in yet; a request whose
+ * customer and products were seen before reads nothing from the store. It ranks a few hundred
+ * candidates and answers the records of the best that pass the rules.
  */
 export class StoreRecommender extends Recommender {
   private readonly generations: RefreshGenerations;
   /** account → its best sellers, as read at an epoch and time. */
-  private readonly bestSellers = new Map<string, { epoch: number; at: number; ids: Promise<string[]> }>();
+  private readonly bestSellers = new Map<string, BestSellers>();
   /** `account/product` → related products (an empty list when none). */
   private readonly neighbours = new LRUCache<string, Neighbours>({ max: 200_000, ttl: SHARED_MAX_AGE_MS });
   /** `account/product` → its record, or null when the feed has none. */
@@ -49,8 +74,13 @@ export class StoreRecommender extends Recommender {
     max: 200_000,
     ttl: SHARED_MAX_AGE_MS,
   });
-  /** `account/generation/customer` → whoever was merged into the customer (merges are messages too). */
-  private readonly merged = new LRUCache<string, string[]>({ max: 100_000, ttl: SHARED_MAX_AGE_MS });
+  /** `account/customer` → their refreshed history; bounded by products named (about 100 bytes each). */
+  private readonly histories = new LRUCache<string, History>({
+    maxSize: 2_000_000,
+    sizeCalculation: (h) => 1 + h.ids.length + h.seeds.size + h.bought.length,
+    ttl: SHARED_MAX_AGE_MS,
+  });
+  private readonly accountReads = new Map<string, AccountReads>();
 
   constructor(
     private readonly store: AnalyticStore,
@@ -65,7 +95,7 @@ export class StoreRecommender extends Recommender {
     await this.tables.ensure(account);
     const generation = await this.generations.current(account);
     const [history, best] = await Promise.all([
-      this.history(account, request.customer, generation.gen),
+      this.history(account, request.customer, generation.fresh),
       this.bestSellersOf(account, generation.epoch),
     ]);
     const neighbours = await this.neighboursOf(account, [...history.seeds.keys(), ...request.productIds]);
@@ -96,17 +126,23 @@ export class StoreRecommender extends Recommender {
 
   /** Drops what a finished refresh generation changed. */
   private forget(account: string, changes: Changes): void {
-    this.bestSellers.delete(account);
+    // The best sellers are read again at the new epoch (see bestSellersOf).
     const prefix = `${account}/`;
+    const dropAll = <V extends object>(cache: LRUCache<string, V>) => {
+      for (const key of [...cache.keys()]) if (key.startsWith(prefix)) cache.delete(key);
+    };
     if (changes.all) {
-      for (const key of [...this.neighbours.keys()]) if (key.startsWith(prefix)) this.neighbours.delete(key);
-      for (const key of [...this.records.keys()]) if (key.startsWith(prefix)) this.records.delete(key);
+      dropAll(this.neighbours);
+      dropAll(this.records);
+      dropAll(this.histories);
       return;
     }
     for (const id of changes.products) {
       this.neighbours.delete(prefix + id);
       this.records.delete(prefix + id);
     }
+    if (changes.merged) dropAll(this.histories);
+    else for (const id of changes.customers) this.histories.delete(prefix + id);
   }
 
   /** Keeps a read only when no generation changed anything since it started. */
@@ -120,48 +156,115 @@ export class StoreRecommender extends Recommender {
     if (this.generations.epoch(account) === epoch) cache.set(key, value);
   }
 
+  /**
+   * The account's best sellers: read again in the background once a generation changed them or they are
+   * BEST_SELLERS_MAX_AGE_MS old, the ones kept answering meanwhile; only the first read is waited for.
+   */
   private bestSellersOf(account: string, epoch: number): Promise<string[]> {
     const kept = this.bestSellers.get(account);
-    if (kept && kept.epoch === epoch && Date.now() - kept.at < BEST_SELLERS_MAX_AGE_MS) return kept.ids;
+    if (!kept) return this.readBestSellers(account, epoch).ids;
+    if ((kept.epoch !== epoch || Date.now() - kept.at >= BEST_SELLERS_MAX_AGE_MS) && !kept.rereading) {
+      kept.rereading = true;
+      void this.readBestSellers(account, epoch).ids.catch(() => undefined);
+    }
+    return kept.ids;
+  }
+
+  private readBestSellers(account: string, epoch: number): BestSellers {
     const ids = this.store
       .query<{ product_id: string }>(account, BEST_SELLERS_SQL)
       .then((rows) => rows.map((r) => r.product_id));
-    const entry = { epoch, at: Date.now(), ids };
-    this.bestSellers.set(account, entry);
-    ids.catch(() => {
-      if (this.bestSellers.get(account) === entry) this.bestSellers.delete(account);
-    });
-    return ids;
+    const entry: BestSellers = { epoch, at: Date.now(), ids, rereading: false };
+    const previous = this.bestSellers.get(account);
+    if (previous) {
+      // A reread replaces the kept ones once it has them.
+      void ids.then(
+        () => this.bestSellers.get(account) === previous && this.bestSellers.set(account, entry),
+        () => (previous.rereading = false),
+      );
+    } else {
+      this.bestSellers.set(account, entry);
+      ids.catch(() => {
+        if (this.bestSellers.get(account) === entry) this.bestSellers.delete(account);
+      });
+    }
+    return entry;
   }
 
-  /** The customer's seeds (product → weight, the strongest 1) and purchases of the last 180 days. */
+  /**
+   * The customer's seeds (product → weight, the strongest 1) and purchases of the last 180 days: the
+   * refreshed ones (kept until a generation brings them new interactions or a merge) and the fresh ones.
+   */
   private async history(
     account: string,
     customer: string | undefined,
-    gen: number,
-  ): Promise<{ seeds: Map<string, number>; bought: string[] }> {
-    const seeds = new Map<string, number>();
-    const bought: string[] = [];
-    if (customer === undefined) return { seeds, bought };
-    const key = `${account}/${gen}/${customer}`;
-    let merged = this.merged.get(key);
-    if (!merged) {
-      merged = (await this.store.query<{ svc_id: string }>(account, MERGED_SQL, { customer })).map(
-        (m) => m.svc_id,
-      );
-      this.merged.set(key, merged);
+    fresh: FreshPurchases,
+  ): Promise<{ seeds: ReadonlyMap<string, number>; bought: string[] }> {
+    if (customer === undefined) return { seeds: new Map(), bought: [] };
+    const key = `${account}/${customer}`;
+    let history = this.histories.get(key);
+    if (!history) {
+      const epoch = this.generations.epoch(account);
+      history = await this.reads(account).histories.load(customer);
+      this.keep(this.histories, account, epoch, key, history);
     }
-    const rows = await this.store.query<{ kind: string; product_id: string; weight: number }>(
-      account,
-      inline(CUSTOMER_SQL, { since: Math.max(0, gen - LATE_COMMITS_MS), gen }),
-      { ids: [customer, ...merged] },
+    const bought = [...history.bought];
+    for (const id of history.ids) bought.push(...(fresh.get(id) ?? []));
+    return { seeds: history.seeds, bought };
+  }
+
+  /** The histories of these customers: who was merged into them, then all their interactions, in two queries. */
+  private async readHistories(account: string, customers: string[]): Promise<Map<string, History>> {
+    const survivorOf = new Map(
+      (await this.store.query<{ svc_id: string; survivor: string }>(account, MERGED_SQL, { customers })).map(
+        (m) => [m.svc_id, m.survivor],
+      ),
     );
-    const strongest = Math.max(0, ...rows.filter((r) => r.kind === 'seed').map((r) => Number(r.weight)));
+    const rows = await this.store.query<{
+      kind: string;
+      whose: string;
+      product_id: string;
+      ms: number;
+      weight: number;
+    }>(account, HISTORIES_SQL, { ids: [...new Set([...customers, ...survivorOf.keys()])] });
+    const seedsOf = new Map<string, { product: string; ms: number; w: number }[]>();
+    const boughtOf = new Map<string, string[]>();
     for (const r of rows) {
-      if (r.kind === 'bought') bought.push(r.product_id);
-      else if (strongest > 0) seeds.set(r.product_id, Number(r.weight) / strongest);
+      if (r.kind === 'seed') {
+        const list = seedsOf.get(r.whose) ?? [];
+        list.push({ product: r.product_id, ms: Number(r.ms), w: Number(r.weight) });
+        seedsOf.set(r.whose, list);
+      } else boughtOf.set(r.whose, [...(boughtOf.get(r.whose) ?? []), r.product_id]);
     }
-    return { seeds, bought };
+    // Each merged customer to the asked one it went into, directly or through another.
+    const askedOf = (id: string): string | undefined => {
+      const survivor = survivorOf.get(id);
+      if (survivor === undefined) return undefined;
+      return customers.includes(survivor) ? survivor : survivorOf.get(survivor);
+    };
+    const ids = new Map(customers.map((c) => [c, [c]]));
+    for (const loser of survivorOf.keys()) {
+      const asked = askedOf(loser);
+      if (asked !== undefined && loser !== asked) ids.get(asked)?.push(loser);
+    }
+    const out = new Map<string, History>();
+    for (const [customer, whose] of ids) {
+      const latest = whose
+        .flatMap((id) => seedsOf.get(id) ?? [])
+        .sort((a, b) => b.ms - a.ms)
+        .slice(0, SEED_INTERACTIONS);
+      // Weighted by kind and decayed to the same scale as the affinities (see recommendations.sql.ts).
+      const weights = new Map<string, number>();
+      for (const { product, ms, w } of latest) {
+        weights.set(product, (weights.get(product) ?? 0) + w * 2 ** ((ms - DECAY_EPOCH_MS) / HALF_LIFE_MS));
+      }
+      const strongest = Math.max(0, ...weights.values());
+      const seeds = new Map<string, number>();
+      if (strongest > 0) for (const [product, w] of weights) seeds.set(product, w / strongest);
+      const bought = [...new Set(whose.flatMap((id) => boughtOf.get(id) ?? []))];
+      out.set(customer, { ids: whose, seeds, bought });
+    }
+    return out;
   }
 
   /** The related products of these products: reused ones, the others read in two queries. */
@@ -175,26 +278,31 @@ export class StoreRecommender extends Recommender {
     }
     if (missing.length === 0) return out;
     const epoch = this.generations.epoch(account);
-    const pairs = (await this.store.query<Pair>(account, PAIRS_SQL, { sources: missing })).map((p) => ({
+    const { neighbours } = this.reads(account);
+    const lists = await Promise.all(missing.map((id) => neighbours.load(id)));
+    missing.forEach((id, i) => {
+      this.keep(this.neighbours, account, epoch, `${account}/${id}`, lists[i]!);
+      out.set(id, lists[i]!);
+    });
+    return out;
+  }
+
+  /** The related products of these products, in two queries. */
+  private async readNeighbours(account: string, products: string[]): Promise<Map<string, Neighbours>> {
+    const pairs = (await this.store.query<Pair>(account, PAIRS_SQL, { sources: products })).map((p) => ({
       ...p,
       score: Number(p.score),
     }));
-    const ids = [...new Set([...missing, ...pairs.map((p) => p.related)])];
+    const ids = [...new Set([...products, ...pairs.map((p) => p.related)])];
     const popularity = new Map(
       (await this.store.query<{ product_id: string; pop: number }>(account, POPULARITY_SQL, { ids })).map(
         (r) => [r.product_id, Number(r.pop)],
       ),
     );
-    const lists = neighbourLists(pairs, popularity);
-    for (const id of missing) {
-      const list = lists.get(id) ?? [];
-      this.keep(this.neighbours, account, epoch, `${account}/${id}`, list);
-      out.set(id, list);
-    }
-    return out;
+    return neighbourLists(pairs, popularity);
   }
 
-  /** The records of these products (those the feed has): reused ones, the others read in one query. */
+  /** The records of these products (those the feed has): reused ones, the others read. */
   private async recordsOf(account: string, products: readonly string[]): Promise<Map<string, ProductRecord>> {
     const out = new Map<string, ProductRecord>();
     const missing: string[] = [];
@@ -205,14 +313,42 @@ export class StoreRecommender extends Recommender {
     }
     if (missing.length === 0) return out;
     const epoch = this.generations.epoch(account);
-    const rows = await this.store.query<ProductRecord>(account, PRODUCTS_SQL, { ids: missing });
-    const found = new Map(rows.map((r) => [r.product_id, r]));
-    for (const id of missing) {
-      const record = found.get(id) ?? null;
+    const { records } = this.reads(account);
+    const found = await Promise.all(missing.map((id) => records.load(id)));
+    missing.forEach((id, i) => {
+      const record = found[i]!;
       this.keep(this.records, account, epoch, `${account}/${id}`, { record });
       if (record) out.set(id, record);
-    }
+    });
     return out;
+  }
+
+  private async readRecords(account: string, ids: string[]): Promise<Map<string, ProductRecord>> {
+    const rows = await this.store.query<ProductRecord>(account, PRODUCTS_SQL, { ids });
+    return new Map(rows.map((r) => [r.product_id, r]));
+  }
+
+  /** The account's batched reads of what is not kept: many requests' look-ups a query. */
+  private reads(account: string): AccountReads {
+    let reads = this.accountReads.get(account);
+    if (!reads) {
+      reads = {
+        histories: new BatchedLoader(
+          (customers) => this.readHistories(account, customers),
+          (customer) => ({ ids: [customer], seeds: new Map(), bought: [] }),
+        ),
+        neighbours: new BatchedLoader(
+          (products) => this.readNeighbours(account, products),
+          () => [],
+        ),
+        records: new BatchedLoader<ProductRecord | null>(
+          (products) => this.readRecords(account, products),
+          () => null,
+        ),
+      };
+      this.accountReads.set(account, reads);
+    }
+    return reads;
   }
 }
 
