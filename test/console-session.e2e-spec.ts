@@ -15,7 +15,8 @@ describe('console sessions (embedded)', () => {
   let account: TestAccount;
 
   beforeAll(async () => {
-    p = await EmbeddedPlatform.start({ CDP_CONSOLE_SECRET: SECRET });
+    // Behind a TLS-ending proxy on this host, the page came over HTTPS when the proxy says so.
+    p = await EmbeddedPlatform.start({ CDP_CONSOLE_SECRET: SECRET, CDP_TRUSTED_PROXIES: '127.0.0.1' });
     account = await p.createAccount('console-security');
   });
   afterAll(() => p.close());
@@ -73,6 +74,18 @@ describe('console sessions (embedded)', () => {
     expect(JSON.stringify(res.body)).not.toContain(secret);
     expect(res.body.account.tracker_id).toBe(account.publicKey);
     expect(typeof res.body.csrf).toBe('string');
+  });
+
+  it('marks the cookie Secure when the page came over HTTPS (a trusted proxy says so)', async () => {
+    const res = await p
+      .http()
+      .post('/console/api/session')
+      .set('x-cdp-console', '1')
+      .set('x-forwarded-proto', 'https')
+      .send({ private_key: account.privateKey });
+    expect(res.status).toBe(201);
+    const setCookie = String(res.headers['set-cookie']);
+    expect(setCookie.split('; ')).toEqual(expect.arrayContaining(['HttpOnly', 'SameSite=Strict', 'Secure']));
   });
 
   it('refuses a missing, tampered, forged or expired cookie', async () => {

@@ -201,6 +201,15 @@ describe('console in a browser (embedded)', () => {
     })`);
     expect(injected).toEqual({ imgs: 0, scripts: ['/console/assets/app.js'], bold: 0, title: 'CDP console' });
     expect(dialogs).toEqual([]);
+    // And were markup ever inserted, the Content-Security-Policy would refuse to run an inline script.
+    const csp = await inPage<{ ran: boolean; violation: string }>(`new Promise((resolve) => {
+      document.addEventListener('securitypolicyviolation', (e) =>
+        resolve({ ran: window.__injected === true, violation: e.effectiveDirective }), { once: true });
+      const s = document.createElement('script');
+      s.textContent = 'window.__injected = true';
+      document.body.appendChild(s);
+    })`);
+    expect(csp).toEqual({ ran: false, violation: 'script-src-elem' });
     await screenshot(page, 'console-inspector-hostile-1280');
     await mallory.locator('.row-head').click();
   });

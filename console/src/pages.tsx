@@ -220,9 +220,14 @@ const FIELD_TYPES = ['string', 'text', 'number', 'timestamp', 'boolean'];
 
 export function ObjectsPage() {
   const { data, error, reload } = useLoad<ObjectView[]>('objects');
-  const [selected, setSelected] = useState('customers');
+  const [selected, select] = useState('customers');
   const [form, setForm] = useState({ name: '', display_name: '', type: 'string' });
   const [message, setMessage] = useState<string | null>(null);
+  /** Another object: the field form's last answer was about the previous one. */
+  const setSelected = (name: string) => {
+    select(name);
+    setMessage(null);
+  };
   if (error) return <p class="error">{error}</p>;
   if (!data) return <p>Loading…</p>;
   const object = data.find((o) => o.name === selected) ?? data[0];
