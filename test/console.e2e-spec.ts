@@ -136,6 +136,22 @@ describe('console in a browser (embedded)', () => {
     await screenshot(page, 'console-inspector-1280');
   });
 
+  it('shows when a record merged two customers', async () => {
+    const login = (identifiers: Record<string, string>) =>
+      send('/v3/events', [{ type: 'account', action: 'login', identifiers }]);
+    expect((await login({ email: 'nia@shop.io', vuid: 'nia-cookie' })).status).toBe(202);
+    expect((await login({ email: 'nia.work@shop.io' })).status).toBe(202);
+    await row('nia.work@shop.io')
+      .getByTestId('resolution')
+      .filter({ hasText: 'created' })
+      .waitFor({ timeout: WAIT });
+    // One record with the work email and the first one's cookie joins the two customers.
+    expect((await login({ email: 'nia.work@shop.io', vuid: 'nia-cookie' })).status).toBe(202);
+    const joining = row('nia-cookie').filter({ hasText: 'nia.work@shop.io' });
+    await joining.getByTestId('resolution').filter({ hasText: 'merged' }).waitFor({ timeout: WAIT });
+    expect(await joining.getByTestId('resolution').textContent()).toMatch(/customer \S+ · merged \S+/);
+  });
+
   it('shows profiles, subscription updates and v2 calls with their kinds', async () => {
     expect(
       (await send('/v3/profiles', { attributes: { email: 'carol@shop.io', first_name: 'Carol' } })).status,
@@ -249,7 +265,10 @@ describe('console in a browser (embedded)', () => {
 
   it('expands a record and copies it as JSON or as a curl command', async () => {
     const bob = row('bob@shop.io');
-    await bob.locator('.row-head').click();
+    // From the keyboard: a record's head is a button.
+    await bob.locator('.row-head').focus();
+    await page.keyboard.press('Enter');
+    expect(await bob.locator('.row-head').getAttribute('aria-expanded')).toBe('true');
     await bob.getByRole('button', { name: 'Copy as curl' }).click();
     const curl = await bob.getByTestId('copied').inputValue();
     expect(curl).toContain(`curl -X POST '${base}/v3/events'`);
