@@ -45,12 +45,21 @@ export function NewObjectForm({ onCreated }: { onCreated: (name: string) => void
       {input('alias', 'Alias', 'store')}
       {input('display_name', 'Object display name', 'Stores')}
       {input('primary', 'Primary key field', 'store_id')}
-      <button type="submit">Create object</button>
-      {message && (
-        <p role="status" data-testid="object-message">
-          {message}
+      <SubmitWithAnswer label="Create object" answer={message} testId="object-message" />
+    </form>
+  );
+}
+
+/** A form's submit button and, once it was used, the server's answer (read out as a status). */
+export function SubmitWithAnswer(props: { label: string; answer: string | null; testId: string }) {
+  return (
+    <>
+      <button type="submit">{props.label}</button>
+      {props.answer && (
+        <p role="status" data-testid={props.testId}>
+          {props.answer}
         </p>
       )}
-    </form>
+    </>
   );
 }

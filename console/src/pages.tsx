@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call, CallError } from './api.js';
-import { NewObjectForm } from './new-object.js';
+import { NewObjectForm, SubmitWithAnswer } from './new-object.js';
 
 function useLoad<T>(path: string, version = 0): { data?: T; error?: string; reload: () => void } {
   const [data, setData] = useState<T>();
@@ -331,12 +331,7 @@ export function ObjectsPage() {
                 ))}
               </select>
             </label>
-            <button type="submit">Create field</button>
-            {message && (
-              <p role="status" data-testid="field-message">
-                {message}
-              </p>
-            )}
+            <SubmitWithAnswer label="Create field" answer={message} testId="field-message" />
           </form>
         </div>
       )}
