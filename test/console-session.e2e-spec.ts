@@ -1,4 +1,5 @@
-import { signSession } from '@cdp/console-api';
+import { ConsoleSessions, SESSIONS_BUCKET, signSession } from '@cdp/console-api';
+import { MetadataStore } from '@cdp/metadata';
 import { ADMIN_TOKEN, EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 
 /** The console's session security, on the HTTP level (the browser journey is console.e2e-spec.ts). */
@@ -14,7 +15,8 @@ describe('console sessions (embedded)', () => {
   let account: TestAccount;
 
   beforeAll(async () => {
-    p = await EmbeddedPlatform.start({ CDP_CONSOLE_SECRET: SECRET });
+    // Behind a TLS-ending proxy on this host, the page came over HTTPS when the proxy says so.
+    p = await EmbeddedPlatform.start({ CDP_CONSOLE_SECRET: SECRET, CDP_TRUSTED_PROXIES: '127.0.0.1' });
     account = await p.createAccount('console-security');
   });
   afterAll(() => p.close());
@@ -72,6 +74,18 @@ describe('console sessions (embedded)', () => {
     expect(JSON.stringify(res.body)).not.toContain(secret);
     expect(res.body.account.tracker_id).toBe(account.publicKey);
     expect(typeof res.body.csrf).toBe('string');
+  });
+
+  it('marks the cookie Secure when the page came over HTTPS (a trusted proxy says so)', async () => {
+    const res = await p
+      .http()
+      .post('/console/api/session')
+      .set('x-cdp-console', '1')
+      .set('x-forwarded-proto', 'https')
+      .send({ private_key: account.privateKey });
+    expect(res.status).toBe(201);
+    const setCookie = String(res.headers['set-cookie']);
+    expect(setCookie.split('; ')).toEqual(expect.arrayContaining(['HttpOnly', 'SameSite=Strict', 'Secure']));
   });
 
   it('refuses a missing, tampered, forged or expired cookie', async () => {
@@ -144,6 +158,32 @@ describe('console sessions (embedded)', () => {
     // The old cookie, replayed as is, opens nothing.
     expect((await p.http().get('/console/api/account').set('cookie', cookie)).status).toBe(401);
     expect((await p.http().get('/console/api/session').set('cookie', cookie)).status).toBe(401);
+  });
+
+  it('keeps no session record longer than needed: signing out deletes it, expired ones are swept', async () => {
+    const metadata = p.app.get(MetadataStore);
+    const sessions = p.app.get(ConsoleSessions);
+    const sidOf = (cookie: string) =>
+      (
+        JSON.parse(Buffer.from(cookie.split('=')[1]!.split('.')[0]!, 'base64url').toString()) as {
+          sid: string;
+        }
+      ).sid;
+    const stored = async () => (await metadata.list(SESSIONS_BUCKET)).map((r) => r.key);
+    const first = await signIn();
+    const second = await signIn();
+    const [a, b] = [first, second].map((r) => cookieOf(r.headers['set-cookie']));
+    expect(await stored()).toEqual(expect.arrayContaining([sidOf(a!), sidOf(b!)]));
+
+    await p.http().delete('/console/api/session').set('cookie', a!).set('x-csrf-token', first.body.csrf);
+    expect(await stored()).not.toContain(sidOf(a!));
+    // A sweep now leaves the live session alone; one past its expiry deletes it, and its cookie opens nothing.
+    await sessions.sweep();
+    expect(await stored()).toContain(sidOf(b!));
+    expect((await p.http().get('/console/api/account').set('cookie', b!)).status).toBe(200);
+    await sessions.sweep(Date.now() + sessions.ttlMs + 1000);
+    expect(await stored()).toEqual([]);
+    expect((await p.http().get('/console/api/account').set('cookie', b!)).status).toBe(401);
   });
 
   it('a session belongs to one account: another account’s console sees only its own keys', async () => {

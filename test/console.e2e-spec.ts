@@ -1,5 +1,6 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { Buckets } from '@cdp/buckets';
+import { Inspector } from '@cdp/inspector';
 import { launchChromium, screenshot } from './support/browser.js';
 import { ADMIN_TOKEN, EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
@@ -135,6 +136,22 @@ describe('console in a browser (embedded)', () => {
     await screenshot(page, 'console-inspector-1280');
   });
 
+  it('shows when a record merged two customers', async () => {
+    const login = (identifiers: Record<string, string>) =>
+      send('/v3/events', [{ type: 'account', action: 'login', identifiers }]);
+    expect((await login({ email: 'nia@shop.io', vuid: 'nia-cookie' })).status).toBe(202);
+    expect((await login({ email: 'nia.work@shop.io' })).status).toBe(202);
+    await row('nia.work@shop.io')
+      .getByTestId('resolution')
+      .filter({ hasText: 'created' })
+      .waitFor({ timeout: WAIT });
+    // One record with the work email and the first one's cookie joins the two customers.
+    expect((await login({ email: 'nia.work@shop.io', vuid: 'nia-cookie' })).status).toBe(202);
+    const joining = row('nia-cookie').filter({ hasText: 'nia.work@shop.io' });
+    await joining.getByTestId('resolution').filter({ hasText: 'merged' }).waitFor({ timeout: WAIT });
+    expect(await joining.getByTestId('resolution').textContent()).toMatch(/customer \S+ · merged \S+/);
+  });
+
   it('shows profiles, subscription updates and v2 calls with their kinds', async () => {
     expect(
       (await send('/v3/profiles', { attributes: { email: 'carol@shop.io', first_name: 'Carol' } })).status,
@@ -200,6 +217,15 @@ describe('console in a browser (embedded)', () => {
     })`);
     expect(injected).toEqual({ imgs: 0, scripts: ['/console/assets/app.js'], bold: 0, title: 'CDP console' });
     expect(dialogs).toEqual([]);
+    // And were markup ever inserted, the Content-Security-Policy would refuse to run an inline script.
+    const csp = await inPage<{ ran: boolean; violation: string }>(`new Promise((resolve) => {
+      document.addEventListener('securitypolicyviolation', (e) =>
+        resolve({ ran: window.__injected === true, violation: e.effectiveDirective }), { once: true });
+      const s = document.createElement('script');
+      s.textContent = 'window.__injected = true';
+      document.body.appendChild(s);
+    })`);
+    expect(csp).toEqual({ ran: false, violation: 'script-src-elem' });
     await screenshot(page, 'console-inspector-hostile-1280');
     await mallory.locator('.row-head').click();
   });
@@ -239,7 +265,10 @@ describe('console in a browser (embedded)', () => {
 
   it('expands a record and copies it as JSON or as a curl command', async () => {
     const bob = row('bob@shop.io');
-    await bob.locator('.row-head').click();
+    // From the keyboard: a record's head is a button.
+    await bob.locator('.row-head').focus();
+    await page.keyboard.press('Enter');
+    expect(await bob.locator('.row-head').getAttribute('aria-expanded')).toBe('true');
     await bob.getByRole('button', { name: 'Copy as curl' }).click();
     const curl = await bob.getByTestId('copied').inputValue();
     expect(curl).toContain(`curl -X POST '${base}/v3/events'`);
@@ -249,6 +278,17 @@ describe('console in a browser (embedded)', () => {
     expect(JSON.parse(await bob.getByTestId('copied').inputValue())).toMatchObject({ type: 'pageview' });
     await bob.locator('.row-head').click();
     expect(await bob.getByTestId('json').count()).toBe(0);
+  });
+
+  it('clears the view; what arrives afterwards shows again', async () => {
+    expect(await page.getByTestId('row').count()).toBeGreaterThan(0);
+    await page.getByTestId('clear').click();
+    await page.getByText('Waiting for records sent to this account…').waitFor({ timeout: WAIT });
+    expect(await page.getByTestId('row').count()).toBe(0);
+    const after = { type: 'after', action: 'clear', identifiers: { email: 'after-clear@shop.io' } };
+    expect((await send('/v3/events', [after])).status).toBe(202);
+    await row('after-clear@shop.io').waitFor({ timeout: WAIT });
+    expect(await page.getByTestId('row').count()).toBe(1);
   });
 
   it('shows a bulk file’s records as the loader publishes them, and a rejected file with its reasons', async () => {
@@ -284,6 +324,49 @@ describe('console in a browser (embedded)', () => {
     // Nothing of the rejected file was published: its valid record never shows as accepted.
     expect(await row('eve.bulk@files.io').count()).toBe(0);
     await screenshot(page, 'console-inspector-bulk-1280');
+  });
+
+  it('says plainly when it switches to a sample, and at what rate', async () => {
+    // One batch of 1000 in one second: more than the 200 a second shown whole.
+    const batch = Array.from({ length: 1000 }, (_, i) => ({
+      type: 'flood',
+      action: 'burst',
+      identifiers: { email: `flood-${i}@shop.io` },
+    }));
+    expect((await send('/v3/events', batch)).status).toBe(202);
+    const notice = page.getByTestId('notice');
+    await notice.filter({ hasText: 'showing a sample of 1 record in' }).waitFor({ timeout: WAIT });
+    expect(await notice.textContent()).toMatch(
+      /more than 200 records per second \(about \d+\/s\): showing a sample of 1 record in \d+, at most 200 a second/,
+    );
+    await row('flood · burst').first().waitFor({ timeout: WAIT });
+    // Of the thousand, at most the bound is shown.
+    expect(await row('flood · burst').count()).toBeLessThanOrEqual(200);
+    await screenshot(page, 'console-inspector-sampling-1280');
+  });
+
+  it('revokes a key with a confirmation: it keeps working through its grace time', async () => {
+    await go('keys');
+    const active = page.locator('[data-testid=key][data-state=active]');
+    await active.first().waitFor({ timeout: WAIT });
+    const id = (await active.first().locator('code').textContent())!;
+    await active.first().getByRole('button', { name: 'Revoke…' }).click();
+    await page
+      .getByRole('alertdialog')
+      .filter({ hasText: `Revoke key ${id}?` })
+      .waitFor();
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Cancel' }).click();
+    expect(await page.getByRole('alertdialog').count()).toBe(0);
+    expect(await page.locator('[data-testid=key][data-state=active]').count()).toBe(1);
+    await active.first().getByRole('button', { name: 'Revoke…' }).click();
+    await page.getByTestId('confirm-yes').click();
+    await page
+      .locator('[data-testid=key][data-state=revoked]', { hasText: id })
+      .filter({ hasText: /(11 h 5\d|12 h 0) min left/ })
+      .waitFor({ timeout: WAIT });
+    // In its grace time the revoked key still authenticates.
+    const graced = await fetch(`${base}/v3/schema/objects`, { headers: { 'x-api-key': account.privateKey } });
+    expect(graced.status).toBe(200);
   });
 
   it('rotates a key with a confirmation, showing the new secret once', async () => {
@@ -358,6 +441,38 @@ describe('console in a browser (embedded)', () => {
     await screenshot(page, 'console-objects-1280');
   });
 
+  it('creates a custom object through the schema service, with its reasons when refused', async () => {
+    const form = page.getByTestId('new-object');
+    await form.getByLabel('Object name').fill('stores');
+    await form.getByLabel('Alias').fill('store');
+    await form.getByLabel('Object display name').fill('Stores');
+    await form.getByLabel('Primary key field').fill('store_id');
+    await form.getByRole('button', { name: 'Create object' }).click();
+    await page.getByRole('button', { name: 'Stores custom' }).waitFor({ timeout: WAIT });
+    // The new object is selected, with its primary key field.
+    const key = page.locator('[data-testid=field][data-name=store_id]');
+    await key.waitFor({ timeout: WAIT });
+    expect(await key.textContent()).toContain('primary');
+    const objects = (await (
+      await fetch(`${base}/v3/schema/objects`, { headers: { 'x-api-key': account.privateKey } })
+    ).json()) as { name: string }[];
+    expect(objects.map((o) => o.name)).toContain('stores');
+    await form.getByLabel('Object name').fill('store');
+    await form.getByLabel('Alias').fill('shop');
+    await form.getByLabel('Object display name').fill('Shops');
+    await form.getByLabel('Primary key field').fill('shop_id');
+    await form.getByRole('button', { name: 'Create object' }).click();
+    await page.getByTestId('object-message').filter({ hasText: 'plural' }).waitFor({ timeout: WAIT });
+    await screenshot(page, 'console-objects-new-1280');
+    // A built-in object with its relations.
+    await page.getByRole('button', { name: 'Events built-in' }).click();
+    const relations = page.getByTestId('relations');
+    await relations.waitFor({ timeout: WAIT });
+    expect(await relations.locator('li').allTextContents()).toEqual(
+      expect.arrayContaining(['product → products', 'customer → customers']),
+    );
+  });
+
   it('shows lists, exports and the activity log, and every page at phone size and in dark mode', async () => {
     const created = await fetch(`${base}/v3/lists`, {
       method: 'POST',
@@ -365,13 +480,32 @@ describe('console in a browser (embedded)', () => {
       body: JSON.stringify({ name: 'Newsletter' }),
     });
     const news = ((await created.json()) as { created: { list_id: string } }).created.list_id;
-    // Subscribers now: s1 and s2; s3 unsubscribed after subscribing. So 2.
+    // Subscribers now: s1, s2 and Mia (under two emails, merged); s3 unsubscribed after subscribing. So 3.
     const subscribe = (email: string, subscribed = true) =>
       send('/v3/lists/subscriptions', { list_id: news, subscribed, email });
     for (const email of ['s1@lists.io', 's2@lists.io', 's3@lists.io']) {
       expect((await subscribe(email)).status).toBe(200);
     }
     expect((await subscribe('s3@lists.io', false)).status).toBe(200);
+    // A customer subscribed under two emails, whose two customers are then merged (one cookie seen with
+    // both), is one subscriber, not two.
+    for (const email of ['mia@lists.io', 'mia.work@lists.io']) {
+      expect((await subscribe(email)).status).toBe(200);
+    }
+    expect(
+      (await send('/v3/profiles', { attributes: { email: 'mia@lists.io', first_name: 'Mia' } })).status,
+    ).toBe(202);
+    for (const email of ['mia@lists.io', 'mia.work@lists.io']) {
+      const login = { type: 'account', action: 'login', identifiers: { email, vuid: 'mia-cookie' } };
+      expect((await send('/v3/events', [login])).status).toBe(202);
+    }
+    await eventually(async () => {
+      const res = await fetch(`${base}/v3/profiles?email=mia.work%40lists.io`, {
+        headers: { 'x-api-key': account.privateKey },
+      });
+      const body = (await res.json()) as { attributes?: { first_name?: string } };
+      return res.status === 200 && body.attributes?.first_name === 'Mia';
+    });
     await eventually(async () => {
       const res = await fetch(`${base}/v3/lists/subscriptions?email=s3%40lists.io&include=${news}`, {
         headers: { 'x-api-key': account.privateKey },
@@ -379,24 +513,34 @@ describe('console in a browser (embedded)', () => {
       const body = (await res.json()) as { subscriptions: { subscribed: boolean }[] };
       return res.status === 200 && body.subscriptions[0]?.subscribed === false;
     });
-    await fetch(`${base}/v3/exports`, {
+    const exported = await fetch(`${base}/v3/exports`, {
       method: 'POST',
       headers: { 'x-api-key': account.privateKey, 'content-type': 'application/json' },
       body: JSON.stringify({ objects: ['events'], format: 'csv' }),
+    });
+    expect(exported.status).toBe(202);
+    const exportId = ((await exported.json()) as { id: string }).id;
+    await eventually(async () => {
+      const res = await fetch(`${base}/v3/exports/${exportId}`, {
+        headers: { 'x-api-key': account.privateKey },
+      });
+      return ((await res.json()) as { state: string }).state === 'completed';
     });
     await go('lists');
     await page
       .getByTestId('lists')
       .getByRole('cell', { name: 'Newsletter', exact: true })
       .waitFor({ timeout: WAIT });
-    expect(await page.locator(`[data-list="${news}"]`).getByTestId('subscribers').textContent()).toBe('2');
+    expect(await page.locator(`[data-list="${news}"]`).getByTestId('subscribers').textContent()).toBe('3');
     expect(await page.locator('[data-list=svc_all]').getByTestId('subscribers').textContent()).toBe('—');
     await screenshot(page, 'console-lists-1280');
     await go('exports');
-    await page
-      .getByTestId('exports')
-      .getByRole('cell', { name: 'events', exact: true })
-      .waitFor({ timeout: WAIT });
+    // The finished export with its files: the events file(s) and the manifest.
+    const finished = page.locator('[data-testid=export][data-state=completed]');
+    await finished.getByRole('cell', { name: 'events', exact: true }).waitFor({ timeout: WAIT });
+    const files = await finished.getByTestId('export-files').locator('li').allTextContents();
+    expect(files).toContain('complete.json');
+    expect(files.some((f) => /events.*\.csv/.test(f))).toBe(true);
     await screenshot(page, 'console-exports-1280');
     // The activity log: the two files dropped earlier, one loaded, one rejected with its reason and errors.
     await go('activity');
@@ -417,7 +561,10 @@ describe('console in a browser (embedded)', () => {
     }
     // Nothing overflows sideways on a phone: the page is as wide as the window.
     expect(await inPage<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    const background = () => inPage<string>('getComputedStyle(document.body).backgroundColor');
+    const light = await background();
     await page.emulateMedia({ colorScheme: 'dark' });
+    expect(await background()).not.toBe(light);
     await go('inspector');
     await screenshot(page, 'console-inspector-dark-phone');
     await page.setViewportSize({ width: 1280, height: 800 });
@@ -435,6 +582,8 @@ describe('console in a browser (embedded)', () => {
       headers: { cookie: `cdp_console=${cookie!.value}` },
     });
     expect(replay.status).toBe(401);
+    // Its inspector stream is closed with it: nobody watches the account, so nothing is inspected.
+    await eventually(() => !p.app.get(Inspector).watching(account.id));
     await page.reload();
     await page.getByLabel('Private key').waitFor({ timeout: WAIT });
     expect(dialogs).toEqual([]);

@@ -11,6 +11,13 @@ import {
 } from './entries.js';
 
 const MAX_ROWS = 500;
+/** Resolutions waiting for their verdict; one whose verdict was sampled out never finds it, so old ones go. */
+const MAX_PENDING = 1000;
+
+function holdResolution(pending: Map<string, Entry>, key: string, entry: Entry): void {
+  pending.set(key, entry);
+  if (pending.size > MAX_PENDING) pending.delete(pending.keys().next().value!);
+}
 
 export function InspectorPage({ publicKey }: { publicKey: string }) {
   const [rows, setRows] = useState<Row[]>([]);
@@ -46,7 +53,7 @@ export function InspectorPage({ publicKey }: { publicKey: string }) {
         if (attach(queue.current)) return;
         setRows((current) => {
           const next = [...current];
-          if (!attach(next)) pending.current.set(key, entry);
+          if (!attach(next)) holdResolution(pending.current, key, entry);
           return next;
         });
         return;
@@ -57,6 +64,7 @@ export function InspectorPage({ publicKey }: { publicKey: string }) {
         early?.type === 'resolution' ? { verdict: entry, resolution: early } : { verdict: entry };
       if (pausedRef.current) {
         queue.current.unshift(row);
+        queue.current.length = Math.min(queue.current.length, MAX_ROWS);
         setHeld(queue.current.length);
       } else {
         setRows((current) => [row, ...current].slice(0, MAX_ROWS));
@@ -79,6 +87,7 @@ export function InspectorPage({ publicKey }: { publicKey: string }) {
   };
   const clear = () => {
     queue.current = [];
+    pending.current.clear();
     setHeld(0);
     setRows([]);
   };

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call, CallError } from './api.js';
+import { NewObjectForm, SubmitWithAnswer } from './new-object.js';
 
 function useLoad<T>(path: string, version = 0): { data?: T; error?: string; reload: () => void } {
   const [data, setData] = useState<T>();
@@ -200,7 +201,7 @@ interface FieldView {
   display_name: string;
   type: string;
   created_by: string;
-  primary?: boolean;
+  primary_key: boolean;
 }
 interface RelationView {
   name: string;
@@ -219,9 +220,14 @@ const FIELD_TYPES = ['string', 'text', 'number', 'timestamp', 'boolean'];
 
 export function ObjectsPage() {
   const { data, error, reload } = useLoad<ObjectView[]>('objects');
-  const [selected, setSelected] = useState('customers');
+  const [selected, select] = useState('customers');
   const [form, setForm] = useState({ name: '', display_name: '', type: 'string' });
   const [message, setMessage] = useState<string | null>(null);
+  /** Another object: the field form's last answer was about the previous one. */
+  const setSelected = (name: string) => {
+    select(name);
+    setMessage(null);
+  };
   if (error) return <p class="error">{error}</p>;
   if (!data) return <p>Loading…</p>;
   const object = data.find((o) => o.name === selected) ?? data[0];
@@ -270,7 +276,7 @@ export function ObjectsPage() {
                 <tr key={f.name} data-testid="field" data-name={f.name}>
                   <td>
                     <code>{f.name}</code>
-                    {f.primary ? <span class="tag">primary</span> : null}
+                    {f.primary_key ? <span class="tag">primary</span> : null}
                   </td>
                   <td>{f.display_name}</td>
                   <td>{f.type}</td>
@@ -282,7 +288,7 @@ export function ObjectsPage() {
           {object.relations.length ? (
             <>
               <h3>Relations</h3>
-              <ul>
+              <ul data-testid="relations">
                 {object.relations.map((r) => (
                   <li key={r.name}>
                     <code>{r.name}</code> → {r.child_object}
@@ -325,15 +331,16 @@ export function ObjectsPage() {
                 ))}
               </select>
             </label>
-            <button type="submit">Create field</button>
-            {message && (
-              <p role="status" data-testid="field-message">
-                {message}
-              </p>
-            )}
+            <SubmitWithAnswer label="Create field" answer={message} testId="field-message" />
           </form>
         </div>
       )}
+      <NewObjectForm
+        onCreated={(name) => {
+          setSelected(name);
+          reload();
+        }}
+      />
     </section>
   );
 }
@@ -392,6 +399,8 @@ interface ExportView {
   completed_at?: string;
   detail: { objects?: string[]; format?: string };
   errors?: { object: string; reason: string }[];
+  /** A finished export's files, named under its path. */
+  files?: string[];
 }
 
 export function ExportsPage() {
@@ -412,12 +421,28 @@ export function ExportsPage() {
         </thead>
         <tbody>
           {data.map((x) => (
-            <tr key={x.id}>
+            <tr key={x.id} data-testid="export" data-state={x.state}>
               <td>{x.requested_at.slice(0, 16).replace('T', ' ')}</td>
               <td>{(x.detail.objects ?? []).join(', ')}</td>
-              <td>{x.state}</td>
+              <td>
+                {x.state.replace(/_/g, ' ')}
+                {x.errors?.map((e) => (
+                  <div key={e.object} class="reason">
+                    {e.object}: {e.reason}
+                  </div>
+                ))}
+              </td>
               <td>
                 <code>{x.path}/</code>
+                {x.files?.length ? (
+                  <ul class="files" data-testid="export-files">
+                    {x.files.map((f) => (
+                      <li key={f}>
+                        <code>{f}</code>
+                      </li>
+                    ))}
+                  </ul>
+                ) : null}
               </td>
             </tr>
           ))}

@@ -1,7 +1,8 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Req, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { AccountsService, REVOKED_KEY_GRACE_MS, type Account } from '@cdp/accounts';
-import { ExportsService, type ExportRecord } from '@cdp/exports';
+import { Buckets } from '@cdp/buckets';
+import { ExportsService, exportPrefix, type ExportRecord } from '@cdp/exports';
 import { Auth } from '@cdp/http-common';
 import { ListsService, type List } from '@cdp/lists';
 import { ActivityLog, type ActivityRecord } from '@cdp/loader';
@@ -74,6 +75,7 @@ export class ConsoleAccountController {
     private readonly exports: ExportsService,
     private readonly activity: ActivityLog,
     private readonly subscribers: SubscriberCounts,
+    private readonly buckets: Buckets,
   ) {}
 
   @Get('account')
@@ -153,9 +155,19 @@ export class ConsoleAccountController {
     }));
   }
 
+  /** The recent exports, each finished one with the files at its location (names under its path). */
   @Get('exports')
-  async recentExports(@Req() request: ConsoleRequest): Promise<ExportRecord[]> {
-    return this.exports.recent(request.consoleSession!.account.id);
+  async recentExports(@Req() request: ConsoleRequest): Promise<(ExportRecord & { files?: string[] })[]> {
+    const { account } = request.consoleSession!;
+    const records = await this.exports.recent(account.id);
+    return Promise.all(
+      records.map(async (record) => {
+        if (record.state !== 'completed' && record.state !== 'completed_with_errors') return record;
+        const prefix = exportPrefix(account.trackerId, record.id);
+        const keys = await this.buckets.list('export', `${prefix}/`);
+        return { ...record, files: keys.map((k) => k.slice(prefix.length + 1)).sort() };
+      }),
+    );
   }
 
   /** The bulk-file activity log's first page, as `GET /v3/activity` answers it. */

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { AccountsService, type Account } from '@cdp/accounts';
 import { APP_CONFIG, type AppConfig } from '@cdp/config';
 import { ApiError } from '@cdp/contracts';
@@ -7,15 +7,15 @@ import { LOGGER, type Logger } from '@cdp/logger';
 import { MetadataStore } from '@cdp/metadata';
 import { csrfToken, signSession, verifySession } from './session-cookie.js';
 
-const SESSIONS = 'console_sessions';
+export const SESSIONS_BUCKET = 'console_sessions';
+/** The longest an expired session's record stays in the metadata store. */
+const SWEEP_MS = 10 * 60_000;
 
-interface SessionRecord {
+export interface SessionRecord {
   account: string;
   keyId: string;
   createdAt: string;
   expiresAt: string;
-  /** Set by signing out: the session is dead on every replica from then on. */
-  endedAt?: string;
 }
 
 /** A live console session, as every console call sees it. */
@@ -30,18 +30,21 @@ export interface ConsoleSession {
 /**
  * Console sign-in: the private key is checked like any private-key call, and the page then holds only a
  * signed, expiring session id in an HttpOnly cookie. Every console call checks the signature, the expiry,
- * that the session was not signed out (the metadata store: shared by every replica), and that the key it
- * was opened with still authenticates (a revoked key ends its sessions when its grace period ends).
+ * that the session was not signed out (its record is in the metadata store: shared by every replica), and
+ * that the key it was opened with still authenticates (a revoked key ends its sessions when its grace
+ * period ends). Nothing is kept longer than needed: signing out deletes the record, and every replica
+ * deletes expired records now and then (deleting one twice is harmless).
  */
 @Injectable()
-export class ConsoleSessions {
+export class ConsoleSessions implements OnModuleInit, OnModuleDestroy {
   private readonly secret: string;
+  private sweeper?: NodeJS.Timeout;
 
   constructor(
     private readonly accounts: AccountsService,
     private readonly metadata: MetadataStore,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @Inject(LOGGER) logger: Logger,
+    @Inject(LOGGER) private readonly logger: Logger,
   ) {
     this.secret = config.console.secret ?? randomBytes(32).toString('base64url');
     if (!config.console.secret) {
@@ -49,6 +52,31 @@ export class ConsoleSessions {
         'CDP_CONSOLE_SECRET is not set: console sessions are signed with a key of this process only',
       );
     }
+  }
+
+  onModuleInit(): void {
+    const every = Math.min(this.ttlMs, SWEEP_MS);
+    this.sweeper = setInterval(() => {
+      this.sweep().catch((err: unknown) =>
+        this.logger.warn({ err }, 'console sessions: expired records not removed this time'),
+      );
+    }, every);
+    this.sweeper.unref();
+  }
+
+  onModuleDestroy(): void {
+    clearInterval(this.sweeper);
+  }
+
+  /** Deletes the records of sessions expired at `now`; how many it deleted. */
+  async sweep(now = Date.now()): Promise<number> {
+    let deleted = 0;
+    for (const { key, value } of await this.metadata.list<SessionRecord>(SESSIONS_BUCKET)) {
+      if (Date.parse(value.expiresAt) > now) continue;
+      await this.metadata.delete(SESSIONS_BUCKET, key);
+      deleted++;
+    }
+    return deleted;
   }
 
   get ttlMs(): number {
@@ -70,7 +98,7 @@ export class ConsoleSessions {
       createdAt: new Date(now).toISOString(),
       expiresAt: new Date(expiresAt).toISOString(),
     };
-    await this.metadata.create(SESSIONS, sid, record);
+    await this.metadata.create(SESSIONS_BUCKET, sid, record);
     const account = await this.accounts.get(principal.account);
     return {
       cookie: signSession(this.secret, { sid, exp: expiresAt }),
@@ -82,9 +110,8 @@ export class ConsoleSessions {
   async check(cookie: string | undefined, now = Date.now()): Promise<ConsoleSession> {
     const claims = verifySession(this.secret, cookie, now);
     if (!claims) throw ApiError.unauthorized();
-    const found = await this.metadata.get<SessionRecord>(SESSIONS, claims.sid);
-    if (!found || found.value.endedAt || Date.parse(found.value.expiresAt) <= now)
-      throw ApiError.unauthorized();
+    const found = await this.metadata.get<SessionRecord>(SESSIONS_BUCKET, claims.sid);
+    if (!found || Date.parse(found.value.expiresAt) <= now) throw ApiError.unauthorized();
     const account = await this.accounts.keyAccepted(found.value.account, found.value.keyId, now);
     if (!account) throw ApiError.unauthorized();
     return {
@@ -96,22 +123,9 @@ export class ConsoleSessions {
     };
   }
 
+  /** Deletes the session's record: the session is dead on every replica from then on. */
   async signOut(sid: string): Promise<void> {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const found = await this.metadata.get<SessionRecord>(SESSIONS, sid);
-      if (!found || found.value.endedAt) return;
-      try {
-        await this.metadata.update(
-          SESSIONS,
-          sid,
-          { ...found.value, endedAt: new Date().toISOString() },
-          found.revision,
-        );
-        return;
-      } catch {
-        // changed meanwhile: read again
-      }
-    }
+    await this.metadata.delete(SESSIONS_BUCKET, sid);
   }
 
   csrfSecret(): string {

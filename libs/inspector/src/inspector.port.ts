@@ -1,5 +1,5 @@
 import type { InspectorEntry } from './inspector-entry.js';
-import { Sampler, samplingKey } from './sampler.js';
+import { Sampler, requestHash } from './sampler.js';
 
 /** An open console's live view; `close` ends it (and, with the last view, the account's inspecting). */
 export interface InspectorView {
@@ -49,11 +49,31 @@ export abstract class Inspector {
     let sampler = this.samplers.get(account);
     if (!sampler) this.samplers.set(account, (sampler = new Sampler(this.bound)));
     const out: InspectorEntry[] = [];
+    // Per record, on an account that sends more than the bound: a hash step and a counter. The clock is
+    // read once, a request's hash once for its run of records, and once this second's bound is reached
+    // the rest are counted in one step.
+    const now = Date.now();
+    let lastRequest: string | undefined;
+    let lastHash = 0;
     for (let index = 0; index < count; index++) {
+      let sampleKey: number | undefined;
       const k = key?.(index);
-      const { pass, every, notice } = sampler.take(k && samplingKey(k.requestId, k.index));
+      if (k) {
+        if (k.requestId !== lastRequest) {
+          lastRequest = k.requestId;
+          lastHash = requestHash(k.requestId);
+        }
+        sampleKey = (lastHash + k.index) >>> 0;
+      }
+      const { pass, every, notice } = sampler.take(sampleKey, now);
       if (notice) out.push(notice);
-      if (!pass) continue;
+      if (!pass) {
+        if (sampler.full) {
+          sampler.skip(count - index - 1);
+          break;
+        }
+        continue;
+      }
       const entry = make(index);
       out.push(every > 1 && entry.type === 'verdict' ? { ...entry, sampled_every: every } : entry);
     }

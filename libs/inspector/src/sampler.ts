@@ -19,9 +19,11 @@ export class Sampler {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Whether to pass the next record, the sampling rate, and a notice when the mode changed. */
-  take(key?: number): { pass: boolean; every: number; notice?: InspectorNotice } {
-    const now = this.now();
+  /**
+   * Whether to pass the next record, the sampling rate, and a notice when the mode changed. `now`: the
+   * records of one offer arrive at one instant, so the caller reads the clock once for them all.
+   */
+  take(key?: number, now = this.now()): { pass: boolean; every: number; notice?: InspectorNotice } {
     let notice: InspectorNotice | undefined;
     if (now - this.windowStart >= 1000) {
       const elapsed = Math.max(1, (now - this.windowStart) / 1000);
@@ -48,6 +50,19 @@ export class Sampler {
     return { pass, every: this.every, ...(notice ? { notice } : {}) };
   }
 
+  /**
+   * Whether this second's bound is reached while sampling: every further record of the same instant is
+   * refused, so a caller counts them with `skip` instead of taking them one by one.
+   */
+  get full(): boolean {
+    return this.every > 1 && this.passedInWindow >= this.bound;
+  }
+
+  /** Counts `n` records refused because the window is full (what `take` would do for each). */
+  skip(n: number): void {
+    this.inWindow += n;
+  }
+
   private notice(every: number, rate: number, now: number): InspectorNotice {
     const at = new Date(now).toISOString();
     if (every === 1) return { type: 'notice', at, message: 'showing every record again', sampling: null };
@@ -64,9 +79,14 @@ export class Sampler {
 
 /** A record's sampling key: the same for the API's verdict and the processor's resolution of it. */
 export function samplingKey(requestId: string, index: number): number {
+  return (requestHash(requestId) + index) >>> 0;
+}
+
+/** The request's part of its records' sampling keys (FNV-1a of its id, without a `.<kind>` suffix). */
+export function requestHash(requestId: string): number {
   const dot = requestId.indexOf('.'); // `<request id>.<kind>`: a v2 entities request of several kinds
-  const base = dot < 0 ? requestId : requestId.slice(0, dot);
+  const end = dot < 0 ? requestId.length : dot;
   let hash = 0x811c9dc5;
-  for (let i = 0; i < base.length; i++) hash = Math.imul(hash ^ base.charCodeAt(i), 0x01000193);
-  return ((hash >>> 0) + index) >>> 0;
+  for (let i = 0; i < end; i++) hash = Math.imul(hash ^ requestId.charCodeAt(i), 0x01000193);
+  return hash >>> 0;
 }

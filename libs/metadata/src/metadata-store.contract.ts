@@ -44,6 +44,22 @@ export function metadataStoreContract(
       expect(await again.get('accounts', 'missing')).toBeUndefined();
     });
 
+    it('deletes a record for good, across a restart; deleting a missing key does nothing', async () => {
+      const { store, reopen } = open();
+      await store.create('sessions', 'gone', { n: 1 });
+      await store.create('sessions', 'kept', { n: 2 });
+      await store.delete('sessions', 'gone');
+      await store.delete('sessions', 'never-there');
+      expect(await store.get('sessions', 'gone')).toBeUndefined();
+      expect((await store.list('sessions')).map((v) => v.key)).toEqual(['kept']);
+      await store.close();
+      const again = reopen();
+      expect(await again.get('sessions', 'gone')).toBeUndefined();
+      expect((await again.list('sessions')).map((v) => v.key)).toEqual(['kept']);
+      // The key is free again.
+      expect(await again.create('sessions', 'gone', { n: 3 })).toBeGreaterThan(0);
+    });
+
     it('hands out copies: changing a read value changes nothing stored', async () => {
       const { store } = open();
       await store.create('x', 'k', { deep: { n: 1 } });

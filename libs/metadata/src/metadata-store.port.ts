@@ -23,6 +23,8 @@ export abstract class MetadataStore {
   /** Fails with MetadataConflictError when the record changed since `revision` was read. */
   abstract update<T>(bucket: string, key: string, value: T, revision: number): Promise<number>;
   abstract list<T>(bucket: string): Promise<Versioned<T>[]>;
+  /** Removes the record for good (nothing of it is kept); removing a missing key does nothing. */
+  abstract delete(bucket: string, key: string): Promise<void>;
   abstract health(): Promise<DriverHealth>;
   abstract close(): Promise<void>;
 }

@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import type { InspectorEntry } from '../inspector-entry.js';
 import { acceptedEntry } from '../verdicts.js';
 import { MemoryInspector, RING_SIZE } from './memory-inspector.adapter.js';
@@ -41,6 +42,31 @@ describe('MemoryInspector', () => {
     inspector.open('a1', (e) => again.push(e));
     expect(again).toEqual([]); // nothing kept once nobody watched
     otherView.close();
+  });
+
+  it('over the bound builds at most the bound, still counting every record for the next second’s rate', () => {
+    const inspector = new MemoryInspector(10);
+    const seen: InspectorEntry[] = [];
+    const view = inspector.open('a1', (e) => seen.push(e));
+    let built = 0;
+    const make = (i: number) => {
+      built++;
+      return acceptedEntry(received, {}, i);
+    };
+    inspector.offer('a1', 1000, make, (i) => ({ requestId: 'r1', index: i }));
+    expect(built).toBe(10);
+    expect(seen.filter((e) => e.type === 'notice')).toHaveLength(1);
+    // A second later, the notice gives the rate of all thousand, not only of those looked at one by one.
+    const later = Date.now() + 1000;
+    const spy = jest.spyOn(Date, 'now').mockReturnValue(later);
+    try {
+      inspector.offer('a1', 1, make, () => ({ requestId: 'r2', index: 0 }));
+    } finally {
+      spy.mockRestore();
+    }
+    const notices = seen.filter((e) => e.type === 'notice');
+    expect(notices.at(-1)?.message).toMatch(/about (9\d\d|1000)\/s/);
+    view.close();
   });
 
   it('keeps at most RING_SIZE entries', () => {

@@ -60,6 +60,16 @@ export class FileMetadataStore extends MetadataStore {
     });
   }
 
+  delete(bucket: string, key: string): Promise<void> {
+    return this.serialised(async () => {
+      const b = this.bucket(bucket);
+      if (!b.has(key)) return;
+      const next = new Map(b);
+      next.delete(key);
+      await this.persist(bucket, next);
+    });
+  }
+
   list<T>(bucket: string): Promise<Versioned<T>[]> {
     return Promise.resolve(
       [...this.bucket(bucket)].map(([key, e]) => ({
@@ -79,6 +89,12 @@ export class FileMetadataStore extends MetadataStore {
   ): Promise<number> {
     const next = new Map(bucket);
     next.set(key, { value: structuredClone(value), revision });
+    await this.persist(name, next);
+    return revision;
+  }
+
+  /** Writes the bucket's file atomically; only a durable write changes what readers see. */
+  private async persist(name: string, next: Bucket): Promise<void> {
     const file = join(this.dir, `${name}.json`);
     const handle = await open(`${file}.tmp`, 'w');
     try {
@@ -88,9 +104,7 @@ export class FileMetadataStore extends MetadataStore {
       await handle.close();
     }
     await rename(`${file}.tmp`, file);
-    // Only a durable write changes what readers see.
     this.buckets.set(name, next);
-    return revision;
   }
 
   private serialised<T>(work: () => Promise<T>): Promise<T> {

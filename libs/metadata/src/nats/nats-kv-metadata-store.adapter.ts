@@ -68,6 +68,11 @@ export class NatsKvMetadataStore extends MetadataStore {
     }
   }
 
+  /** A purge: the key's history goes too (history is 1 anyway), leaving only the server's marker. */
+  async delete(bucket: string, key: string): Promise<void> {
+    await (await this.bucket(bucket)).purge(encodeKey(key));
+  }
+
   async list<T>(bucket: string): Promise<Versioned<T>[]> {
     const kv = await this.bucket(bucket);
     const keys: string[] = [];

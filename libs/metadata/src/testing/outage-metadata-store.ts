@@ -34,6 +34,10 @@ export class OutageMetadataStore extends MetadataStore {
     this.check();
     return this.inner.list<T>(bucket);
   }
+  async delete(bucket: string, key: string): Promise<void> {
+    this.check();
+    return this.inner.delete(bucket, key);
+  }
   health(): Promise<DriverHealth> {
     return this.inner.health();
   }
