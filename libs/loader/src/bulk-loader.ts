@@ -111,14 +111,15 @@ export class BulkLoader {
 
   /** Looks at the incoming bucket once and loads one file if one is ready; tells whether it did. */
   async tick(): Promise<boolean> {
-    const keys = await this.buckets.list('incoming', '');
-    for (const key of keys) {
+    // Sizes and versions come with the listing: no request per object on S3.
+    const objects = await this.buckets.listObjects('incoming', '');
+    this.forgetGone(new Set(objects.map((o) => o.key)));
+    for (const stat of objects) {
       if (this.loop.stopping) return false;
+      const key = stat.key;
       const parts = key.split('/');
       // Only files directly in an account's prefix are uploads; anything deeper is not ours to read.
       if (parts.length !== 2) continue;
-      const stat = await this.buckets.stat('incoming', key);
-      if (!stat) continue;
       const version = `${stat.size}:${stat.version}`;
       if (this.finished.get(key) === version) continue;
       if (this.lastSeen.get(key) !== version) {
@@ -139,6 +140,14 @@ export class BulkLoader {
       return true;
     }
     return false;
+  }
+
+  /** What the loader remembers of keys no longer in the bucket is dropped: it stays as small as the bucket. */
+  private forgetGone(listed: ReadonlySet<string>): void {
+    for (const key of this.lastSeen.keys()) if (!listed.has(key)) this.lastSeen.delete(key);
+    for (const key of this.finished.keys()) if (!listed.has(key)) this.finished.delete(key);
+    for (const known of this.ids.keys())
+      if (!listed.has(known.slice(0, known.lastIndexOf('@')))) this.ids.delete(known);
   }
 
   /** The file's identity: its key, size and content (S3's ETag, or a SHA-256 of the bytes). */
