@@ -1,3 +1,4 @@
+import { tmpdir } from 'node:os';
 import { gzipSync } from 'node:zlib';
 import { AccountsService } from '@cdp/accounts';
 import { Buckets } from '@cdp/buckets';
@@ -231,6 +232,7 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
           leaseMs: 1000,
           recordsPerMessage: 100,
           bucketNames: { incoming: 'incoming', scratch: 'scratch' },
+          stagingDir: tmpdir(),
         },
         createLogger('warn'),
       );

@@ -108,18 +108,30 @@ for (const rows of sizes) {
   const app = await createCdpApp(config, createLogger('warn'));
   const store = app.get(AnalyticStore);
   const accounts = app.get(AccountsService);
+  // The store's own memory as it takes the rows (chDB's native memory grows with the data it holds).
+  const rssBeforeInsert = process.memoryUsage().rss;
+  let insertPeak = rssBeforeInsert;
+  const insertSampler = setInterval(() => (insertPeak = Math.max(insertPeak, process.memoryUsage().rss)), 50);
   const insertSeconds = await insertBaseline(
     store,
     (await accounts.create({ name: 'baseline' })).account.id,
     file,
   );
 
+  clearInterval(insertSampler);
+
   const { account } = await accounts.create({ name: 'bench' });
   await store.ensureAccount(account.id);
   global.gc?.();
   const rssBefore = process.memoryUsage().rss;
+  const heapBefore = process.memoryUsage().heapUsed;
   let peak = rssBefore;
-  const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 50);
+  let peakHeap = heapBefore;
+  const sampler = setInterval(() => {
+    const { rss, heapUsed } = process.memoryUsage();
+    peak = Math.max(peak, rss);
+    peakHeap = Math.max(peakHeap, heapUsed);
+  }, 50);
   // The drop: the file lands whole (a rename into the bucket), then the clock runs until all is visible.
   await app
     .get(Buckets)
@@ -142,6 +154,8 @@ for (const rows of sizes) {
   const loadSeconds = (now() - dropped) / 1000;
   publishedSeconds ??= loadSeconds;
   clearInterval(sampler);
+  global.gc?.();
+  const heapAfter = process.memoryUsage().heapUsed;
   await app.close();
   rmSync(dir, { recursive: true, force: true });
 
@@ -181,6 +195,9 @@ for (const rows of sizes) {
     'RSS before (MB)': rssBefore / 2 ** 20,
     'peak RSS while loading (MB)': peak / 2 ** 20,
     'growth (MB)': (peak - rssBefore) / 2 ** 20,
+    'JS heap peak growth (MB)': (peakHeap - heapBefore) / 2 ** 20,
+    'JS heap kept after (MB)': (heapAfter - heapBefore) / 2 ** 20,
+    'RSS growth of the direct insert (MB)': (insertPeak - rssBeforeInsert) / 2 ** 20,
   });
 }
 printTable('bulk file load benchmark (embedded wiring, one events CSV)', results);

@@ -102,6 +102,23 @@ export function bucketsContract(name: string, open: () => Promise<Buckets>): voi
       expect(second.version).not.toBe(first.version);
     });
 
+    it('lists objects with the size and version stat tells, a new version when one is written again', async () => {
+      await buckets.write('incoming', 't/a.csv', 'one');
+      await buckets.write('incoming', 't/b.csv', 'three');
+      await buckets.write('incoming', 'u/c.csv', 'x');
+      const first = await buckets.listObjects('incoming', 't/');
+      expect(first.map((o) => [o.key, o.size])).toEqual([
+        ['t/a.csv', 3],
+        ['t/b.csv', 5],
+      ]);
+      await new Promise((r) => setTimeout(r, 20));
+      await buckets.write('incoming', 't/a.csv', 'four');
+      const [again] = await buckets.listObjects('incoming', 't/');
+      expect(again!.size).toBe(4);
+      expect(again!.version).not.toBe(first[0]!.version);
+      expect(again!.etag).toBe((await buckets.stat('incoming', 't/a.csv'))!.etag);
+    });
+
     it('moves a finished local file in', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'cdp-move-'));
       const file = join(dir, 'done.csv');

@@ -12,6 +12,11 @@ export interface ObjectStat {
   etag?: string;
 }
 
+/** An object as a listing shows it: its key, with its size and version. */
+export interface ListedObject extends ObjectStat {
+  key: string;
+}
+
 export abstract class Buckets {
   /** Writes an object whole: readers never see a partly written object. */
   abstract write(bucket: BucketName, key: string, data: Buffer | string | Readable): Promise<void>;
@@ -23,6 +28,11 @@ export abstract class Buckets {
   abstract read(bucket: BucketName, key: string): Readable;
   /** Keys below a prefix, sorted. */
   abstract list(bucket: BucketName, prefix: string): Promise<string[]>;
+  /**
+   * Objects below a prefix, sorted by key, each with what `stat` tells of it, from the listing itself
+   * where the store lists sizes and versions (S3): no request per object.
+   */
+  abstract listObjects(bucket: BucketName, prefix: string): Promise<ListedObject[]>;
   abstract remove(bucket: BucketName, key: string): Promise<void>;
   /** Size and version of a whole object (undefined when there is none); `etag` where the store has one. */
   abstract stat(bucket: BucketName, key: string): Promise<ObjectStat | undefined>;

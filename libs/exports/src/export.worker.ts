@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@cdp/logger';
 import type { Metrics } from '@cdp/metrics';
-import { MetadataConflictError, type MetadataStore, type Versioned } from '@cdp/metadata';
+import { Lease, MetadataConflictError, PollLoop, type MetadataStore, type Versioned } from '@cdp/metadata';
 import { EXPORTS_BUCKET, type ExportJob } from './export-record.js';
 import type { CompleteManifest } from './export.runner.js';
 
@@ -28,10 +28,7 @@ export interface ExportWorkerOptions {
  */
 export class ExportWorker {
   readonly id: string;
-  private timer: NodeJS.Timeout | undefined;
-  private current: Promise<void> | undefined;
-  private abort: AbortController | undefined;
-  private stopped = false;
+  private readonly loop: PollLoop;
 
   constructor(
     private readonly metadata: MetadataStore,
@@ -41,31 +38,20 @@ export class ExportWorker {
     private readonly now: () => number = Date.now,
   ) {
     this.id = options.workerId ?? randomUUID();
+    this.loop = new PollLoop(() => this.tick(), {
+      pollMs: options.pollMs,
+      stoppingReason: 'the export worker is stopping',
+      onError: (err) => this.logger.warn({ err }, 'export worker: looking for jobs failed'),
+    });
   }
 
   start(): void {
-    this.stopped = false;
-    this.schedule(0);
-  }
-
-  private schedule(delay: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.current = this.tick()
-        .then((ran) => this.schedule(ran ? 0 : this.options.pollMs))
-        .catch((err: unknown) => {
-          this.logger.warn({ err }, 'export worker: looking for jobs failed');
-          this.schedule(this.options.pollMs);
-        });
-    }, delay);
+    this.loop.start();
   }
 
   /** Stops looking for jobs; a job in progress is interrupted and handed back as pending. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    this.abort?.abort(new Error('the export worker is stopping'));
-    await this.current?.catch(() => undefined);
+    await this.loop.stop();
   }
 
   /** Claims and runs one job if there is one; tells whether it did. */
@@ -80,10 +66,10 @@ export class ExportWorker {
       )
       .sort((a, b) => (a.value.record.requested_at < b.value.record.requested_at ? -1 : 1));
     for (const candidate of candidates) {
-      if (this.stopped) return false;
+      if (this.loop.stopping) return false;
       const claimed = await this.claim(candidate);
       if (!claimed) continue;
-      await this.run(claimed);
+      await this.loop.run((abort) => this.run(claimed, abort));
       return true;
     }
     return false;
@@ -112,32 +98,13 @@ export class ExportWorker {
     }
   }
 
-  private async run(entry: Versioned<ExportJob>): Promise<void> {
-    const abort = new AbortController();
-    this.abort = abort;
-    let latest = entry;
-    let chain = Promise.resolve();
-    /** Every write of the record goes through one chain, each against the revision the last one made. */
-    const write = (change: (job: ExportJob) => ExportJob): Promise<void> =>
-      (chain = chain.then(async () => {
-        const value = change(latest.value);
-        try {
-          const revision = await this.metadata.update(EXPORTS_BUCKET, latest.key, value, latest.revision);
-          latest = { key: latest.key, value, revision };
-        } catch (err) {
-          if (err instanceof MetadataConflictError) {
-            // Someone else holds the job now (our lease ran out): stop working on it.
-            abort.abort(new Error('lost the export job to another worker'));
-          }
-          throw err;
-        }
-      }));
-    const renew = setInterval(
-      () => {
-        write((job) => ({ ...job, heartbeat: this.now() })).catch(() => undefined);
-      },
-      Math.max(50, Math.floor(this.options.leaseMs / 3)),
-    );
+  private async run(entry: Versioned<ExportJob>, abort: AbortController): Promise<void> {
+    const lease = new Lease(this.metadata, EXPORTS_BUCKET, entry, abort, {
+      leaseMs: this.options.leaseMs,
+      now: this.now,
+      lostReason: 'lost the export job to another worker',
+    });
+    const write = (change: (job: ExportJob) => ExportJob): Promise<void> => lease.write(change);
     const log = { export: entry.value.record.id, account: entry.value.account, worker: this.id };
     this.logger.info(log, 'export started');
     const metrics = this.options.metrics;
@@ -145,7 +112,7 @@ export class ExportWorker {
     let outcome = 'completed_with_errors';
     try {
       const manifest = await this.runner.run(entry.value, abort.signal);
-      clearInterval(renew);
+      lease.stopRenewing();
       await write((job) => ({
         ...job,
         record: {
@@ -161,9 +128,9 @@ export class ExportWorker {
       metrics?.exportRows.inc(manifest.files.reduce((n, f) => n + f.rows, 0));
       metrics?.exportBytes.inc(manifest.files.reduce((n, f) => n + f.bytes, 0));
     } catch (err) {
-      clearInterval(renew);
+      lease.stopRenewing();
       if (abort.signal.aborted) {
-        if (this.stopped) {
+        if (this.loop.stopping) {
           // Handed back so the next worker (or this one after a restart) picks it up at once.
           await write((job) => ({
             ...job,
@@ -189,7 +156,6 @@ export class ExportWorker {
         owner: undefined,
       })).catch(() => undefined);
     } finally {
-      this.abort = undefined;
       metrics?.exportJobsRunning.dec();
       metrics?.exportJobs.inc({ state: outcome });
     }

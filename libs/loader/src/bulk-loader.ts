@@ -8,7 +8,7 @@ import { FAULT_POINTS_LOADER, faultPoint } from './loader-faults.js';
 import { derivedRequestId } from '@cdp/idempotency';
 import type { Inspector } from '@cdp/inspector';
 import type { Logger } from '@cdp/logger';
-import { MetadataConflictError, type MetadataStore, type Versioned } from '@cdp/metadata';
+import { Lease, MetadataConflictError, PollLoop, type MetadataStore, type Versioned } from '@cdp/metadata';
 import {
   ACTIVITY_BUCKET,
   MAX_ENTRY_ERRORS,
@@ -18,8 +18,14 @@ import {
 } from './activity.js';
 import { FileInspection } from './file-inspection.js';
 import { fileKind, nameProblem } from './file-names.js';
+import { BacklogPace } from './backlog-pace.js';
 import { readFile, UnreadableFileError, type FileItem } from './file-records.js';
+import { StagedMessages, type StagedMessage } from './staged-messages.js';
 import type { LoadContext, LoadedRecord } from './record-rules.js';
+
+/** How a file's loading ended, as its entry shows it. */
+type LoadOutcome = Pick<ActivityRecord, 'state' | 'records' | 'errors' | 'dropped_fields' | 'progress'> &
+  Partial<Pick<ActivityRecord, 'rejection_reason' | 'rejected_records_file'>>;
 
 /** What the loader needs of the accounts and their schemas (AccountsService, SchemaRegistry). */
 export interface LoaderAccounts {
@@ -34,6 +40,13 @@ export interface BulkLoaderOptions {
   /** A running file whose loader has not renewed its claim this long is taken over by another. */
   leaseMs: number;
   recordsPerMessage: number;
+  /** Where a file's checked records wait for the 1% verdict (a local directory; the files have no names). */
+  stagingDir: string;
+  /**
+   * Records the loader lets wait in the bus before publishing more: the embedded bus holds its backlog
+   * in memory, so a loader running ahead of the processor would grow the process with the file.
+   */
+  maxAheadRecords?: number;
   /** How paths are shown in the activity log: the buckets' names. */
   bucketNames: { incoming: string; scratch: string };
   workerId?: string;
@@ -41,6 +54,8 @@ export interface BulkLoaderOptions {
 
 /** How often a running file's progress is written to its entry. */
 const PROGRESS_MS = 500;
+/** Records let wait in the bus ahead of the processors, unless the options say otherwise. */
+const MAX_AHEAD_RECORDS = 20_000;
 /** Attempts of a file that fail for a reason outside the file before it is marked failed. */
 const MAX_ATTEMPTS = 3;
 
@@ -60,10 +75,7 @@ const MAX_ATTEMPTS = 3;
  */
 export class BulkLoader {
   readonly id: string;
-  private timer: NodeJS.Timeout | undefined;
-  private current: Promise<void> | undefined;
-  private abort: AbortController | undefined;
-  private stopped = false;
+  private readonly loop: PollLoop;
   /** Size and version of each key at the last look, and of keys already dealt with. */
   private readonly lastSeen = new Map<string, string>();
   private readonly finished = new Map<string, string>();
@@ -81,43 +93,33 @@ export class BulkLoader {
     private readonly inspector?: Inspector,
   ) {
     this.id = options.workerId ?? randomUUID();
+    this.loop = new PollLoop(() => this.tick(), {
+      pollMs: options.pollMs,
+      stoppingReason: 'the loader is stopping',
+      onError: (err) => this.logger.warn({ err }, 'loader: looking for files failed'),
+    });
   }
 
   start(): void {
-    this.stopped = false;
-    this.schedule(0);
-  }
-
-  private schedule(delay: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.current = this.tick()
-        .then((ran) => this.schedule(ran ? 0 : this.options.pollMs))
-        .catch((err: unknown) => {
-          this.logger.warn({ err }, 'loader: looking for files failed');
-          this.schedule(this.options.pollMs);
-        });
-    }, delay);
+    this.loop.start();
   }
 
   /** Stops; a file in progress is handed back (pending) so another loader, or this one restarted, resumes it. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    this.abort?.abort(new Error('the loader is stopping'));
-    await this.current?.catch(() => undefined);
+    await this.loop.stop();
   }
 
   /** Looks at the incoming bucket once and loads one file if one is ready; tells whether it did. */
   async tick(): Promise<boolean> {
-    const keys = await this.buckets.list('incoming', '');
-    for (const key of keys) {
-      if (this.stopped) return false;
+    // Sizes and versions come with the listing: no request per object on S3.
+    const objects = await this.buckets.listObjects('incoming', '');
+    this.forgetGone(new Set(objects.map((o) => o.key)));
+    for (const stat of objects) {
+      if (this.loop.stopping) return false;
+      const key = stat.key;
       const parts = key.split('/');
       // Only files directly in an account's prefix are uploads; anything deeper is not ours to read.
       if (parts.length !== 2) continue;
-      const stat = await this.buckets.stat('incoming', key);
-      if (!stat) continue;
       const version = `${stat.size}:${stat.version}`;
       if (this.finished.get(key) === version) continue;
       if (this.lastSeen.get(key) !== version) {
@@ -133,11 +135,19 @@ export class BulkLoader {
         continue;
       }
       if (!claimed) continue;
-      const ended = await this.run(claimed);
+      const ended = await this.loop.run((abort) => this.run(claimed, abort));
       if (ended) this.finished.set(key, version);
       return true;
     }
     return false;
+  }
+
+  /** What the loader remembers of keys no longer in the bucket is dropped: it stays as small as the bucket. */
+  private forgetGone(listed: ReadonlySet<string>): void {
+    for (const key of this.lastSeen.keys()) if (!listed.has(key)) this.lastSeen.delete(key);
+    for (const key of this.finished.keys()) if (!listed.has(key)) this.finished.delete(key);
+    for (const known of this.ids.keys())
+      if (!listed.has(known.slice(0, known.lastIndexOf('@')))) this.ids.delete(known);
   }
 
   /** The file's identity: its key, size and content (S3's ETag, or a SHA-256 of the bytes). */
@@ -237,33 +247,20 @@ export class BulkLoader {
   }
 
   /** Loads a claimed file; tells whether it ended (completed, rejected, failed) rather than being handed back. */
-  private async run(claimed: Versioned<ActivityEntry>): Promise<boolean> {
-    const abort = new AbortController();
-    this.abort = abort;
-    let latest = claimed;
-    let chain = Promise.resolve();
-    const write = (change: (entry: ActivityEntry) => ActivityEntry): Promise<void> =>
-      (chain = chain.then(async () => {
-        const value = change(latest.value);
-        try {
-          const revision = await this.metadata.update(ACTIVITY_BUCKET, latest.key, value, latest.revision);
-          latest = { key: latest.key, value, revision };
-        } catch (err) {
-          if (err instanceof MetadataConflictError) abort.abort(new Error('lost the file to another loader'));
-          throw err;
-        }
-      }));
-    const renew = setInterval(
-      () => void write((e) => ({ ...e, heartbeat: this.now() })).catch(() => undefined),
-      Math.max(50, Math.floor(this.options.leaseMs / 3)),
-    );
+  private async run(claimed: Versioned<ActivityEntry>, abort: AbortController): Promise<boolean> {
+    const lease = new Lease(this.metadata, ACTIVITY_BUCKET, claimed, abort, {
+      leaseMs: this.options.leaseMs,
+      now: this.now,
+      lostReason: 'lost the file to another loader',
+    });
+    const write = (change: (entry: ActivityEntry) => ActivityEntry): Promise<void> => lease.write(change);
     const entry = claimed.value;
     const log = { file: entry.record.id, account: entry.account, name: entry.record.name, loader: this.id };
     this.logger.info(log, 'loader: file started');
     try {
       const inspection = new FileInspection(this.inspector, entry);
       const outcome = await this.load(entry, write, abort.signal, inspection);
-      clearInterval(renew);
+      lease.stopRenewing();
       if (outcome.state === 'rejected') inspection.rejected(outcome.rejection_reason ?? '', outcome.records);
       await write((e) => ({
         ...e,
@@ -278,9 +275,9 @@ export class BulkLoader {
       this.logger.info({ ...log, state: outcome.state, records: outcome.records }, 'loader: file finished');
       return true;
     } catch (err) {
-      clearInterval(renew);
+      lease.stopRenewing();
       if (abort.signal.aborted) {
-        if (this.stopped) {
+        if (this.loop.stopping) {
           await write((e) => ({ ...e, owner: undefined, record: { ...e.record, state: 'pending' } })).catch(
             () => undefined,
           );
@@ -289,7 +286,7 @@ export class BulkLoader {
         return false;
       }
       const reason = err instanceof Error ? err.message : String(err);
-      const final = latest.value.attempts >= MAX_ATTEMPTS;
+      const final = lease.latest.value.attempts >= MAX_ATTEMPTS;
       this.logger.error({ ...log, err, final }, 'loader: file failed');
       await write((e) => ({
         ...e,
@@ -304,8 +301,6 @@ export class BulkLoader {
           : { ...e.record, state: 'pending' },
       })).catch(() => undefined);
       return final;
-    } finally {
-      this.abort = undefined;
     }
   }
 
@@ -324,10 +319,7 @@ export class BulkLoader {
     write: (change: (entry: ActivityEntry) => ActivityEntry) => Promise<void>,
     signal: AbortSignal,
     inspection: FileInspection,
-  ): Promise<
-    Pick<ActivityRecord, 'state' | 'records' | 'errors' | 'dropped_fields' | 'progress'> &
-      Partial<Pick<ActivityRecord, 'rejection_reason' | 'rejected_records_file'>>
-  > {
+  ): Promise<LoadOutcome> {
     const name = entry.record.name;
     const problem = nameProblem(name);
     const kind = fileKind(name);
@@ -344,12 +336,72 @@ export class BulkLoader {
       };
     }
     const context = await this.context(entry);
+    const staged = await StagedMessages.create(this.options.stagingDir, `${entry.record.id}-${this.id}`);
+    try {
+      const read = await this.readOnce(entry, kind, context, write, signal, inspection, staged);
+      if ('state' in read) return read;
+      const { counts, errors, dropped_fields, progress: finalProgress, rejectedFile } = read;
+      // "More than 1% of the data is invalid": 1.0% still loads.
+      if (counts.invalid * 100 > counts.read) {
+        const share = Math.floor((counts.invalid * 1000) / counts.read) / 10;
+        return {
+          state: 'rejected',
+          records: { ...counts, loaded: 0 },
+          errors,
+          dropped_fields,
+          progress: finalProgress,
+          rejection_reason: `${share.toFixed(1)}% invalid, above 1%`,
+          ...rejectedFile,
+        };
+      }
+      await this.publish(entry, staged, write, signal, inspection);
+      return {
+        state: 'completed',
+        records: counts,
+        errors,
+        dropped_fields,
+        progress: finalProgress,
+        ...rejectedFile,
+      };
+    } finally {
+      await staged.close();
+    }
+  }
 
-    // Pass 1: every record checked; invalid ones written to the rejected-records file.
-    const counts = { ...none };
+  /**
+   * The one reading of the file: every record checked; invalid ones written to the rejected-records
+   * file, valid ones grouped into bus messages (numbered from the start of the file) and staged.
+   * Answers the counts, or the file's rejection when it cannot be read at all.
+   */
+  private async readOnce(
+    entry: ActivityEntry,
+    kind: NonNullable<ReturnType<typeof fileKind>>,
+    context: LoadContext,
+    write: (change: (entry: ActivityEntry) => ActivityEntry) => Promise<void>,
+    signal: AbortSignal,
+    inspection: FileInspection,
+    staged: StagedMessages,
+  ): Promise<
+    | LoadOutcome
+    | {
+        counts: ActivityRecord['records'];
+        errors: ActivityError[];
+        dropped_fields: string[];
+        progress: ActivityRecord['progress'];
+        rejectedFile: { rejected_records_file?: string };
+      }
+  > {
+    const counts = { read: 0, loaded: 0, invalid: 0, dropped: 0 };
     const errors: ActivityError[] = [];
     let rejected: { stream: PassThrough; done: Promise<void>; key: string } | undefined;
     let lastProgress = this.now();
+    const buffers = new Map<LoadedRecord['kind'], StagedMessage>();
+    const stage = async (recordKind: LoadedRecord['kind']): Promise<void> => {
+      const buffer = buffers.get(recordKind);
+      if (!buffer) return;
+      buffers.delete(recordKind);
+      await staged.append(buffer);
+    };
     const reading = readFile(this.buckets.read('incoming', entry.key), kind, context);
     try {
       for await (const item of reading.items) {
@@ -368,7 +420,16 @@ export class BulkLoader {
           ) {
             await new Promise((r) => rejected!.stream.once('drain', r));
           }
-        } else if (item.dropped) counts.dropped += item.lines;
+        } else {
+          if (item.dropped) counts.dropped += item.lines;
+          const recordKind = item.result.kind;
+          let buffer = buffers.get(recordKind);
+          if (!buffer) buffers.set(recordKind, (buffer = { kind: recordKind, records: [], lines: 0 }));
+          buffer.records.push(item.result.record);
+          buffer.lines += item.lines;
+          counts.loaded += item.lines;
+          if (buffer.records.length >= this.options.recordsPerMessage) await stage(recordKind);
+        }
         if (this.now() - lastProgress >= PROGRESS_MS) {
           lastProgress = this.now();
           const records = counts.read;
@@ -379,16 +440,17 @@ export class BulkLoader {
           })).catch(() => undefined);
         }
       }
+      for (const recordKind of [...buffers.keys()]) await stage(recordKind);
     } catch (err) {
       rejected?.stream.destroy();
       await rejected?.done.catch(() => undefined);
       if (err instanceof UnreadableFileError) {
         return {
           state: 'rejected',
-          records: counts,
+          records: { ...counts, loaded: 0 },
           errors,
           dropped_fields: [],
-          progress,
+          progress: { records: 0, bytes: 0, size: entry.record.size },
           rejection_reason: err.message,
         };
       }
@@ -396,34 +458,14 @@ export class BulkLoader {
     }
     rejected?.stream.end();
     await rejected?.done;
-    const dropped_fields = [...reading.dropped].sort().slice(0, MAX_ENTRY_ERRORS);
-    const finalProgress = { records: counts.read, bytes: reading.bytes(), size: entry.record.size };
-    const rejectedFile = rejected
-      ? { rejected_records_file: `${this.options.bucketNames.scratch}/${rejected.key}` }
-      : {};
-    // "More than 1% of the data is invalid": 1.0% still loads.
-    if (counts.invalid * 100 > counts.read) {
-      const share = Math.floor((counts.invalid * 1000) / counts.read) / 10;
-      return {
-        state: 'rejected',
-        records: counts,
-        errors,
-        dropped_fields,
-        progress: finalProgress,
-        rejection_reason: `${share.toFixed(1)}% invalid, above 1%`,
-        ...rejectedFile,
-      };
-    }
-
-    // Pass 2: the valid records published, in messages numbered from the start of the file.
-    const published = await this.publish(entry, kind, context, write, signal, inspection);
     return {
-      state: 'completed',
-      records: { ...counts, loaded: published },
+      counts,
       errors,
-      dropped_fields,
-      progress: finalProgress,
-      ...rejectedFile,
+      dropped_fields: [...reading.dropped].sort().slice(0, MAX_ENTRY_ERRORS),
+      progress: { records: counts.read, bytes: reading.bytes(), size: entry.record.size },
+      rejectedFile: rejected
+        ? { rejected_records_file: `${this.options.bucketNames.scratch}/${rejected.key}` }
+        : {},
     };
   }
 
@@ -433,66 +475,54 @@ export class BulkLoader {
     return { stream, key, done: this.buckets.write('scratch', key, stream) };
   }
 
+  /**
+   * Publishes the staged messages in order, each with an id derived from the file's id and its
+   * sequence: a loader taking over skips those acknowledged and republishes the rest as resends.
+   */
   private async publish(
     entry: ActivityEntry,
-    kind: NonNullable<ReturnType<typeof fileKind>>,
-    context: LoadContext,
+    staged: StagedMessages,
     write: (change: (entry: ActivityEntry) => ActivityEntry) => Promise<void>,
     signal: AbortSignal,
     inspection: FileInspection,
-  ): Promise<number> {
-    const reading = readFile(this.buckets.read('incoming', entry.key), kind, context);
-    const buffers = new Map<LoadedRecord['kind'], { records: unknown[]; lines: number }>();
-    let sequence = 0;
-    let loaded = 0;
+  ): Promise<void> {
+    let sequence = entry.published;
+    // Written with `published` in one change: what the messages skipped carried.
+    let loaded = entry.record.records.loaded;
     let lastProgress = this.now();
-    const skip = entry.published;
     const resend = entry.attempts > 1;
-    const flush = async (recordKind: LoadedRecord['kind']): Promise<void> => {
-      const buffer = buffers.get(recordKind);
-      if (!buffer || buffer.records.length === 0) return;
-      buffers.delete(recordKind);
+    const pace = new BacklogPace(
+      this.bus,
+      this.options.maxAheadRecords ?? MAX_AHEAD_RECORDS,
+      this.options.recordsPerMessage,
+    );
+    for await (const staging of staged.messages(entry.published)) {
+      if (signal.aborted) throw signal.reason;
       const seq = sequence++;
-      if (seq < skip) return;
       const message = {
         id: derivedRequestId(entry.account, `file:${entry.record.id}`, String(seq)),
         account: entry.account,
-        kind: recordKind,
+        kind: staging.kind,
         receivedAt: entry.receivedAt,
-        records: buffer.records,
+        records: staging.records,
         ...(resend ? { resend: true as const } : {}),
       } as IngestMessage;
       faultPoint(FAULT_POINTS_LOADER.publish, entry.record.name);
+      await pace.wait(signal);
       await this.publishDurably(message, signal);
-      inspection.published(message.id, recordKind, buffer.records);
+      inspection.published(message.id, staging.kind, staging.records);
+      loaded += staging.lines;
       if (this.now() - lastProgress >= PROGRESS_MS) {
         lastProgress = this.now();
         const done = seq + 1;
         const records = loaded;
-        const bytes = reading.bytes();
         void write((e) => ({
           ...e,
           published: Math.max(e.published, done),
-          record: {
-            ...e.record,
-            records: { ...e.record.records, loaded: records },
-            progress: { ...e.record.progress, bytes },
-          },
+          record: { ...e.record, records: { ...e.record.records, loaded: records } },
         })).catch(() => undefined);
       }
-    };
-    for await (const item of reading.items) {
-      if (signal.aborted) throw signal.reason;
-      if (Array.isArray(item.result)) continue;
-      const kindOf = item.result.kind;
-      const buffer = buffers.get(kindOf) ?? { records: [], lines: 0 };
-      buffers.set(kindOf, buffer);
-      buffer.records.push(item.result.record);
-      loaded += item.lines;
-      if (buffer.records.length >= this.options.recordsPerMessage) await flush(kindOf);
     }
-    for (const recordKind of [...buffers.keys()]) await flush(recordKind);
-    return loaded;
   }
 
   private async publishDurably(message: IngestMessage, signal: AbortSignal): Promise<void> {

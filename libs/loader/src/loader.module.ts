@@ -1,4 +1,4 @@
-import { basename } from 'node:path';
+import { basename, join } from 'node:path';
 import {
   Inject,
   Injectable,
@@ -52,7 +52,11 @@ export class LoaderLifecycle implements OnApplicationBootstrap, BeforeApplicatio
         customFields: async (account, object) => (await schema.read(account, true)).customFields(object),
         identifiers: async (account) => (await schema.read(account, true)).identifierNames,
       },
-      { ...config.loader, bucketNames: bucketNames(config) },
+      {
+        ...config.loader,
+        bucketNames: bucketNames(config),
+        stagingDir: join(config.dataDir, 'loader-staging'),
+      },
       logger.child({ role: 'loader' }),
       Date.now,
       inspector,

@@ -5,7 +5,7 @@ import { dirname, join, relative } from 'node:path';
 import { Readable } from 'node:stream';
 import type { BucketDirs } from '@cdp/config';
 import type { DriverHealth } from '@cdp/contracts';
-import { Buckets, checkKey, type BucketName, type ObjectStat } from '../buckets.port.js';
+import { Buckets, checkKey, type BucketName, type ListedObject, type ObjectStat } from '../buckets.port.js';
 
 /** Buckets as local directories (the embedded default); a write lands under a temporary name, then is renamed. */
 export class LocalDirBuckets extends Buckets {
@@ -63,6 +63,15 @@ export class LocalDirBuckets extends Buckets {
       .filter((e) => e.isFile() && !e.name.includes('.partial-'))
       .map((e) => relative(root, join(e.parentPath, e.name)).split('\\').join('/'))
       .sort();
+  }
+
+  async listObjects(bucket: BucketName, prefix: string): Promise<ListedObject[]> {
+    const listed: ListedObject[] = [];
+    for (const key of await this.list(bucket, prefix)) {
+      const found = await this.stat(bucket, key);
+      if (found) listed.push({ key, ...found });
+    }
+    return listed;
   }
 
   async remove(bucket: BucketName, key: string): Promise<void> {

@@ -18,7 +18,7 @@ import {
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { S3Settings } from '@cdp/config';
 import type { DriverHealth } from '@cdp/contracts';
-import { Buckets, checkKey, type BucketName, type ObjectStat } from '../buckets.port.js';
+import { Buckets, checkKey, type BucketName, type ListedObject, type ObjectStat } from '../buckets.port.js';
 
 /** A stream is uploaded in parts of this size (S3's minimum part is 5 MiB); a smaller object in one PUT. */
 const PART_BYTES = 8 * 1024 * 1024;
@@ -150,18 +150,25 @@ export class S3Buckets extends Buckets {
   }
 
   async list(bucket: BucketName, prefix: string): Promise<string[]> {
+    return (await this.listObjects(bucket, prefix)).map((o) => o.key);
+  }
+
+  async listObjects(bucket: BucketName, prefix: string): Promise<ListedObject[]> {
     const trimmed = prefix.replace(/\/$/, '');
     const Prefix = trimmed ? `${checkKey(trimmed).join('/')}/` : undefined;
-    const keys: string[] = [];
+    const objects: ListedObject[] = [];
     let ContinuationToken: string | undefined;
     do {
       const page = await this.client.send(
         new ListObjectsV2Command({ Bucket: this.bucketOf(bucket), Prefix, ContinuationToken }),
       );
-      for (const o of page.Contents ?? []) if (o.Key && !o.Key.endsWith('/')) keys.push(o.Key);
+      for (const o of page.Contents ?? []) {
+        if (!o.Key || o.Key.endsWith('/')) continue;
+        objects.push({ key: o.Key, ...objectStat(o.Size, o.ETag, o.LastModified) });
+      }
       ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (ContinuationToken);
-    return keys.sort();
+    return objects.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 
   async remove(bucket: BucketName, key: string): Promise<void> {
@@ -173,12 +180,7 @@ export class S3Buckets extends Buckets {
     checkKey(key);
     try {
       const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucketOf(bucket), Key: key }));
-      const etag = (head.ETag ?? '').replaceAll('"', '');
-      return {
-        size: head.ContentLength ?? 0,
-        version: `${etag}:${head.LastModified?.getTime() ?? 0}`,
-        ...(etag ? { etag } : {}),
-      };
+      return objectStat(head.ContentLength, head.ETag, head.LastModified);
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;
@@ -218,4 +220,14 @@ function isNotFound(err: unknown): boolean {
 function notFound(err: unknown): unknown {
   if (!isNotFound(err)) return err;
   return Object.assign(new Error(`no such object: ${(err as Error).message}`), { code: 'ENOENT' });
+}
+
+/** Size, version and digest of an object from a HEAD or a listing (both give size, ETag and date). */
+function objectStat(
+  size: number | undefined,
+  quotedEtag: string | undefined,
+  modified: Date | undefined,
+): ObjectStat {
+  const etag = (quotedEtag ?? '').replaceAll('"', '');
+  return { size: size ?? 0, version: `${etag}:${modified?.getTime() ?? 0}`, ...(etag ? { etag } : {}) };
 }
