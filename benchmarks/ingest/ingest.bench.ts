@@ -5,7 +5,8 @@ import { Worker } from 'node:worker_threads';
 import { execFileSync } from 'node:child_process';
 import { AccountsService } from '@cdp/accounts';
 import { loadConfig } from '@cdp/config';
-import { eventId, normalizeEvent, toStoreTime, type EventInput } from '@cdp/domain';
+import { type EventInput } from '@cdp/domain';
+import { storedEventRow } from '../lib/event-rows.js';
 import { createLogger } from '@cdp/logger';
 import { randomBytes } from 'node:crypto';
 import { AnalyticStore, ClickHouseStore, type EventRow } from '@cdp/store';
@@ -64,24 +65,7 @@ async function insertBaseline(store: AnalyticStore, account: string): Promise<nu
   await store.ensureAccount(account);
   const received = Date.now();
   const rowBatches: EventRow[][] = bodies.map((body, b) =>
-    (JSON.parse(body) as EventInput[]).map((input, i) => {
-      const e = normalizeEvent(input, received);
-      if ('invalidTs' in e) throw new Error('generator made an invalid event');
-      const identifiers = Object.fromEntries(Object.entries(e.identifiers).map(([k, v]) => [k, String(v)]));
-      return {
-        event_id: eventId(`baseline-${b}`, i),
-        msg_id: `baseline-${b}`,
-        svc_id: `c-${identifiers.vuid}`,
-        ts: toStoreTime(e.ts),
-        received_at: toStoreTime(received),
-        type: e.type,
-        action: e.action,
-        channel: e.channel,
-        identifiers,
-        data: e.data,
-        order: null,
-      };
-    }),
+    (JSON.parse(body) as EventInput[]).map((input, i) => storedEventRow(input, received, `baseline-${b}`, i)),
   );
   const started = now();
   for (const rows of rowBatches)

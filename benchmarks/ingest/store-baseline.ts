@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Session } from 'chdb';
-import { eventId, normalizeEvent, toStoreTime, type EventInput } from '@cdp/domain';
+import type { EventInput } from '@cdp/domain';
+import { storedEventRow } from '../lib/event-rows.js';
 import { accountTables, databaseName, EVENTS, storeColumns, type EventRow } from '@cdp/store';
 import { rowEncoder } from '../../libs/store/src/row-encoding.js';
 import { eventBatch, rng } from '../lib/generator.js';
@@ -28,25 +29,7 @@ function eventRows(n: number): EventRow[] {
   const random = rng(Number(opt.seed));
   const received = Date.now();
   const inputs = eventBatch(random, n, Number(opt.population)) as unknown as EventInput[];
-  return inputs.map((input, i) => {
-    const e = normalizeEvent(input, received);
-    if ('invalidTs' in e) throw new Error('generator made an invalid event');
-    const identifiers = Object.fromEntries(Object.entries(e.identifiers).map(([k, v]) => [k, String(v)]));
-    const msg = `raw-${Math.floor(i / 1000)}`;
-    return {
-      event_id: eventId(msg, i % 1000),
-      msg_id: msg,
-      svc_id: `c-${identifiers.vuid}`,
-      ts: toStoreTime(e.ts),
-      received_at: toStoreTime(received),
-      type: e.type,
-      action: e.action,
-      channel: e.channel,
-      identifiers,
-      data: e.data,
-      order: null,
-    };
-  });
+  return inputs.map((input, i) => storedEventRow(input, received, `raw-${Math.floor(i / 1000)}`, i % 1000));
 }
 
 const rows = eventRows(Number(opt.events));
