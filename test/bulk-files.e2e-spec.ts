@@ -502,4 +502,26 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
     expect(created).toEqual([...created].sort().reverse());
     expect(wiring).toBeTruthy();
   });
+
+  it('pages the log to its end: a page of one at a time, the limit bounds, a cursor it never gave', async () => {
+    const walked: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const res = await api(`/v3/activity?limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(res.status).toBe(200);
+      expect(res.body.activity).toHaveLength(1);
+      walked.push((res.body.activity as ActivityRecord[])[0]!.id);
+      cursor = res.body.next as string | undefined;
+    } while (cursor);
+    const whole = await api('/v3/activity?limit=100');
+    expect(walked).toEqual((whole.body.activity as ActivityRecord[]).map((r) => r.id));
+    expect(whole.body.next).toBeUndefined();
+    for (const limit of ['0', '101', '-1', '2.5', 'x']) {
+      const res = await api(`/v3/activity?limit=${limit}`);
+      expect(res.status).toBe(400);
+    }
+    expect((await api('/v3/activity?cursor=bm90LWEtY3Vyc29y')).status).toBe(400);
+    // Without a limit, the first 20.
+    expect((await api('/v3/activity')).body.activity).toHaveLength(Math.min(20, walked.length));
+  });
 });

@@ -3,7 +3,7 @@ import { basename } from 'node:path';
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '@cdp/config';
 import { ApiError } from '@cdp/contracts';
-import { MetadataConflictError, MetadataStore } from '@cdp/metadata';
+import { MetadataConflictError, MetadataStore, NewestFirstIndex } from '@cdp/metadata';
 import { ExportCatalogs } from './export-objects.js';
 import {
   definitionId,
@@ -20,6 +20,8 @@ import { compileSelect } from './select.compiler.js';
 
 /** A lock whose export record never appeared (the API died in between) stops holding after this. */
 const ORPHAN_LOCK_MS = 60_000;
+/** Each account's exports in the order they were requested, read newest first a page at a time. */
+export const EXPORTS_INDEX_BUCKET = 'exports-index';
 
 /**
  * The API side of exports: checks a request, records the job in the metadata store and answers with
@@ -27,11 +29,15 @@ const ORPHAN_LOCK_MS = 60_000;
  */
 @Injectable()
 export class ExportsService {
+  private readonly index: NewestFirstIndex;
+
   constructor(
     private readonly metadata: MetadataStore,
     private readonly catalogs: ExportCatalogs,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.index = new NewestFirstIndex(metadata, EXPORTS_INDEX_BUCKET);
+  }
 
   /** Records an export of a request parseExportRequest read (the API runs it as a pipe). */
   async request(
@@ -51,13 +57,16 @@ export class ExportsService {
     }
     const id = randomUUID();
     await this.lock(account, detail.objects, id, now.getTime());
+    // The slot in the account's index first: a crash before the job is written leaves a slot the
+    // listing skips, never a job the listing misses.
+    const { at } = await this.index.append(account, id, now.getTime());
     const record: ExportRecord = {
       id,
       // spec "Export record": `<bucket>/<tracker_id>/data-exports/<export_id>`; a directory bucket is named
       // by its directory, and where that directory is on the server is none of the caller's business.
       path: `${basename(this.config.buckets.export)}/${exportPrefix(trackerId, id)}`,
       state: 'pending',
-      requested_at: now.toISOString(),
+      requested_at: new Date(at).toISOString(),
       definition_id: definitionId(detail),
       detail,
     };
@@ -72,23 +81,34 @@ export class ExportsService {
     return found.value.record;
   }
 
-  /** spec: without an id, the in-flight (pending or running) exports. */
+  /**
+   * spec: without an id, the in-flight (pending or running) exports. An export in flight holds the lock
+   * of every object it exports, so they are found through the account's locks (one per object of its
+   * schema), whatever the number of exports it ever requested.
+   */
   async inFlight(account: string): Promise<ExportRecord[]> {
-    return (await this.metadata.list<ExportJob>(EXPORTS_BUCKET))
-      .map((v) => v.value)
-      .filter((j) => j.account === account && isActive(j.record.state))
-      .map((j) => j.record)
+    const catalog = await this.catalogs.forAccount(account);
+    const locks = await Promise.all(
+      catalog
+        .names()
+        .map((object) => this.metadata.get<ExportLock>(EXPORT_LOCKS_BUCKET, `${account}/${object}`)),
+    );
+    const ids = new Set(locks.flatMap((l) => (l?.value.export_id ? [l.value.export_id] : [])));
+    const jobs = await Promise.all([...ids].map((id) => this.metadata.get<ExportJob>(EXPORTS_BUCKET, id)));
+    return jobs
+      .flatMap((j) =>
+        j && j.value.account === account && isActive(j.value.record.state) ? [j.value.record] : [],
+      )
       .sort((a, b) => (a.requested_at < b.requested_at ? -1 : a.requested_at > b.requested_at ? 1 : 0));
   }
 
   /** The account's exports, newest first, finished ones included (the console's exports page). */
   async recent(account: string, limit = 50): Promise<ExportRecord[]> {
-    return (await this.metadata.list<ExportJob>(EXPORTS_BUCKET))
-      .map((v) => v.value)
-      .filter((j) => j.account === account)
-      .map((j) => j.record)
-      .sort((a, b) => (a.requested_at < b.requested_at ? 1 : a.requested_at > b.requested_at ? -1 : 0))
-      .slice(0, limit);
+    const page = await this.index.page(account, limit, undefined, async (slot) => {
+      const job = await this.metadata.get<ExportJob>(EXPORTS_BUCKET, slot.id);
+      return job?.value.account === account ? job.value.record : undefined;
+    });
+    return page.items.map((i) => i.item);
   }
 
   /**

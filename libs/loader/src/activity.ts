@@ -1,8 +1,16 @@
-import type { MetadataStore, Versioned } from '@cdp/metadata';
+import { ApiError } from '@cdp/contracts';
+import { NewestFirstIndex, type MetadataStore, type Versioned } from '@cdp/metadata';
 import type { DataType } from './file-names.js';
 
 /** Metadata bucket of the activity log: one entry per file, keyed by the file's id. */
 export const ACTIVITY_BUCKET = 'activity';
+/** Each account's entries in the order they were created, read newest first a page at a time. */
+export const ACTIVITY_INDEX_BUCKET = 'activity-index';
+
+/** The accounts' entries newest first: one sequence per account, so a page costs the page. */
+export function activityIndex(metadata: MetadataStore): NewestFirstIndex {
+  return new NewestFirstIndex(metadata, ACTIVITY_INDEX_BUCKET);
+}
 
 export type ActivityState = 'pending' | 'running' | 'completed' | 'rejected' | 'failed';
 
@@ -59,28 +67,41 @@ export interface ActivityEntry {
   published: number;
   /** The file's reading context, fixed when the file was first seen: every attempt reads it the same way. */
   receivedAt: number;
+  /**
+   * The entry's slot in its account's index. Written with the entry, after the slot: a slot whose entry
+   * names another slot (two loaders raced to create it) or no entry at all (a loader died between) is skipped.
+   */
+  slot?: number;
 }
 
 /** The activity log of the accounts, as the API reads it. */
 export class ActivityLog {
-  constructor(private readonly metadata: MetadataStore) {}
+  private readonly index: NewestFirstIndex;
 
-  /** An account's entries, newest first, a page at a time (`cursor` from the previous page's `next`). */
+  constructor(private readonly metadata: MetadataStore) {
+    this.index = activityIndex(metadata);
+  }
+
+  /**
+   * An account's entries, newest first, a page at a time (`cursor` from the previous page's `next`):
+   * read through the account's index, so a page costs its own reads whatever the account's history.
+   */
   async list(
     account: string,
     limit: number,
     cursor?: string,
   ): Promise<{ activity: ActivityRecord[]; next?: string }> {
-    const all = (await this.metadata.list<ActivityEntry>(ACTIVITY_BUCKET))
-      .filter((e) => e.value.account === account)
-      .map((e) => e.value.record)
-      .sort(newestFirst);
-    const after = cursor ? decodeCursor(cursor) : undefined;
-    const start = after ? all.findIndex((r) => newestFirst(r, after) > 0) : 0;
-    const page = start < 0 ? [] : all.slice(start, start + limit);
-    const last = page.at(-1);
-    const more = start >= 0 && start + limit < all.length;
-    return more && last ? { activity: page, next: encodeCursor(last) } : { activity: page };
+    const page = await this.index.page(
+      account,
+      limit,
+      cursor ? decodeCursor(cursor) : undefined,
+      async (slot, n) => {
+        const entry = await this.metadata.get<ActivityEntry>(ACTIVITY_BUCKET, slot.id);
+        return entry?.value.account === account && entry.value.slot === n ? entry.value.record : undefined;
+      },
+    );
+    const activity = page.items.map((i) => i.item);
+    return page.next === undefined ? { activity } : { activity, next: encodeCursor(page.next) };
   }
 
   async get(account: string, id: string): Promise<ActivityRecord | undefined> {
@@ -93,19 +114,13 @@ export class ActivityLog {
   }
 }
 
-function newestFirst(
-  a: Pick<ActivityRecord, 'created_at' | 'id'>,
-  b: Pick<ActivityRecord, 'created_at' | 'id'>,
-): number {
-  if (a.created_at !== b.created_at) return a.created_at < b.created_at ? 1 : -1;
-  return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
+/** A page's `next`: the slot the following page reads below, opaque to the caller. */
+function encodeCursor(slot: number): string {
+  return Buffer.from(`s${slot}`).toString('base64url');
 }
 
-function encodeCursor(r: ActivityRecord): string {
-  return Buffer.from(`${r.created_at}|${r.id}`).toString('base64url');
-}
-
-function decodeCursor(cursor: string): Pick<ActivityRecord, 'created_at' | 'id'> | undefined {
-  const [created_at, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
-  return created_at && id ? { created_at, id } : undefined;
+function decodeCursor(cursor: string): number {
+  const match = /^s([1-9]\d{0,15})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  if (!match) throw ApiError.invalid([{ field: 'cursor', reason: "must be a previous page's next" }]);
+  return Number(match[1]);
 }

@@ -8,9 +8,17 @@ import { FAULT_POINTS_LOADER, faultPoint } from './loader-faults.js';
 import { derivedRequestId } from '@cdp/idempotency';
 import type { Inspector } from '@cdp/inspector';
 import type { Logger } from '@cdp/logger';
-import { Lease, MetadataConflictError, PollLoop, type MetadataStore, type Versioned } from '@cdp/metadata';
+import {
+  Lease,
+  MetadataConflictError,
+  PollLoop,
+  type MetadataStore,
+  type NewestFirstIndex,
+  type Versioned,
+} from '@cdp/metadata';
 import {
   ACTIVITY_BUCKET,
+  activityIndex,
   MAX_ENTRY_ERRORS,
   type ActivityEntry,
   type ActivityError,
@@ -80,6 +88,7 @@ export class BulkLoader {
   private readonly lastSeen = new Map<string, string>();
   private readonly finished = new Map<string, string>();
   private readonly ids = new Map<string, string>();
+  private readonly index: NewestFirstIndex;
 
   constructor(
     private readonly buckets: Buckets,
@@ -93,6 +102,7 @@ export class BulkLoader {
     private readonly inspector?: Inspector,
   ) {
     this.id = options.workerId ?? randomUUID();
+    this.index = activityIndex(metadata);
     this.loop = new PollLoop(() => this.tick(), {
       pollMs: options.pollMs,
       stoppingReason: 'the loader is stopping',
@@ -177,14 +187,19 @@ export class BulkLoader {
     stat: ObjectStat,
   ): Promise<Versioned<ActivityEntry> | 'done' | undefined> {
     const now = this.now();
-    let current: Versioned<ActivityEntry> | undefined;
-    try {
-      const entry = this.newEntry(id, account, trackerId, key, name, stat, now);
-      current = { key: id, value: entry, revision: await this.metadata.create(ACTIVITY_BUCKET, id, entry) };
-    } catch (err) {
-      if (!(err instanceof MetadataConflictError)) throw err;
-      current = await this.metadata.get<ActivityEntry>(ACTIVITY_BUCKET, id);
-      if (!current) return undefined;
+    let current = await this.metadata.get<ActivityEntry>(ACTIVITY_BUCKET, id);
+    if (!current) {
+      // The slot first, then the entry naming it: a crash between leaves a slot the log skips, and
+      // the file, still without an entry, gets a new slot at the next look.
+      const { slot, at } = await this.index.append(account, id, now);
+      try {
+        const entry = this.newEntry(id, account, trackerId, key, name, stat, now, slot, at);
+        current = { key: id, value: entry, revision: await this.metadata.create(ACTIVITY_BUCKET, id, entry) };
+      } catch (err) {
+        if (!(err instanceof MetadataConflictError)) throw err;
+        current = await this.metadata.get<ActivityEntry>(ACTIVITY_BUCKET, id);
+        if (!current) return undefined;
+      }
     }
     const { record, heartbeat } = current.value;
     if (record.state === 'completed' || record.state === 'rejected' || record.state === 'failed')
@@ -220,6 +235,9 @@ export class BulkLoader {
     name: string,
     stat: ObjectStat,
     now: number,
+    slot: number,
+    /** When the entry was created, as its slot in the account's index says (never before the previous one's). */
+    createdAt: number,
   ): ActivityEntry {
     const kind = fileKind(name);
     return {
@@ -229,6 +247,7 @@ export class BulkLoader {
       attempts: 0,
       published: 0,
       receivedAt: now,
+      slot,
       record: {
         id,
         name,
@@ -241,7 +260,7 @@ export class BulkLoader {
         dropped_fields: [],
         progress: { records: 0, bytes: 0, size: stat.size },
         errors: [],
-        created_at: new Date(now).toISOString(),
+        created_at: new Date(createdAt).toISOString(),
       },
     };
   }

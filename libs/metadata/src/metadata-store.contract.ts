@@ -1,4 +1,23 @@
 import { MetadataConflictError, type MetadataStore } from './metadata-store.port.js';
+import { NewestFirstIndex, type IndexSlot } from './newest-first-index.js';
+
+/** The store with its reads counted: what a page of an index costs. */
+function counted(store: MetadataStore): { store: MetadataStore; reads: () => number } {
+  let reads = 0;
+  const proxy = new Proxy(store, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      if (prop === 'get' || prop === 'list') {
+        return (...args: unknown[]) => {
+          reads += prop === 'list' ? 1_000_000 : 1;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      }
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  return { store: proxy, reads: () => reads };
+}
 
 /** What every MetadataStore driver owes: durable records, create-if-absent and compare-and-set. */
 export function metadataStoreContract(
@@ -66,6 +85,75 @@ export function metadataStoreContract(
       const read = (await store.get<{ deep: { n: number } }>('x', 'k'))!;
       read.value.deep.n = 99;
       expect((await store.get('x', 'k'))?.value).toEqual({ deep: { n: 1 } });
+    });
+
+    describe('a newest-first index on the store', () => {
+      const ids = (page: { items: { item: string }[] }) => page.items.map((i) => i.item);
+      const byId = (slot: IndexSlot) => Promise.resolve(slot.id);
+
+      it('pages newest first: the first page, the next ones, a cursor past the end, across a restart', async () => {
+        const { store, reopen } = open();
+        const index = new NewestFirstIndex(store, 'idx');
+        for (let i = 1; i <= 7; i++) await index.append('acct-a', `a${i}`, 1000 + i);
+        await index.append('acct-b', 'b1', 5000);
+        const first = await index.page('acct-a', 3, undefined, byId);
+        expect(ids(first)).toEqual(['a7', 'a6', 'a5']);
+        const second = await index.page('acct-a', 3, first.next, byId);
+        expect(ids(second)).toEqual(['a4', 'a3', 'a2']);
+        const third = await index.page('acct-a', 3, second.next, byId);
+        expect(third).toEqual({ items: [{ slot: 1, item: 'a1' }] });
+        // A page that ends exactly at the oldest item says there is nothing after it.
+        expect((await index.page('acct-a', 7, undefined, byId)).next).toBeUndefined();
+        expect(await index.page('acct-a', 3, 1, byId)).toEqual({ items: [] });
+        expect(await index.page('acct-none', 3, undefined, byId)).toEqual({ items: [] });
+        // A cursor above the newest slot (forged) reads from the newest.
+        expect(ids(await index.page('acct-a', 2, 99, byId))).toEqual(['a7', 'a6']);
+        await store.close();
+        const again = new NewestFirstIndex(reopen(), 'idx');
+        expect(ids(await again.page('acct-a', 100, undefined, byId))).toEqual([
+          'a7',
+          'a6',
+          'a5',
+          'a4',
+          'a3',
+          'a2',
+          'a1',
+        ]);
+        expect(ids(await again.page('acct-b', 100, undefined, byId))).toEqual(['b1']);
+      });
+
+      it('gives racing appends distinct slots in time order, and finds slots past a head left behind', async () => {
+        const { store } = open();
+        const index = new NewestFirstIndex(store, 'idx');
+        const appended = await Promise.all(
+          Array.from({ length: 8 }, (_, i) => index.append('race', `r${i}`, 2000 - i)),
+        );
+        expect(appended.map((a) => a.slot).sort((x, y) => x - y)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+        const bySlot = [...appended].sort((x, y) => x.slot - y.slot);
+        for (let i = 1; i < bySlot.length; i++)
+          expect(bySlot[i]!.at).toBeGreaterThanOrEqual(bySlot[i - 1]!.at);
+        // An appender that died before advancing the head: its slot is still read, and the next append follows it.
+        await store.create('idx', 'race/9', { id: 'late', at: 3000 });
+        expect((await index.append('race', 'after', 1)).slot).toBe(10);
+        expect(ids(await index.page('race', 2, undefined, byId))).toEqual(['after', 'late']);
+      });
+
+      it('skips what resolve refuses without shortening the page, and reads in proportion to the page', async () => {
+        const { store } = open();
+        const index = new NewestFirstIndex(store, 'idx');
+        for (let i = 1; i <= 40; i++) await index.append('big', `i${i}`, i);
+        const skipOdd = (slot: IndexSlot) =>
+          Promise.resolve(Number(slot.id.slice(1)) % 2 ? undefined : slot.id);
+        const counting = counted(store);
+        const page = await new NewestFirstIndex(counting.store, 'idx').page('big', 5, undefined, skipOdd);
+        expect(ids(page)).toEqual(['i40', 'i38', 'i36', 'i34', 'i32']);
+        expect(page.next).toBe(32);
+        // Head and the probe past it, then the slots read for five items and one beyond: no listing.
+        expect(counting.reads()).toBeLessThanOrEqual(3 + 12);
+        const end = await index.page('big', 5, 4, skipOdd);
+        expect(ids(end)).toEqual(['i2']);
+        expect(end.next).toBeUndefined();
+      });
     });
   });
 }
