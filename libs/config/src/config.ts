@@ -76,6 +76,13 @@ export interface AppConfig {
    */
   loader: { pollMs: number; leaseMs: number; recordsPerMessage: number };
   /**
+   * How far V8 lets the heap grow past what a full collection left live before the next one, in percent
+   * (`CDP_HEAP_GROWING_PERCENT`; 0: V8's own choice, up to about 4×). Bulk loads and ingest make bus
+   * messages that live a second or two, long enough to reach the old generation: with V8's choice the
+   * process carried several times its live data in garbage (README "Bulk files").
+   */
+  heapGrowingPercent: number;
+  /**
    * Where the buckets live: `local` directories (the embedded default), or an S3-compatible service
    * (`s3`: endpoint, region, credentials, one bucket name each, server-side encryption of what we write).
    */
@@ -185,6 +192,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
       leaseMs: integer(env, 'CDP_LOADER_LEASE_SECONDS', 30, 1, 86_400) * 1000,
       recordsPerMessage: integer(env, 'CDP_LOADER_RECORDS_PER_MESSAGE', 500, 1, 1000),
     },
+    heapGrowingPercent: integer(env, 'CDP_HEAP_GROWING_PERCENT', 50, 0, 1000),
     bucketStore: oneOf(env, 'CDP_BUCKETS', BUCKET_DRIVERS, 'local'),
     s3: {
       endpoint: env.CDP_S3_ENDPOINT || undefined,

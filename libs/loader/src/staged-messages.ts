@@ -1,9 +1,9 @@
 import { once } from 'node:events';
 import { mkdir, open, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import type { Writable } from 'node:stream';
 import type { LoadedRecord } from './record-rules.js';
+import { textLines } from './text-lines.js';
 
 /** One bus message's worth of a file's valid records, as the single reading pass made them. */
 export interface StagedMessage {
@@ -44,12 +44,11 @@ export class StagedMessages {
   /** The staged messages in order from the `from`th (earlier ones are not even parsed), once the writing is done. */
   async *messages(from = 0): AsyncGenerator<StagedMessage> {
     await this.finishWriting();
-    const lines = createInterface({
-      input: this.handle.createReadStream({ start: 0, autoClose: false, highWaterMark: 1 << 20 }),
-      crlfDelay: Infinity,
-    });
+    // Read as the publisher takes the messages: at most a chunk ahead of it.
+    const input = this.handle.createReadStream({ start: 0, autoClose: false, highWaterMark: 1 << 20 });
     let index = 0;
-    for await (const line of lines) if (line && index++ >= from) yield JSON.parse(line) as StagedMessage;
+    for await (const line of textLines(input))
+      if (line && index++ >= from) yield JSON.parse(line) as StagedMessage;
   }
 
   /** Lets go of the staging file (its space is freed: it has no name). */
