@@ -35,6 +35,9 @@ const ORDERS = lines(
   ',,,,,,,p2,10,2,20,,blue',
   'c2,purchase,o2,2024-02-02T10:00:00Z,5,,,p1,5,1,5,note-a,',
   'c2,purchase,o2,2024-02-02T10:00:00Z,5,,,p2,5,1,5,note-b,',
+  // The first line gives the subtotal: it is kept, not the items' sum.
+  'c1,purchase,o3,2024-02-03T10:00:00Z,50,45,,p1,10,1,10,,',
+  'c1,purchase,o3,2024-02-03T10:00:00Z,50,45,,p2,10,1,10,,',
   ...Array.from({ length: 200 }, (_, i) => `c3,purchase,ofill${i},2024-03-01,1,,,p1,1,1,1,,`),
 );
 
@@ -74,6 +77,21 @@ const FILES: Record<string, string | Buffer> = {
           order: {
             order_id: 'oj1',
             items: [{ product_id: 'p1', sku: 'SKU1', quantity: '2', subtotal: '20.5', price: 10.25 }],
+          },
+        },
+      },
+    }),
+  ),
+  'spring_orders.svc': lines(
+    JSON.stringify({
+      type: 'order',
+      data: {
+        action: 'purchase',
+        identifiers: { customer_id: 'c2' },
+        data: {
+          order: {
+            order_id: 'ojl2',
+            items: [{ product_id: 'p2', sku: 'S2', quantity: '3', subtotal: '15' }],
           },
         },
       },
@@ -155,7 +173,7 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
     events: 'SELECT page, type, action, ts, campaign_code, gift_note, `order` FROM {db}.events',
     products: 'SELECT product_id, name, price, in_stock FROM {db}.products FINAL ORDER BY product_id',
     orders:
-      "SELECT order_id, subtotal, total FROM {db}.orders FINAL WHERE order_id IN ('o1', 'o2', 'oj1') ORDER BY order_id",
+      "SELECT order_id, subtotal, total FROM {db}.orders FINAL WHERE order_id IN ('o1', 'o2', 'o3', 'oj1', 'ojl2') ORDER BY order_id",
     items:
       "SELECT order_id, product_id, quantity FROM {db}.line_items WHERE order_id IN ('o1', 'oj1') ORDER BY order_id, product_id",
     fill: "SELECT count() AS n FROM {db}.orders FINAL WHERE order_id LIKE 'ofill%'",
@@ -384,14 +402,23 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
     const entry = activity.get('svc_orders_1.csv')!;
     expect(entry).toMatchObject({
       state: 'completed',
-      records: { read: 204, loaded: 202, invalid: 2 },
+      records: { read: 206, loaded: 204, invalid: 2 },
       dropped_fields: ['item_color'],
     });
     expect(entry.errors).toEqual([expect.objectContaining({ line: 4, field: 'gift_note' })]);
     expect(store.orders.map((o) => [o.order_id, Number(o.subtotal)])).toEqual([
       ['o1', 30],
+      ['o3', 45],
       ['oj1', 20.5],
+      ['ojl2', 15],
     ]);
+    // An orders JSON-lines file: orders only, items with sku and quantities in text.
+    expect(activity.get('spring_orders.svc')).toMatchObject({
+      state: 'completed',
+      data_type: 'orders',
+      format: 'jsonl',
+      records: { read: 1, loaded: 1, invalid: 0 },
+    });
     expect(store.items.map((i) => [i.order_id, i.product_id, Number(i.quantity)])).toEqual([
       ['o1', 'p1', 1],
       ['o1', 'p2', 2],

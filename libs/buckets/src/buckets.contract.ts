@@ -50,6 +50,21 @@ export function bucketsContract(name: string, open: () => Promise<Buckets>): voi
       expect((await buckets.stat('export', 't/big.csv'))?.size).toBe(4 * part.length + 3);
     });
 
+    it('lists nothing of an object while it is being written (S3: a multipart upload in progress)', async () => {
+      const source = new PassThrough();
+      const writing = buckets.write('incoming', 't/svc_events_big.csv', source);
+      // More than one 8 MiB part, so S3 has an upload open with a part in it; the end is held back.
+      source.write(Buffer.alloc(9 * 1024 * 1024, 'x'));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await buckets.listObjects('incoming', '')).toEqual([]);
+      expect(await buckets.stat('incoming', 't/svc_events_big.csv')).toBeUndefined();
+      source.end('end');
+      await writing;
+      expect((await buckets.listObjects('incoming', '')).map((o) => [o.key, o.size])).toEqual([
+        ['t/svc_events_big.csv', 9 * 1024 * 1024 + 3],
+      ]);
+    });
+
     it('replaces an object whole, keeps buckets apart, writes an empty object', async () => {
       await buckets.write('scratch', 'k', 'a much longer first version');
       await buckets.write('scratch', 'k', 'short');

@@ -373,6 +373,8 @@ export class BulkLoader {
           ...rejectedFile,
         };
       }
+      // The whole file is read: its entry says so while the messages go out (GET /v3/activity/{id}).
+      await write((e) => ({ ...e, record: { ...e.record, progress: finalProgress } }));
       await this.publish(entry, staged, write, signal, inspection);
       return {
         state: 'completed',
