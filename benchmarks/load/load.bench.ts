@@ -1,31 +1,34 @@
-import { createReadStream, createWriteStream, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { once } from 'node:events';
-import { parse } from 'csv-parse';
-import { AccountsService } from '@cdp/accounts';
-import { Buckets } from '@cdp/buckets';
-import { loadConfig } from '@cdp/config';
-import { eventId, normalizeEvent, toStoreTime } from '@cdp/domain';
-import { ActivityLog } from '@cdp/loader';
-import { createLogger } from '@cdp/logger';
-import { AnalyticStore, type EventRow } from '@cdp/store';
-import { createCdpApp } from '../../apps/cdp/src/cdp.app.js';
-import { args, printTable, writeResults, type Row } from '../lib/stats.js';
+import { loadavg, tmpdir } from 'node:os';
+import { args, median, printTable, writeResults, type Row } from '../lib/stats.js';
 
 /**
- * `npm run bench:load`: one events CSV of `--rows` rows (several sizes: `--rows 100000,1000000`) dropped
+ * `npm run bench:load`: one events CSV of `--rows` rows (several sizes: `--rows 1000000,5000000`) dropped
  * into the all-in-one platform's incoming bucket, measured from the drop to the last row visible in the
- * store, beside two baselines on the same file in the same run: a raw csv-parse of it, and a direct store
- * insert of its rows (1000 a time, the loader's message size). Peak RSS of the process while it loads,
- * at each size, shows whether memory stays flat as the file grows.
+ * store, beside two baselines on the same file in the same round: a raw csv-parse of it, and the best
+ * case of a direct store insert of its rows (a fresh table, `--insert-size` rows an insert, the best of
+ * `--formats`: benchmarks/load/load-baseline.ts, as bench:ingest's store baseline). Each round runs the
+ * baselines and the platform in fresh processes of their own, one after the other, so each one's peak
+ * RSS is its own: the platform's at each size shows whether memory stays flat as the file grows.
  */
-const opt = args({ rows: '1000000', population: 50_000 });
+const opt = args({
+  rows: '1000000',
+  rounds: 3,
+  population: 50_000,
+  'insert-size': 50_000,
+  formats: 'RowBinary (file),JSONCompactEachRow',
+  'records-per-message': 1000,
+  /** Empty: the platform's default (CDP_HEAP_GROWING_PERCENT); 0: V8's own heap growing. */
+  'heap-growing-percent': '',
+});
 const sizes = String(opt.rows)
   .split(',')
   .map((s) => Number(s));
-const now = () => performance.now();
 const HEADER = 'type,action,email,ts,page,title\n';
+const MB = 2 ** 20;
 
 async function writeFile(file: string, rows: number): Promise<void> {
   const out = createWriteStream(file);
@@ -39,168 +42,134 @@ async function writeFile(file: string, rows: number): Promise<void> {
   await once(out, 'finish');
 }
 
-/** Baseline: csv-parse of the file alone (records counted, nothing else). */
-async function parseBaseline(file: string): Promise<number> {
-  const started = now();
-  let n = 0;
-  for await (const record of createReadStream(file).pipe(parse({ from_line: 2 }))) if (record) n++;
-  if (n === 0) throw new Error('nothing parsed');
-  return (now() - started) / 1000;
+/** Runs one of this folder's scripts in a fresh process and reads its JSON lines. */
+function child(script: string, argv: string[]): Record<string, number | string>[] {
+  const out = execFileSync(
+    process.execPath,
+    ['--expose-gc', new URL(script, import.meta.url).pathname, ...argv],
+    { encoding: 'utf8', maxBuffer: 64 * MB, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  return out
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, number | string>);
 }
 
-/** Baseline: the same rows inserted straight into the store, 1000 a time; only the inserts are timed. */
-async function insertBaseline(store: AnalyticStore, account: string, file: string): Promise<number> {
-  await store.ensureAccount(account);
-  let seconds = 0;
-  let batch: EventRow[] = [];
-  let b = 0;
-  const received = Date.now();
-  const flush = async () => {
-    const started = now();
-    await store.write(
-      account,
-      { identityLinks: [], merges: [], conflicts: [], customers: [], events: batch },
-      false,
-    );
-    seconds += (now() - started) / 1000;
-    batch = [];
-    b++;
-  };
-  for await (const record of createReadStream(file).pipe(parse({ from_line: 2 })) as AsyncIterable<
-    string[]
-  >) {
-    const [type, , email, ts, page, title] = record as [string, string, string, string, string, string];
-    const e = normalizeEvent({ type: type, identifiers: { email }, data: { ts, page, title } }, received);
-    if ('invalidTs' in e) throw new Error('invalid row');
-    batch.push({
-      event_id: eventId(`baseline-${b}`, batch.length),
-      msg_id: `baseline-${b}`,
-      svc_id: `c-${email}`,
-      ts: toStoreTime(e.ts),
-      received_at: toStoreTime(received),
-      type: e.type,
-      action: e.action,
-      channel: e.channel,
-      identifiers: { email: String(e.identifiers.email) },
-      data: e.data,
-      order: null,
-    });
-    if (batch.length === 1000) await flush();
-  }
-  if (batch.length) await flush();
-  return seconds;
+interface Round {
+  parseRate: number;
+  insertRate: number;
+  insertFormat: string;
+  readRate: number;
+  publishedRate: number;
+  loadRate: number;
+  baselinePeakRss: number;
+  platform: Record<string, number | string>;
+  load: number;
 }
 
 const results: Row[] = [];
 const memory: Row[] = [];
+const rounds: Record<number, Round[]> = {};
 for (const rows of sizes) {
   const dir = mkdtempSync(join(tmpdir(), 'cdp-bench-load-'));
   const file = join(dir, 'svc_events_bench.csv');
   await writeFile(file, rows);
-  const parseSeconds = await parseBaseline(file);
-
-  const config = loadConfig({
-    CDP_DATA_DIR: join(dir, 'data'),
-    LOG_LEVEL: 'warn',
-    CDP_LOADER_POLL_MS: '100',
-    CDP_LOADER_RECORDS_PER_MESSAGE: '1000',
-  });
-  const app = await createCdpApp(config, createLogger('warn'));
-  const store = app.get(AnalyticStore);
-  const accounts = app.get(AccountsService);
-  // The store's own memory as it takes the rows (chDB's native memory grows with the data it holds).
-  const rssBeforeInsert = process.memoryUsage().rss;
-  let insertPeak = rssBeforeInsert;
-  const insertSampler = setInterval(() => (insertPeak = Math.max(insertPeak, process.memoryUsage().rss)), 50);
-  const insertSeconds = await insertBaseline(
-    store,
-    (await accounts.create({ name: 'baseline' })).account.id,
-    file,
-  );
-
-  clearInterval(insertSampler);
-
-  const { account } = await accounts.create({ name: 'bench' });
-  await store.ensureAccount(account.id);
-  global.gc?.();
-  const rssBefore = process.memoryUsage().rss;
-  const heapBefore = process.memoryUsage().heapUsed;
-  let peak = rssBefore;
-  let peakHeap = heapBefore;
-  const sampler = setInterval(() => {
-    const { rss, heapUsed } = process.memoryUsage();
-    peak = Math.max(peak, rss);
-    peakHeap = Math.max(peakHeap, heapUsed);
-  }, 50);
-  // The drop: the file lands whole (a rename into the bucket), then the clock runs until all is visible.
-  await app
-    .get(Buckets)
-    .write('incoming', `${account.trackerId}/svc_events_bench.csv`, createReadStream(file));
-  const dropped = now();
-  let publishedSeconds: number | undefined;
-  const activity = app.get(ActivityLog);
-  for (;;) {
-    if (publishedSeconds === undefined) {
-      const [entry] = (await activity.list(account.id, 1)).activity;
-      if (entry?.state === 'completed') publishedSeconds = (now() - dropped) / 1000;
-    }
-    const [row] = await store.query<{ n: string | number }>(
-      account.id,
-      'SELECT count() AS n FROM {db}.events',
+  rounds[rows] = [];
+  for (let r = 0; r < Number(opt.rounds); r++) {
+    const load = loadavg()[0]!;
+    const baseline = child('./load-baseline.js', [
+      '--file',
+      file,
+      '--size',
+      String(opt['insert-size']),
+      '--formats',
+      String(opt.formats),
+    ]);
+    const parsed = baseline.find((b) => b.baseline === 'csv-parse')!;
+    const inserts = baseline.filter((b) => b.baseline === 'insert');
+    for (const i of inserts)
+      if (Number(i.stored) !== rows) throw new Error(`baseline stored ${i.stored} of ${rows}`);
+    const best = inserts.reduce((a, b) => (Number(b.rowsPerSecond) > Number(a.rowsPerSecond) ? b : a));
+    const [platform] = child('./load-platform.js', [
+      '--file',
+      file,
+      '--rows',
+      String(rows),
+      '--records-per-message',
+      String(opt['records-per-message']),
+      ...(opt['heap-growing-percent'] === ''
+        ? []
+        : ['--heap-growing-percent', String(opt['heap-growing-percent'])]),
+    ]);
+    const round: Round = {
+      parseRate: rows / Number(parsed.seconds),
+      insertRate: Number(best.rowsPerSecond),
+      insertFormat: String(best.format),
+      readRate: rows / Number(platform!.readSeconds ?? platform!.publishedSeconds),
+      publishedRate: rows / Number(platform!.publishedSeconds),
+      loadRate: rows / Number(platform!.loadSeconds),
+      baselinePeakRss: Number(baseline.find((b) => b.baseline === 'memory')?.peakRss ?? 0),
+      platform: platform!,
+      load,
+    };
+    rounds[rows].push(round);
+    process.stdout.write(
+      `${rows} rows, round ${r + 1}: drop -> visible ${Math.round(round.loadRate)} rows/s, direct insert ${Math.round(round.insertRate)} (${round.insertFormat}), ratio ${(round.loadRate / round.insertRate).toFixed(2)}; csv-parse ${Math.round(round.parseRate)}; platform peak RSS ${Math.round(Number(platform!.peakRss) / MB)} MB; load average ${load.toFixed(1)}\n`,
     );
-    if (Number(row?.n ?? 0) >= rows) break;
-    await new Promise((r) => setTimeout(r, 250));
   }
-  const loadSeconds = (now() - dropped) / 1000;
-  publishedSeconds ??= loadSeconds;
-  clearInterval(sampler);
-  global.gc?.();
-  const heapAfter = process.memoryUsage().heapUsed;
-  await app.close();
   rmSync(dir, { recursive: true, force: true });
 
-  const insertRate = rows / insertSeconds;
+  const all = rounds[rows];
+  const m = (f: (r: Round) => number) => median(all.map(f));
+  const insertRate = m((r) => r.insertRate);
+  const parseRate = m((r) => r.parseRate);
+  const ratios = (f: (r: Round) => number) => ({
+    'vs direct insert (median of rounds)': m((r) => f(r) / r.insertRate),
+    'vs csv-parse (median of rounds)': m((r) => f(r) / r.parseRate),
+  });
   results.push(
+    { rows, scenario: 'raw csv-parse of the file', 'rows/s': parseRate, ...ratios((r) => r.parseRate) },
     {
       rows,
-      scenario: 'raw csv-parse of the file',
-      seconds: parseSeconds,
-      'rows/s': rows / parseSeconds,
-      'vs direct insert': rows / parseSeconds / insertRate,
+      scenario: `direct store insert of the same rows (best of ${String(opt.formats)}, ${opt['insert-size']} a time)`,
+      'rows/s': insertRate,
+      ...ratios((r) => r.insertRate),
     },
     {
       rows,
-      scenario: 'direct store insert of the same rows',
-      seconds: insertSeconds,
-      'rows/s': insertRate,
-      'vs direct insert': 1,
+      scenario: "file dropped -> read and checked whole (loader's first pass, nothing published yet)",
+      'rows/s': m((r) => r.readRate),
+      ...ratios((r) => r.readRate),
     },
     {
       rows,
       scenario: 'file dropped -> all of it on the bus (loader: read, check, publish)',
-      seconds: publishedSeconds,
-      'rows/s': rows / publishedSeconds,
-      'vs direct insert': rows / publishedSeconds / insertRate,
+      'rows/s': m((r) => r.publishedRate),
+      ...ratios((r) => r.publishedRate),
     },
     {
       rows,
       scenario: 'file dropped -> rows visible (loader, bus, processor)',
-      seconds: loadSeconds,
-      'rows/s': rows / loadSeconds,
-      'vs direct insert': rows / loadSeconds / insertRate,
+      'rows/s': m((r) => r.loadRate),
+      ...ratios((r) => r.loadRate),
     },
   );
+  const p = (name: string) => m((r) => Number(r.platform[name]) / MB);
   memory.push({
     rows,
-    'RSS before (MB)': rssBefore / 2 ** 20,
-    'peak RSS while loading (MB)': peak / 2 ** 20,
-    'growth (MB)': (peak - rssBefore) / 2 ** 20,
-    'JS heap peak growth (MB)': (peakHeap - heapBefore) / 2 ** 20,
-    'JS heap kept after (MB)': (heapAfter - heapBefore) / 2 ** 20,
-    'RSS growth of the direct insert (MB)': (insertPeak - rssBeforeInsert) / 2 ** 20,
+    rounds: all.length,
+    'platform RSS before (MB)': p('rssBefore'),
+    'platform peak RSS (MB)': p('peakRss'),
+    'peak V8 heap reserved (MB)': p('peakHeapTotal'),
+    'peak V8 heap used (MB)': p('peakHeapUsed'),
+    'peak external buffers (MB)': p('peakExternal'),
+    'peak chDB tracked (MB)': p('chdbPeak'),
+    'JS heap kept after (MB)': p('heapKept'),
+    'baselines process peak RSS (MB)': m((r) => r.baselinePeakRss / MB),
+    'load average': m((r) => r.load),
   });
 }
-printTable('bulk file load benchmark (embedded wiring, one events CSV)', results);
-printTable('memory of the all-in-one process while it loads', memory);
-writeResults('load', { results, memory });
+printTable('bulk file load benchmark (embedded wiring, one events CSV; medians of the rounds)', results);
+printTable('memory of the platform process while it loads (medians of the rounds)', memory);
+writeResults('load', { options: opt, results, memory, rounds });
 process.exit(0);
