@@ -4,7 +4,7 @@ import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
 import type { S3Settings } from '@cdp/config';
 import { bucketsContract } from '../buckets.contract.js';
@@ -111,6 +111,30 @@ describe('S3Buckets', () => {
     const got = await client.send(new GetObjectCommand({ Bucket: names.export, Key: 'big.csv' }));
     expect((await got.Body!.transformToByteArray()).length).toBe(9 * 1024 * 1024);
     client.destroy();
+  });
+
+  it('reads an upload the client encrypted (SSE) like any other', async () => {
+    const buckets = await freshBuckets();
+    const client = new S3Client({
+      endpoint,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+    });
+    await client.send(
+      new PutObjectCommand({
+        Bucket: `in-${round}`,
+        Key: 'trk/svc_events_sse.csv',
+        Body: 'type,email\npageview,a@x.com\n',
+        ServerSideEncryption: 'AES256',
+      }),
+    );
+    client.destroy();
+    expect((await buckets.listObjects('incoming', '')).map((o) => o.key)).toEqual(['trk/svc_events_sse.csv']);
+    let text = '';
+    for await (const chunk of buckets.read('incoming', 'trk/svc_events_sse.csv')) text += String(chunk);
+    expect(text).toBe('type,email\npageview,a@x.com\n');
+    buckets.close();
   });
 
   it('gives a presigned URL a client can PUT an upload to, until it expires', async () => {
