@@ -530,6 +530,26 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
     expect(wiring).toBeTruthy();
   });
 
+  it('writes exports to the export bucket: object storage when scaled out, not a replica disk', async () => {
+    const res = await p
+      .http()
+      .post('/v3/exports')
+      .set('x-api-key', acc.privateKey)
+      .send({ objects: ['products'] });
+    expect(res.status).toBeLessThan(300);
+    const id = res.body.id as string;
+    const record = await eventually(async () => {
+      const got = await api(`/v3/exports/${id}`);
+      return got.body.state === 'completed' ? got.body : false;
+    }, 60_000);
+    const bucket = wiring === 'scaled out' ? 'cdp-export' : 'export';
+    expect(record.path).toBe(`${bucket}/${acc.publicKey}/data-exports/${id}`);
+    const prefix = `${acc.publicKey}/data-exports/${id}`;
+    const keys = await buckets.list('export', prefix);
+    expect(keys).toContain(`${prefix}/complete.json`);
+    expect(keys.length).toBeGreaterThan(1);
+  });
+
   it('pages the log to its end: a page of one at a time, the limit bounds, a cursor it never gave', async () => {
     const walked: string[] = [];
     let cursor: string | undefined;

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { resolve } from 'node:path';
+import { basename, resolve } from 'node:path';
 
 /** Which driver each port gets. Parsed once at boot; an unknown name fails the boot (no silent fallback). */
 export const BUS_DRIVERS = ['memory', 'nats'] as const;
@@ -307,4 +307,17 @@ export function checkWiring(config: AppConfig, roles: readonly Role[], allInOne:
     problems.push('CDP_METADATA=file cannot be shared by separate processes; use nats');
   }
   if (problems.length) throw new ConfigError(problems.join('; '));
+}
+
+/**
+ * How the buckets are named where a path is shown (activity entries, upload and export records): their S3
+ * names, or their directories' names (where a directory is on the server is none of a caller's business).
+ */
+export function bucketNames(config: AppConfig): { incoming: string; scratch: string; export: string } {
+  if (config.bucketStore === 's3') return config.s3.buckets;
+  return {
+    incoming: basename(config.buckets.incoming),
+    scratch: basename(config.buckets.scratch),
+    export: basename(config.buckets.export),
+  };
 }

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { basename } from 'node:path';
 import { Inject, Injectable } from '@nestjs/common';
-import { APP_CONFIG, type AppConfig } from '@cdp/config';
+import { APP_CONFIG, bucketNames, type AppConfig } from '@cdp/config';
 import { ApiError } from '@cdp/contracts';
 import { MetadataConflictError, MetadataStore, NewestFirstIndex } from '@cdp/metadata';
 import { ExportCatalogs } from './export-objects.js';
@@ -62,9 +61,9 @@ export class ExportsService {
     const { at } = await this.index.append(account, id, now.getTime());
     const record: ExportRecord = {
       id,
-      // spec "Export record": `<bucket>/<tracker_id>/data-exports/<export_id>`; a directory bucket is named
-      // by its directory, and where that directory is on the server is none of the caller's business.
-      path: `${basename(this.config.buckets.export)}/${exportPrefix(trackerId, id)}`,
+      // spec "Export record": `<bucket>/<tracker_id>/data-exports/<export_id>`: the S3 bucket's name, or
+      // a directory bucket's.
+      path: `${bucketNames(this.config).export}/${exportPrefix(trackerId, id)}`,
       state: 'pending',
       requested_at: new Date(at).toISOString(),
       definition_id: definitionId(detail),

@@ -1,4 +1,4 @@
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import {
   Inject,
   Injectable,
@@ -10,23 +10,13 @@ import {
 import { AccountsModule, AccountsService } from '@cdp/accounts';
 import { Buckets } from '@cdp/buckets';
 import { EventBus } from '@cdp/bus';
-import { APP_CONFIG, type AppConfig } from '@cdp/config';
+import { APP_CONFIG, bucketNames, type AppConfig } from '@cdp/config';
 import { Inspector } from '@cdp/inspector';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { MetadataStore } from '@cdp/metadata';
 import { SchemaModule, SchemaRegistry } from '@cdp/schema';
 import { ActivityLog } from './activity.js';
 import { BulkLoader } from './bulk-loader.js';
-
-/** How the activity log names the buckets: their S3 names, or their directories' names. */
-export function bucketNames(config: AppConfig): { incoming: string; scratch: string; export: string } {
-  if (config.bucketStore === 's3') return config.s3.buckets;
-  return {
-    incoming: basename(config.buckets.incoming),
-    scratch: basename(config.buckets.scratch),
-    export: basename(config.buckets.export),
-  };
-}
 
 /** Runs the loader for the life of the process; it stops before the drivers close, handing its file back. */
 @Injectable()
