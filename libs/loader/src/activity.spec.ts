@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import { ApiError } from '@cdp/contracts';
 import type { MetadataStore } from '@cdp/metadata';
 import { FileMetadataStore } from '@cdp/metadata/file';
-import { ACTIVITY_BUCKET, ActivityLog, activityIndex, type ActivityEntry } from './activity.js';
+import {
+  ACTIVITY_BUCKET,
+  ACTIVITY_INDEX_BUCKET,
+  ActivityLog,
+  activityIndex,
+  indexEntriesWithoutSlot,
+  type ActivityEntry,
+} from './activity.js';
 
 /** An entry as the loader writes it: its slot in the account's index first, then the entry naming it. */
 async function drop(metadata: MetadataStore, account: string, name: string, at: number): Promise<string> {
@@ -121,5 +128,33 @@ describe('ActivityLog paging', () => {
     ]);
     const created = all.map((r) => r.created_at);
     expect(created).toEqual([...created].sort().reverse());
+  });
+});
+
+describe('entries written before the index', () => {
+  it('are indexed once, oldest first, and then listed newest first with the newer ones', async () => {
+    const metadata = new FileMetadataStore(mkdtempSync(join(tmpdir(), 'cdp-activity-')));
+    await drop(metadata, 'a', 'svc_events_1.csv', 1_000);
+    await drop(metadata, 'a', 'svc_events_2.csv', 2_000);
+    // What the loader wrote before the index: the same entries with no slot.
+    for (const entry of await metadata.list<ActivityEntry>(ACTIVITY_BUCKET)) {
+      const { slot: _slot, ...unslotted } = entry.value;
+      await metadata.update(ACTIVITY_BUCKET, entry.key, unslotted, entry.revision);
+    }
+    await metadata.delete(ACTIVITY_INDEX_BUCKET, 'a/1');
+    await metadata.delete(ACTIVITY_INDEX_BUCKET, 'a/2');
+    await metadata.delete(ACTIVITY_INDEX_BUCKET, 'a/head');
+    const log = new ActivityLog(metadata);
+    expect((await log.list('a', 20)).activity).toEqual([]);
+
+    expect(await indexEntriesWithoutSlot(metadata)).toBe(2);
+    await drop(metadata, 'a', 'svc_events_3.csv', 3_000);
+    expect((await log.list('a', 20)).activity.map((r) => r.name)).toEqual([
+      'svc_events_3.csv',
+      'svc_events_2.csv',
+      'svc_events_1.csv',
+    ]);
+    expect(await indexEntriesWithoutSlot(metadata)).toBe(0);
+    expect((await log.list('a', 20)).activity).toHaveLength(3);
   });
 });

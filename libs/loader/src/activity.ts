@@ -1,5 +1,5 @@
 import { ApiError } from '@cdp/contracts';
-import { NewestFirstIndex, type MetadataStore, type Versioned } from '@cdp/metadata';
+import { MetadataConflictError, NewestFirstIndex, type MetadataStore, type Versioned } from '@cdp/metadata';
 import type { DataType } from './file-names.js';
 
 /** Metadata bucket of the activity log: one entry per file, keyed by the file's id. */
@@ -112,6 +112,38 @@ export class ActivityLog {
     );
     return entry?.value.account === account ? entry.value.record : undefined;
   }
+}
+
+/**
+ * Entries written before the activity index existed name no slot, so no page would show them. At a
+ * loader's start each one is appended to its account's index, oldest first, and then updated to name its
+ * slot; answers how many were. Two replicas doing this at once append an entry twice at worst: the slot the
+ * entry does not name is skipped by every reader, as after a crash between the two writes.
+ */
+export async function indexEntriesWithoutSlot(metadata: MetadataStore): Promise<number> {
+  const index = activityIndex(metadata);
+  const unindexed = (await metadata.list<ActivityEntry>(ACTIVITY_BUCKET))
+    .filter((e) => e.value.slot === undefined)
+    .sort((a, b) => a.value.receivedAt - b.value.receivedAt);
+  let indexed = 0;
+  for (let entry of unindexed) {
+    const created = Date.parse(entry.value.record.created_at);
+    const { slot } = await index.append(entry.value.account, entry.key, created || entry.value.receivedAt);
+    for (;;) {
+      try {
+        await metadata.update(ACTIVITY_BUCKET, entry.key, { ...entry.value, slot }, entry.revision);
+        indexed += 1;
+        break;
+      } catch (err) {
+        if (!(err instanceof MetadataConflictError)) throw err;
+        // A loader moved the entry on meanwhile: name the slot in what it wrote, unless another did.
+        const current = await metadata.get<ActivityEntry>(ACTIVITY_BUCKET, entry.key);
+        if (!current || current.value.slot !== undefined) break;
+        entry = current;
+      }
+    }
+  }
+  return indexed;
 }
 
 /** A page's `next`: the slot the following page reads below, opaque to the caller. */

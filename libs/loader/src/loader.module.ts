@@ -15,24 +15,26 @@ import { Inspector } from '@cdp/inspector';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { MetadataStore } from '@cdp/metadata';
 import { SchemaModule, SchemaRegistry } from '@cdp/schema';
-import { ActivityLog } from './activity.js';
+import { ActivityLog, indexEntriesWithoutSlot } from './activity.js';
 import { BulkLoader } from './bulk-loader.js';
 
 /** Runs the loader for the life of the process; it stops before the drivers close, handing its file back. */
 @Injectable()
 export class LoaderLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdown {
   readonly loader: BulkLoader;
+  private readonly logger: Logger;
 
   constructor(
     buckets: Buckets,
     bus: EventBus,
-    metadata: MetadataStore,
+    private readonly metadata: MetadataStore,
     accounts: AccountsService,
     schema: SchemaRegistry,
     @Inject(APP_CONFIG) config: AppConfig,
     @Inject(LOGGER) logger: Logger,
     @Optional() inspector?: Inspector,
   ) {
+    this.logger = logger.child({ role: 'loader' });
     this.loader = new BulkLoader(
       buckets,
       bus,
@@ -47,13 +49,16 @@ export class LoaderLifecycle implements OnApplicationBootstrap, BeforeApplicatio
         bucketNames: bucketNames(config),
         stagingDir: join(config.dataDir, 'loader-staging'),
       },
-      logger.child({ role: 'loader' }),
+      this.logger,
       Date.now,
       inspector,
     );
   }
 
-  onApplicationBootstrap(): void {
+  async onApplicationBootstrap(): Promise<void> {
+    const indexed = await indexEntriesWithoutSlot(this.metadata);
+    if (indexed > 0)
+      this.logger.info({ entries: indexed }, 'loader: activity entries of before the index indexed');
     this.loader.start();
   }
 
