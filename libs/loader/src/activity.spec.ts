@@ -138,7 +138,8 @@ describe('entries written before the index', () => {
     await drop(metadata, 'a', 'svc_events_2.csv', 2_000);
     // What the loader wrote before the index: the same entries with no slot.
     for (const entry of await metadata.list<ActivityEntry>(ACTIVITY_BUCKET)) {
-      const { slot: _slot, ...unslotted } = entry.value;
+      const unslotted: ActivityEntry = { ...entry.value };
+      delete unslotted.slot;
       await metadata.update(ACTIVITY_BUCKET, entry.key, unslotted, entry.revision);
     }
     await metadata.delete(ACTIVITY_INDEX_BUCKET, 'a/1');
