@@ -15,7 +15,18 @@
  * 256 chunks, 4 GiB of text a set.
  */
 export class InternedStrings {
-  private chunks: Buffer[] = [Buffer.alloc(FIRST_CHUNK)];
+  /**
+   * @param hash the hash of a key; tests pass a poor one to make keys collide.
+   * @param chunkSize the largest chunk (at most 16 MiB); tests pass a small one to cross many.
+   */
+  constructor(
+    private readonly hash: (kind: number, text: string) => number = hashOf,
+    private readonly chunkSize = CHUNK_SIZE,
+  ) {
+    this.chunks = [Buffer.alloc(Math.min(FIRST_CHUNK, chunkSize))];
+  }
+
+  private chunks: Buffer[];
   /** Bytes used in the last chunk. */
   private fill = 0;
   /** Key → its address in the arena. */
@@ -43,7 +54,7 @@ export class InternedStrings {
 
   /** The number of the key, or -1 when the set does not hold it. */
   find(kind: number, text: string): number {
-    const h = hashOf(kind, text);
+    const h = this.hash(kind, text);
     const { table, mask, hashes } = this;
     for (let i = h & mask; ; i = (i + 1) & mask) {
       const k = table[i]! - 1;
@@ -67,7 +78,7 @@ export class InternedStrings {
       this.hashes = resized(this.hashes, size);
     }
     if ((k + 1) * 4 > this.table.length * 3) this.rehash(this.table.length * 2);
-    const h = hashOf(kind, text);
+    const h = this.hash(kind, text);
     this.addresses[k] = this.append(kind, text);
     this.hashes[k] = h;
     const { table, mask } = this;
@@ -148,20 +159,20 @@ export class InternedStrings {
         break;
       }
     const needed = varintSize(kind) + varintSize(n * 2 + wide) + n * (1 + wide);
-    if (needed > CHUNK_SIZE) throw new RangeError('an identity key is over 16 MiB');
+    if (needed > this.chunkSize) throw new RangeError('an identity key is longer than a chunk of the arena');
     let chunk = this.chunks[this.chunks.length - 1]!;
     if (this.fill + needed > chunk.length) {
-      if (this.fill + needed <= CHUNK_SIZE) {
+      if (this.fill + needed <= this.chunkSize) {
         // A young chunk grows in place (doubling), so a small set stays small; addresses keep valid.
         let size = chunk.length * 2;
         while (size < this.fill + needed) size *= 2;
-        const bigger = Buffer.alloc(Math.min(size, CHUNK_SIZE));
+        const bigger = Buffer.alloc(Math.min(size, this.chunkSize));
         chunk.copy(bigger, 0, 0, this.fill);
         chunk = this.chunks[this.chunks.length - 1] = bigger;
       } else {
         if (this.chunks.length === MAX_CHUNKS)
-          throw new RangeError('the identity index of an account is over 4 GiB of text');
-        chunk = Buffer.alloc(CHUNK_SIZE);
+          throw new RangeError(`an interned set is limited to ${MAX_CHUNKS} chunks of text (4 GiB)`);
+        chunk = Buffer.alloc(this.chunkSize);
         this.chunks.push(chunk);
         this.fill = 0;
       }
