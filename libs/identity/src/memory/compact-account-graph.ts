@@ -110,10 +110,18 @@ export class CompactAccountGraph implements IdentityGraph<number> {
     const c = this.customers.intern(0, customerId);
     if (c === this.memberHead1.length) this.growCustomers();
     const cut = born.lastIndexOf(':') + 1;
-    this.bornHead1[c] = this.bornParts.intern(0, born.slice(0, cut)) + 1;
+    // Records of one message come one after another and share the message part.
+    if (cut !== this.lastBornHead?.length || !born.startsWith(this.lastBornHead)) {
+      this.lastBornHead = born.slice(0, cut);
+      this.lastBornHeadKey = this.bornParts.intern(0, this.lastBornHead);
+    }
+    this.bornHead1[c] = this.lastBornHeadKey + 1;
     this.bornTail1[c] = this.bornParts.intern(0, born.slice(cut)) + 1;
     return c;
   }
+
+  private lastBornHead: string | undefined;
+  private lastBornHeadKey = 0;
 
   /** The customer, met for the first time without a born key (a merge row naming it): sorts first, as '' does. */
   private known(customerId: string): number {

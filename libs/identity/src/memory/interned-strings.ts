@@ -37,6 +37,10 @@ export class InternedStrings {
   private table = new Int32Array(FIRST_TABLE);
   private mask = FIRST_TABLE - 1;
   private count = 0;
+  /** The last key `find` missed, and its hash. */
+  private missKind = 0;
+  private missText: string | undefined;
+  private missHash = 0;
   /** Chunk and position of the last key read by `header`. */
   private at = 0;
 
@@ -58,7 +62,13 @@ export class InternedStrings {
     const { table, mask, hashes } = this;
     for (let i = h & mask; ; i = (i + 1) & mask) {
       const k = table[i]! - 1;
-      if (k < 0) return -1;
+      if (k < 0) {
+        // A miss is usually followed by adding the key: `add` takes the hash from here.
+        this.missKind = kind;
+        this.missText = text;
+        this.missHash = h;
+        return -1;
+      }
       if (hashes[k] === h && this.equals(k, kind, text)) return k;
     }
   }
@@ -78,7 +88,8 @@ export class InternedStrings {
       this.hashes = resized(this.hashes, size);
     }
     if ((k + 1) * 4 > this.table.length * 3) this.rehash(this.table.length * 2);
-    const h = this.hash(kind, text);
+    const h = text === this.missText && kind === this.missKind ? this.missHash : this.hash(kind, text);
+    this.missText = undefined;
     this.addresses[k] = this.append(kind, text);
     this.hashes[k] = h;
     const { table, mask } = this;
