@@ -1,4 +1,4 @@
-import { customerIdFromSeed, identityKey, type Identifier } from '@cdp/domain';
+import { customerIdFromSeed, type Identifier } from '@cdp/domain';
 
 /**
  * The identity rules (spec "Identifiers", DESIGN "Identity"), written once against an abstract graph
@@ -63,27 +63,31 @@ export interface Resolution {
   conflicts: { customerId: string; reason: ConflictReason }[];
 }
 
-/** What the rules need of an index: lookups, and the three changes they make. */
-export interface IdentityGraph {
-  owner(key: string): string | undefined;
-  customerIdOf(customer: string): string | undefined;
-  bornOf(customer: string): string;
-  create(customer: string, born: string): void;
-  link(key: string, id: Identifier, customer: string): void;
-  /** Points the loser, its identifiers and everyone merged into it at the survivor; returns them all. */
-  merge(loser: string, survivor: string): string[];
+/**
+ * What the rules need of an index: lookups, and the three changes they make. `C` is how the index
+ * names a customer inside (its id, or a number in a compact index); `idOf` gives the id outside.
+ */
+export interface IdentityGraph<C = string> {
+  owner(id: Identifier): C | undefined;
+  customerIdOf(customer: C): string | undefined;
+  bornOf(customer: C): string;
+  idOf(customer: C): string;
+  /** Creates the customer with this id (an index that already holds it only takes the new born key). */
+  create(customerId: string, born: string): C;
+  link(id: Identifier, customer: C): void;
+  /** Points the loser, its identifiers and everyone merged into it at the survivor; returns their ids. */
+  merge(loser: C, survivor: C): string[];
   /** Advances and returns the account's merge counter. */
   nextMergeSeq(): number;
 }
 
-export function resolveRecord(graph: IdentityGraph, input: ResolveInput): Resolution {
-  const keys = input.ids.map(identityKey);
-  const owners = keys.map((key) => graph.owner(key));
+export function resolveRecord<C>(graph: IdentityGraph<C>, input: ResolveInput): Resolution {
+  const owners = input.ids.map((id) => graph.owner(id));
   const own = input.ids.findIndex((id) => id.kind === 'customer_id');
   const recordCid = own >= 0 ? input.ids[own]!.value : undefined;
 
   const low = new Set(input.low ?? []);
-  const known: string[] = [];
+  const known: C[] = [];
   owners.forEach((o, i) => {
     if (o !== undefined && !low.has(i) && !known.includes(o)) known.push(o);
   });
@@ -96,43 +100,46 @@ export function resolveRecord(graph: IdentityGraph, input: ResolveInput): Resolu
   cid ??= known.map((c) => graph.customerIdOf(c)).find((c) => c !== undefined);
 
   const conflicts: Resolution['conflicts'] = [];
-  let joined: string[] = [];
+  let joined: C[] = [];
   for (const c of known) {
     const other = graph.customerIdOf(c);
     if (other === undefined || other === cid) joined.push(c);
-    else conflicts.push({ customerId: c, reason: 'customer_id' });
+    else conflicts.push({ customerId: graph.idOf(c), reason: 'customer_id' });
   }
   if (joined.length > MAX_MERGE) {
     const others = joined.filter((c) => c !== anchor).sort((a, b) => byAge(graph, a, b));
     const kept =
       anchor !== undefined ? [anchor, ...others.slice(0, MAX_MERGE - 1)] : others.slice(0, MAX_MERGE);
-    for (const c of joined) if (!kept.includes(c)) conflicts.push({ customerId: c, reason: 'merge_limit' });
+    for (const c of joined)
+      if (!kept.includes(c)) conflicts.push({ customerId: graph.idOf(c), reason: 'merge_limit' });
     joined = kept;
   }
 
+  let customer: C;
   let customerId: string;
   const merged: string[] = [];
   let mergeSeq = 0;
   const created = joined.length === 0;
   if (created) {
     customerId = customerIdFromSeed(input.seed);
-    graph.create(customerId, input.born);
+    customer = graph.create(customerId, input.born);
   } else {
     joined.sort((a, b) => byAge(graph, a, b));
-    customerId = joined[0]!;
+    customer = joined[0]!;
+    customerId = graph.idOf(customer);
     if (joined.length > 1) mergeSeq = graph.nextMergeSeq();
-    for (const loser of joined.slice(1)) merged.push(...graph.merge(loser, customerId));
+    for (const loser of joined.slice(1)) merged.push(...graph.merge(loser, customer));
   }
 
   const linked: Identifier[] = [];
   input.ids.forEach((id, i) => {
-    if (owners[i] !== undefined || graph.owner(keys[i]!) !== undefined) return;
-    graph.link(keys[i]!, id, customerId);
+    if (owners[i] !== undefined || graph.owner(id) !== undefined) return;
+    graph.link(id, customer);
     linked.push(id);
   });
   return {
     customerId,
-    born: linked.length ? graph.bornOf(customerId) : '',
+    born: linked.length ? (created ? input.born : graph.bornOf(customer)) : '',
     created,
     linked,
     merged,
@@ -141,10 +148,13 @@ export function resolveRecord(graph: IdentityGraph, input: ResolveInput): Resolu
   };
 }
 
-function byAge(graph: IdentityGraph, a: string, b: string): number {
+function byAge<C>(graph: IdentityGraph<C>, a: C, b: C): number {
   const x = graph.bornOf(a);
   const y = graph.bornOf(b);
-  return x < y ? -1 : x > y ? 1 : a < b ? -1 : a > b ? 1 : 0;
+  if (x !== y) return x < y ? -1 : 1;
+  const i = graph.idOf(a);
+  const j = graph.idOf(b);
+  return i < j ? -1 : i > j ? 1 : 0;
 }
 
 /** A born key: receive time (ms, fixed width so keys sort as text), then message and record index. */

@@ -3,8 +3,9 @@ import type { IdentityGraphRows } from '../identity-index.port.js';
 import type { IdentityGraph } from '../resolution.js';
 
 /**
- * One account's identity graph in memory: the memory driver's index, and the staging area the Redis
- * driver computes a rebuild in.
+ * One account's identity graph in plain maps of strings: the staging area the Redis driver computes a
+ * rebuild in (it walks these maps to write its keys). The memory driver keeps the compact form
+ * (CompactAccountGraph); the rules and results are the same.
  */
 export class AccountGraph implements IdentityGraph {
   /** identity key → customer it resolves to now (always a survivor: merges re-point eagerly). */
@@ -23,8 +24,12 @@ export class AccountGraph implements IdentityGraph {
     return ++this.mergeSeq;
   }
 
-  owner(key: string): string | undefined {
-    return this.owners.get(key);
+  owner(id: Identifier): string | undefined {
+    return this.owners.get(identityKey(id));
+  }
+
+  idOf(customer: string): string {
+    return customer;
   }
 
   customerIdOf(customer: string): string | undefined {
@@ -35,12 +40,13 @@ export class AccountGraph implements IdentityGraph {
     return this.born.get(customer) ?? '';
   }
 
-  create(customer: string, born: string): void {
+  create(customer: string, born: string): string {
     this.born.set(customer, born);
+    return customer;
   }
 
-  link(key: string, id: Identifier, customer: string): void {
-    this.owners.set(key, customer);
+  link(id: Identifier, customer: string): void {
+    this.owners.set(identityKey(id), customer);
     let list = this.members.get(customer);
     if (!list) this.members.set(customer, (list = []));
     list.push(id);
@@ -74,7 +80,7 @@ export class AccountGraph implements IdentityGraph {
     const graph = new AccountGraph();
     for await (const link of rows.links) {
       if (!graph.born.has(link.svc_id)) graph.born.set(link.svc_id, link.born);
-      graph.link(identityKey(link), { kind: link.kind, value: link.value }, link.svc_id);
+      graph.link({ kind: link.kind, value: link.value }, link.svc_id);
     }
     for await (const { loser, survivor, seq } of rows.merges) {
       graph.mergeSeq = Math.max(graph.mergeSeq, seq);

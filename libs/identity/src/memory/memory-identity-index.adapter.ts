@@ -1,23 +1,27 @@
 import type { DriverHealth } from '@cdp/contracts';
-import { identityKey, type Identifier } from '@cdp/domain';
+import type { Identifier } from '@cdp/domain';
 import { IdentityIndex, type IdentityGraphRows } from '../identity-index.port.js';
 import { resolveRecord, type ResolveInput, type Resolution } from '../resolution.js';
-import { AccountGraph } from './account-graph.js';
+import { CompactAccountGraph } from './compact-account-graph.js';
 
 interface AccountState {
-  graph: AccountGraph;
+  graph: CompactAccountGraph;
   /** message → the resolutions of its records, while its effects may not be in the store yet. */
   unsettled: Map<string, Resolution[]>;
 }
 
-/** The embedded identity index: a graph per account in memory, rebuilt from the store at start. */
+/**
+ * The embedded identity index: a compact graph per account in memory (CompactAccountGraph), rebuilt
+ * from the store at start.
+ */
 export class MemoryIdentityIndex extends IdentityIndex {
   readonly persistent = false;
   private readonly accounts = new Map<string, AccountState>();
 
   private of(account: string): AccountState {
     let state = this.accounts.get(account);
-    if (!state) this.accounts.set(account, (state = { graph: new AccountGraph(), unsettled: new Map() }));
+    if (!state)
+      this.accounts.set(account, (state = { graph: new CompactAccountGraph(), unsettled: new Map() }));
     return state;
   }
 
@@ -44,17 +48,21 @@ export class MemoryIdentityIndex extends IdentityIndex {
   }
 
   lookup(account: string, id: Identifier): Promise<string | undefined> {
-    return Promise.resolve(this.accounts.get(account)?.graph.owner(identityKey(id)));
+    const graph = this.accounts.get(account)?.graph;
+    const owner = graph?.owner(id);
+    return Promise.resolve(owner === undefined ? undefined : graph!.idOf(owner));
   }
 
   absorbedBy(account: string, customerId: string): Promise<string[]> {
-    return Promise.resolve([...(this.accounts.get(account)?.graph.absorbed.get(customerId) ?? [])]);
+    const graph = this.accounts.get(account)?.graph;
+    const customer = graph?.customer(customerId);
+    return Promise.resolve(customer === undefined ? [] : graph!.absorbedBy(customer));
   }
 
   identifiersOf(account: string, customerId: string): Promise<Identifier[]> {
     const graph = this.accounts.get(account)?.graph;
-    if (!graph) return Promise.resolve([]);
-    return Promise.resolve([...(graph.members.get(graph.survivorOf(customerId)) ?? [])]);
+    const customer = graph?.customer(customerId);
+    return Promise.resolve(customer === undefined ? [] : graph!.identifiersOf(graph!.survivorOf(customer)));
   }
 
   /** The memory index is rebuilt once, at start, before anything runs: nobody else can be rebuilding. */
@@ -63,14 +71,14 @@ export class MemoryIdentityIndex extends IdentityIndex {
   }
 
   async load(account: string, rows: IdentityGraphRows): Promise<number> {
-    const graph = await AccountGraph.fromRows(rows);
+    const graph = await CompactAccountGraph.fromRows(rows);
     this.accounts.set(account, { graph, unsettled: new Map() });
-    return graph.owners.size;
+    return graph.identifierCount;
   }
 
   health(): Promise<DriverHealth> {
     let size = 0;
-    for (const { graph } of this.accounts.values()) size += graph.owners.size;
+    for (const { graph } of this.accounts.values()) size += graph.identifierCount;
     return Promise.resolve({ driver: 'memory', ready: true, detail: `${size} identifier(s)` });
   }
 
