@@ -1,19 +1,14 @@
 import { LRUCache } from 'lru-cache';
 import { AnalyticStore } from '@cdp/store';
-import { neighbourLists, rank, relatedScores, type Neighbours, type Pair } from './ranking.js';
-import {
-  BEST_SELLERS_SQL,
-  HISTORIES_SQL,
-  MERGED_SQL,
-  PAIRS_SQL,
-  POPULARITY_SQL,
-  PRODUCTS_SQL,
-} from './recommendation.query.js';
+import { rank, relatedScores, type Neighbours } from './ranking.js';
+import { BEST_SELLERS_SQL, HISTORIES_SQL, PRODUCTS_SQL, RELATED_SQL } from './recommendation.query.js';
+import { FreshPurchases } from './fresh-purchases.js';
+import type { PurchaseNotices } from './purchase-notices.port.js';
 import { passesRules } from './recommendation-rules.js';
 import { BatchedLoader } from './batched-loader.js';
 import { RecommendationTables } from './recommendation-tables.js';
 import { DECAY_EPOCH_MS, HALF_LIFE_MS, SEED_INTERACTIONS } from './recommendations.sql.js';
-import { RefreshGenerations, type Changes, type FreshPurchases } from './refresh-generations.js';
+import { RefreshGenerations, type Changes } from './refresh-generations.js';
 import {
   Recommender,
   type RecommendationRequest,
@@ -22,11 +17,13 @@ import {
 } from './recommender.port.js';
 
 /**
- * The longest related products and product records are kept in this process when no refresh generation
- * changes them: a generation drops what it changed, but popularity, which related products are
- * normalised by, drifts with every generation a little for everything.
+ * The longest anything is kept in this process when no refresh generation changes it (a generation
+ * drops exactly what it changed): a bound on what a missed change could cost, and on the 180-day
+ * window of a kept history's purchases.
  */
 export const SHARED_MAX_AGE_MS = 600_000;
+/** At most this many customers whose kept histories a generation dropped are read again at once. */
+const REWARM_MAX = 2_000;
 /** How old an account's best sellers may grow before they are read again: their 7-day window moves. */
 export const BEST_SELLERS_MAX_AGE_MS = 60_000;
 
@@ -57,14 +54,17 @@ interface History {
 
 /**
  * Recommendations from the store this process holds. What a request reads — the customer's history,
- * the related products of its seeds and of the page's products, the best sellers, product records — is
- * read from the refreshed tables once and kept in memory per account until a refresh generation changes
- * it (RefreshGenerations), together with the purchases no generation took in yet; a request whose
- * customer and products were seen before reads nothing from the store. It ranks a few hundred
- * candidates and answers the records of the best that pass the rules.
+ * the precomputed related lists of its seeds and of the page's products, the best sellers, product
+ * records — is read from the refreshed tables once and kept in memory per account until a refresh
+ * generation changes it (RefreshGenerations); the purchases no generation took in yet come from the
+ * processor's notices (PurchaseNotices). A request whose customer and products were seen before reads
+ * nothing from the store; a customer's first reads their history in one statement, batched with
+ * other requests'. It ranks a few hundred candidates and answers the records of the best that pass
+ * the rules.
  */
 export class StoreRecommender extends Recommender {
   private readonly generations: RefreshGenerations;
+  private readonly fresh = new FreshPurchases();
   /** account → its best sellers, as read at an epoch and time. */
   private readonly bestSellers = new Map<string, BestSellers>();
   /** `account/product` → related products (an empty list when none). */
@@ -84,10 +84,16 @@ export class StoreRecommender extends Recommender {
 
   constructor(
     private readonly store: AnalyticStore,
+    notices?: PurchaseNotices,
     private readonly tables = new RecommendationTables(store),
   ) {
     super();
-    this.generations = new RefreshGenerations(store, (account, changes) => this.forget(account, changes));
+    this.generations = new RefreshGenerations(store, this.fresh, (account, changes) =>
+      this.forget(account, changes),
+    );
+    notices?.listen(({ account, purchases }) => {
+      for (const { customer, product } of purchases) this.fresh.add(account, customer, product);
+    });
   }
 
   async recommend(request: RecommendationRequest): Promise<RecommendedProduct[]> {
@@ -95,7 +101,7 @@ export class StoreRecommender extends Recommender {
     await this.tables.ensure(account);
     const generation = await this.generations.current(account);
     const [history, best] = await Promise.all([
-      this.history(account, request.customer, generation.fresh),
+      this.history(account, request.customer),
       this.bestSellersOf(account, generation.epoch),
     ]);
     const neighbours = await this.neighboursOf(account, [...history.seeds.keys(), ...request.productIds]);
@@ -124,25 +130,40 @@ export class StoreRecommender extends Recommender {
     return order(top, request);
   }
 
-  /** Drops what a finished refresh generation changed. */
+  /**
+   * Drops what a finished refresh generation changed, and reads again in the background the histories
+   * it dropped (a customer who just did something is the likeliest to ask next).
+   */
   private forget(account: string, changes: Changes): void {
     // The best sellers are read again at the new epoch (see bestSellersOf).
     const prefix = `${account}/`;
     const dropAll = <V extends object>(cache: LRUCache<string, V>) => {
-      for (const key of [...cache.keys()]) if (key.startsWith(prefix)) cache.delete(key);
+      const dropped: string[] = [];
+      for (const key of [...cache.keys()]) {
+        if (key.startsWith(prefix) && cache.delete(key)) dropped.push(key.slice(prefix.length));
+      }
+      return dropped;
     };
+    let rewarm: string[];
     if (changes.all) {
+      // The first generation seen, a failed look-up or a great many changes: not worth reading again.
       dropAll(this.neighbours);
       dropAll(this.records);
       dropAll(this.histories);
       return;
+    } else {
+      for (const id of changes.products) {
+        this.neighbours.delete(prefix + id);
+        this.records.delete(prefix + id);
+      }
+      if (changes.merged) rewarm = dropAll(this.histories);
+      else rewarm = changes.customers.filter((id) => this.histories.delete(prefix + id));
     }
-    for (const id of changes.products) {
-      this.neighbours.delete(prefix + id);
-      this.records.delete(prefix + id);
-    }
-    if (changes.merged) dropAll(this.histories);
-    else for (const id of changes.customers) this.histories.delete(prefix + id);
+    // After the generation's epoch is current (RefreshGenerations bumps it once this returns).
+    setImmediate(() => {
+      for (const customer of rewarm.slice(0, REWARM_MAX))
+        void this.history(account, customer).catch(() => {});
+    });
   }
 
   /** Keeps a read only when no generation changed anything since it started. */
@@ -198,7 +219,6 @@ export class StoreRecommender extends Recommender {
   private async history(
     account: string,
     customer: string | undefined,
-    fresh: FreshPurchases,
   ): Promise<{ seeds: ReadonlyMap<string, number>; bought: string[] }> {
     if (customer === undefined) return { seeds: new Map(), bought: [] };
     const key = `${account}/${customer}`;
@@ -208,29 +228,24 @@ export class StoreRecommender extends Recommender {
       history = await this.reads(account).histories.load(customer);
       this.keep(this.histories, account, epoch, key, history);
     }
-    const bought = [...history.bought];
-    for (const id of history.ids) bought.push(...(fresh.get(id) ?? []));
-    return { seeds: history.seeds, bought };
+    return { seeds: history.seeds, bought: [...history.bought, ...this.fresh.of(account, history.ids)] };
   }
 
-  /** The histories of these customers: who was merged into them, then all their interactions, in two queries. */
+  /** The histories of these customers, whoever was merged into them included, in one statement. */
   private async readHistories(account: string, customers: string[]): Promise<Map<string, History>> {
-    const survivorOf = new Map(
-      (await this.store.query<{ svc_id: string; survivor: string }>(account, MERGED_SQL, { customers })).map(
-        (m) => [m.svc_id, m.survivor],
-      ),
-    );
     const rows = await this.store.query<{
       kind: string;
       whose: string;
       product_id: string;
       ms: number;
       weight: number;
-    }>(account, HISTORIES_SQL, { ids: [...new Set([...customers, ...survivorOf.keys()])] });
+    }>(account, HISTORIES_SQL, { customers });
+    const survivorOf = new Map<string, string>();
     const seedsOf = new Map<string, { product: string; ms: number; w: number }[]>();
     const boughtOf = new Map<string, string[]>();
     for (const r of rows) {
-      if (r.kind === 'seed') {
+      if (r.kind === 'merged') survivorOf.set(r.whose, r.product_id);
+      else if (r.kind === 'seed') {
         const list = seedsOf.get(r.whose) ?? [];
         list.push({ product: r.product_id, ms: Number(r.ms), w: Number(r.weight) });
         seedsOf.set(r.whose, list);
@@ -267,7 +282,7 @@ export class StoreRecommender extends Recommender {
     return out;
   }
 
-  /** The related products of these products: reused ones, the others read in two queries. */
+  /** The related products of these products: reused ones, the others read in one query. */
   private async neighboursOf(account: string, products: readonly string[]): Promise<Map<string, Neighbours>> {
     const out = new Map<string, Neighbours>();
     const missing: string[] = [];
@@ -287,19 +302,16 @@ export class StoreRecommender extends Recommender {
     return out;
   }
 
-  /** The related products of these products, in two queries. */
+  /** The precomputed related lists of these products (`rec_related`), in one point read. */
   private async readNeighbours(account: string, products: string[]): Promise<Map<string, Neighbours>> {
-    const pairs = (await this.store.query<Pair>(account, PAIRS_SQL, { sources: products })).map((p) => ({
-      ...p,
-      score: Number(p.score),
-    }));
-    const ids = [...new Set([...products, ...pairs.map((p) => p.related)])];
-    const popularity = new Map(
-      (await this.store.query<{ product_id: string; pop: number }>(account, POPULARITY_SQL, { ids })).map(
-        (r) => [r.product_id, Number(r.pop)],
-      ),
+    const rows = await this.store.query<{ product_id: string; related: string[]; scores: number[] }>(
+      account,
+      RELATED_SQL,
+      { ids: products },
     );
-    return neighbourLists(pairs, popularity);
+    return new Map(
+      rows.map((r) => [r.product_id, r.related.map((id, i): [string, number] => [id, Number(r.scores[i])])]),
+    );
   }
 
   /** The records of these products (those the feed has): reused ones, the others read. */
