@@ -7,7 +7,12 @@ import type { PurchaseNotices } from './purchase-notices.port.js';
 import { passesRules } from './recommendation-rules.js';
 import { BatchedLoader } from './batched-loader.js';
 import { RecommendationTables } from './recommendation-tables.js';
-import { DECAY_EPOCH_MS, HALF_LIFE_MS, SEED_INTERACTIONS } from './recommendations.sql.js';
+import {
+  BOUGHT_WINDOW_DAYS,
+  DECAY_EPOCH_MS,
+  HALF_LIFE_MS,
+  SEED_INTERACTIONS,
+} from './recommendations.sql.js';
 import { RefreshGenerations, type Changes } from './refresh-generations.js';
 import {
   Recommender,
@@ -238,18 +243,26 @@ export class StoreRecommender extends Recommender {
       whose: string;
       product_id: string;
       ms: number;
-      weight: number;
+      w: number;
     }>(account, HISTORIES_SQL, { customers });
+    const boughtSince = Date.now() - BOUGHT_WINDOW_DAYS * 86_400_000;
     const survivorOf = new Map<string, string>();
     const seedsOf = new Map<string, { product: string; ms: number; w: number }[]>();
     const boughtOf = new Map<string, string[]>();
     for (const r of rows) {
-      if (r.kind === 'merged') survivorOf.set(r.whose, r.product_id);
-      else if (r.kind === 'seed') {
-        const list = seedsOf.get(r.whose) ?? [];
-        list.push({ product: r.product_id, ms: Number(r.ms), w: Number(r.weight) });
-        seedsOf.set(r.whose, list);
-      } else boughtOf.set(r.whose, [...(boughtOf.get(r.whose) ?? []), r.product_id]);
+      if (r.kind === 'merged') {
+        survivorOf.set(r.whose, r.product_id);
+        continue;
+      }
+      const seed = { product: r.product_id, ms: Number(r.ms), w: Number(r.w) };
+      const list = seedsOf.get(r.whose);
+      if (list) list.push(seed);
+      else seedsOf.set(r.whose, [seed]);
+      if (r.kind === 'purchase' && seed.ms >= boughtSince) {
+        const bought = boughtOf.get(r.whose);
+        if (bought) bought.push(r.product_id);
+        else boughtOf.set(r.whose, [r.product_id]);
+      }
     }
     // Each merged customer to the asked one it went into, directly or through another.
     const askedOf = (id: string): string | undefined => {
