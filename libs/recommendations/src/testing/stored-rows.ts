@@ -7,12 +7,12 @@ import type { AnalyticStore } from '@cdp/store';
 export async function storePurchase(
   store: AnalyticStore,
   account: string,
-  message: { id: string; customer: string; products: string[]; ts: string; commitMs: number },
+  message: { id: string; customer: string; products: string[]; ts: string; commitMs: number; price?: number },
 ): Promise<void> {
-  const { id, customer, ts } = message;
+  const { id, customer, ts, price = 10 } = message;
   const items = message.products.map(
     (p, i) =>
-      `('${id}-${i}', '${id}', 'o-${id}', '${customer}', '${ts}', 'order', 'purchase', '${p}', 1, 10)`,
+      `('${id}-${i}', '${id}', 'o-${id}', '${customer}', '${ts}', 'order', 'purchase', '${p}', 1, ${price})`,
   );
   await store.execute(
     account,
