@@ -73,7 +73,8 @@ SELECT DISTINCT 'merge' AS what, survivor AS id FROM {db}.identity_merges WHERE 
 export const RELATED_SQL = `SELECT product_id, argMax(related, gen) AS related, argMax(scores, gen) AS scores
 FROM {db}.rec_related WHERE product_id IN {ids:Array(String)} GROUP BY product_id ${SMALL}`;
 
-/** The best sellers of the last days: units, then revenue. */ export const BEST_SELLERS_SQL = `SELECT product_id, sum(units) AS units, sum(revenue) AS revenue FROM {db}.rec_sales
+/** The best sellers of the last days: units, then revenue. */
+export const BEST_SELLERS_SQL = `SELECT product_id, sum(units) AS units, sum(revenue) AS revenue FROM {db}.rec_sales
 WHERE hour >= toStartOfHour(now() - INTERVAL ${BEST_SELLER_DAYS} DAY)
 GROUP BY product_id HAVING units > 0
 ORDER BY units DESC, revenue DESC, product_id LIMIT ${CANDIDATES_PER_KIND} ${SMALL}`;
