@@ -69,6 +69,14 @@ UNION ALL
 SELECT DISTINCT 'merge' AS what, survivor AS id FROM {db}.identity_merges WHERE msg_id IN (
   SELECT msg_id FROM {db}.rec_messages WHERE gen > {after:UInt64} AND gen <= {upto:UInt64})`;
 
+/**
+ * The account's customers by their latest refreshed interaction, newest first (not those merged into
+ * another: nobody asks for them), as many as a process reads ahead.
+ */
+export const ACTIVE_CUSTOMERS_SQL = `SELECT svc_id FROM {db}.rec_interactions
+WHERE svc_id NOT IN (SELECT loser FROM {db}.identity_merges)
+GROUP BY svc_id ORDER BY max(ts) DESC LIMIT 100000`;
+
 /** The related lists of these products (seeds and the page's products), best first: the newest version. */
 export const RELATED_SQL = `SELECT product_id, argMax(related, gen) AS related, argMax(scores, gen) AS scores
 FROM {db}.rec_related WHERE product_id IN {ids:Array(String)} GROUP BY product_id ${SMALL}`;

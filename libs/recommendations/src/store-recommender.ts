@@ -1,7 +1,13 @@
 import { LRUCache } from 'lru-cache';
 import { AnalyticStore } from '@cdp/store';
 import { rank, relatedScores, type Neighbours } from './ranking.js';
-import { BEST_SELLERS_SQL, HISTORIES_SQL, PRODUCTS_SQL, RELATED_SQL } from './recommendation.query.js';
+import {
+  ACTIVE_CUSTOMERS_SQL,
+  BEST_SELLERS_SQL,
+  HISTORIES_SQL,
+  PRODUCTS_SQL,
+  RELATED_SQL,
+} from './recommendation.query.js';
 import { FreshPurchases } from './fresh-purchases.js';
 import type { PurchaseNotices } from './purchase-notices.port.js';
 import { passesRules } from './recommendation-rules.js';
@@ -29,6 +35,10 @@ import {
 export const SHARED_MAX_AGE_MS = 600_000;
 /** At most this many customers whose kept histories a generation dropped are read again at once. */
 const REWARM_MAX = 2_000;
+/** Histories read ahead per statement when an account is first seen (one batched read each). */
+const WARM_BATCH = 500;
+/** Read ahead only while the kept histories fill less than this share of their bound. */
+const WARM_SHARE = 0.5;
 /** How old an account's best sellers may grow before they are read again: their 7-day window moves. */
 export const BEST_SELLERS_MAX_AGE_MS = 60_000;
 
@@ -93,6 +103,8 @@ export class StoreRecommender extends Recommender {
     ttl: SHARED_MAX_AGE_MS,
   });
   private readonly accountReads = new Map<string, AccountReads>();
+  /** Accounts whose active customers' histories were read ahead in this process. */
+  private readonly warmed = new Set<string>();
 
   constructor(
     private readonly store: AnalyticStore,
@@ -158,10 +170,15 @@ export class StoreRecommender extends Recommender {
     };
     let rewarm: string[];
     if (changes.all) {
-      // The first generation seen, a failed look-up or a great many changes: not worth reading again.
+      // The first generation seen, a failed look-up or a great many changes: not worth reading again,
+      // except ahead, once per account (see warm).
       dropAll(this.neighbours);
       dropAll(this.records);
       dropAll(this.histories);
+      if (!this.warmed.has(account)) {
+        this.warmed.add(account);
+        setImmediate(() => void this.warm(account).catch(() => this.warmed.delete(account)));
+      }
       return;
     } else {
       for (const id of changes.products) {
@@ -176,6 +193,22 @@ export class StoreRecommender extends Recommender {
       for (const customer of rewarm.slice(0, REWARM_MAX))
         void this.history(account, customer).catch(() => {});
     });
+  }
+
+  /**
+   * Reads ahead, in the background, the histories of the account's most recently active customers —
+   * exactly as their first request would, and kept under the same rule (dropped by the generations that
+   * change them) — while the kept histories fill less than half their bound; so a customer's first
+   * request reads nothing from the store unless the account has more active customers than that holds.
+   */
+  private async warm(account: string): Promise<void> {
+    const customers = (await this.store.query<{ svc_id: string }>(account, ACTIVE_CUSTOMERS_SQL)).map(
+      (r) => r.svc_id,
+    );
+    for (let from = 0; from < customers.length; from += WARM_BATCH) {
+      if (this.histories.calculatedSize >= WARM_SHARE * this.histories.maxSize) return;
+      await Promise.all(customers.slice(from, from + WARM_BATCH).map((c) => this.history(account, c)));
+    }
   }
 
   /** Keeps a read only when no generation changed anything since it started. */
