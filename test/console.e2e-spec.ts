@@ -12,7 +12,16 @@ import { ScaledPlatform } from './support/scaled.js';
  * (Playwright's waitFor), never a sleep. Screenshots of each page at 1280×800 and phone size go to
  * test-results/screenshots/.
  */
-const PAGES = ['inspector', 'keys', 'apis', 'objects', 'lists', 'exports', 'activity'] as const;
+const PAGES = [
+  'inspector',
+  'keys',
+  'apis',
+  'objects',
+  'lists',
+  'exports',
+  'recommendations',
+  'activity',
+] as const;
 const WAIT = 10_000;
 const TITLES = {
   inspector: 'Event inspector',
@@ -21,6 +30,7 @@ const TITLES = {
   objects: 'Objects & fields',
   lists: 'Lists',
   exports: 'Exports',
+  recommendations: 'Recommendations',
   activity: 'Activity log',
 } as const;
 
@@ -471,6 +481,48 @@ describe('console in a browser (embedded)', () => {
     expect(await relations.locator('li').allTextContents()).toEqual(
       expect.arrayContaining(['product → products', 'customer → customers']),
     );
+  });
+
+  it('sets the account’s recommendation rules, with the admin API’s reasons when refused', async () => {
+    const field = await fetch(`${base}/v3/schema/objects/products/fields`, {
+      method: 'POST',
+      headers: { 'x-api-key': account.privateKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'in_stock', type: 'boolean', display_name: 'In stock' }),
+    });
+    expect(field.status).toBe(201);
+    await go('recommendations');
+    const form = page.getByTestId('recommendation-rules');
+    await form.waitFor({ timeout: WAIT });
+    await form.getByLabel('Excluded categories').fill('Home\nElectronics > Computers');
+    await form.getByLabel('Only products with an image').check();
+    await form.getByLabel('Lowest price').fill('5');
+    await form.getByLabel('Highest price').fill('cheap');
+    await form.getByLabel('in_stock').check();
+    await form.getByRole('button', { name: 'Save rules' }).click();
+    await page
+      .getByTestId('rules-message')
+      .filter({ hasText: 'max_price: must be a number' })
+      .waitFor({ timeout: WAIT });
+    await form.getByLabel('Highest price').fill('900');
+    await form.getByRole('button', { name: 'Save rules' }).click();
+    await page.getByTestId('rules-message').filter({ hasText: 'Saved' }).waitFor({ timeout: WAIT });
+    await screenshot(page, 'console-recommendations-1280');
+    const rules = {
+      exclude_categories: ['Home', 'Electronics > Computers'],
+      require_image: true,
+      min_price: 5,
+      max_price: 900,
+      require_true: ['in_stock'],
+    };
+    const stored = await admin(`/admin/v1/accounts/${account.id}/recommendation-rules`, 'GET', undefined);
+    expect(await stored.json()).toEqual({ rules });
+    // The page shows what is stored, set either way.
+    await admin(`/admin/v1/accounts/${account.id}/recommendation-rules`, 'PUT', { require_price: true });
+    await page.reload();
+    await form.waitFor({ timeout: WAIT });
+    expect(await form.getByLabel('Only products with a price').isChecked()).toBe(true);
+    expect(await form.getByLabel('Excluded categories').inputValue()).toBe('');
+    await admin(`/admin/v1/accounts/${account.id}/recommendation-rules`, 'PUT', {});
   });
 
   it('shows lists, exports and the activity log, and every page at phone size and in dark mode', async () => {

@@ -282,6 +282,27 @@ describe.each(WIRINGS)('recommendations (%s)', (_wiring, start) => {
     expect(res.body.detail.invalids).toEqual([{ field, reason: expect.any(String) }]);
   });
 
+  it('is rate-limited per account, by the recommendations family', async () => {
+    const limited = await p.createAccount('recs-limited');
+    const path = `/admin/v1/accounts/${limited.id}/rate-limits`;
+    const set = await p
+      .http()
+      .patch(path)
+      .set('authorization', `Bearer ${ADMIN_TOKEN}`)
+      .send({ recommendations: 2 });
+    expect(set.status).toBe(200);
+    // Until the first refusal, however slow the run (tokens come back at 2 a second).
+    let refused: Awaited<ReturnType<typeof recs>> | undefined;
+    for (let i = 0; i < 100 && !refused; i++) {
+      const res = await recs('email=nobody@x.com', limited.publicKey);
+      if (res.status === 429) refused = res;
+      else expect(res.status).toBe(200);
+    }
+    expect(refused?.headers['retry-after']).toBeDefined();
+    expect(refused?.headers['ratelimit-limit']).toBe('2');
+    expect((await recs('email=nobody@x.com')).status).toBe(200); // another account's bucket
+  });
+
   it('answers [] for an account with nothing to recommend, and never another account’s products', async () => {
     const cold = await p.createAccount('recs-cold');
     const res = await recs('email=ann@x.com', cold.publicKey);

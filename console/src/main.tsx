@@ -3,6 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { call, setCsrf, type SessionView } from './api.js';
 import { InspectorPage } from './inspector.js';
 import { ActivityPage, ApisPage, ExportsPage, KeysPage, ListsPage, ObjectsPage } from './pages.js';
+import { RecommendationsPage } from './recommendations.js';
 
 const PAGES = [
   { path: 'inspector', title: 'Event inspector' },
@@ -11,6 +12,7 @@ const PAGES = [
   { path: 'objects', title: 'Objects & fields' },
   { path: 'lists', title: 'Lists' },
   { path: 'exports', title: 'Exports' },
+  { path: 'recommendations', title: 'Recommendations' },
   { path: 'activity', title: 'Activity log' },
 ] as const;
 type PagePath = (typeof PAGES)[number]['path'];
@@ -136,6 +138,7 @@ function App() {
         {page === 'lists' && <ListsPage />}
         {page === 'exports' && <ExportsPage />}
         {page === 'activity' && <ActivityPage />}
+        {page === 'recommendations' && <RecommendationsPage />}
       </main>
     </div>
   );

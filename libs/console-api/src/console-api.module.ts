@@ -5,7 +5,10 @@ import { ListsService } from '@cdp/lists';
 import { ActivityModule } from '@cdp/loader';
 import { RateLimitPolicy } from '@cdp/rate-limits';
 import { SchemaModule } from '@cdp/schema';
+import { RecommendationRulesPipe } from '@cdp/http-api/admin';
+import { RecommendationRulesService } from '@cdp/recommendations';
 import { ConsoleAccountController } from './console-account.controller.js';
+import { ConsoleRecommendationRulesController } from './console-recommendation-rules.controller.js';
 import { ConsoleInspectorController } from './console-inspector.controller.js';
 import { ConsolePages } from './console-pages.js';
 import { ConsoleSessionController } from './console-session.controller.js';
@@ -17,7 +20,12 @@ import { SubscriberCounts } from './subscriber-counts.js';
 /** The account console and the event inspector under /console (the API role serves them). */
 @Module({
   imports: [AccountsModule, SchemaModule, ExportsApiModule, ActivityModule],
-  controllers: [ConsoleSessionController, ConsoleInspectorController, ConsoleAccountController],
+  controllers: [
+    ConsoleSessionController,
+    ConsoleInspectorController,
+    ConsoleAccountController,
+    ConsoleRecommendationRulesController,
+  ],
   providers: [
     ConsoleSessions,
     ConsoleSessionGuard,
@@ -26,6 +34,8 @@ import { SubscriberCounts } from './subscriber-counts.js';
     RateLimitPolicy,
     ListsService,
     SubscriberCounts,
+    RecommendationRulesService,
+    RecommendationRulesPipe,
   ],
 })
 export class ConsoleApiModule {}

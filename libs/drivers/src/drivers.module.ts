@@ -15,7 +15,7 @@ import { RateLimiter } from '@cdp/rate-limits';
 import { OrderState } from '@cdp/orders';
 import { Metrics } from '@cdp/metrics';
 import { AnalyticStore, ClickHouseStore, MeteredTransport } from '@cdp/store';
-import { Recommender, StoreRecommender } from '@cdp/recommendations';
+import { PurchaseNotices, Recommender, StoreRecommender } from '@cdp/recommendations';
 import { DriversLifecycle, NATS_CONNECTION, REDIS_CLIENT } from './drivers.lifecycle.js';
 import { watchNatsConnection } from './nats-connection-state.js';
 
@@ -205,11 +205,30 @@ export class DriversModule {
     // Recommendations are computed where the store is: here when this process opened it, otherwise by
     // the store's owner (the processor with chDB), asked over NATS; that owner answers for every replica.
     providers.push({
+      // What the processor stored as bought, told to every process that recommends: in process on the
+      // embedded bus, over NATS otherwise (the processors and the recommenders may be other processes).
+      provide: PurchaseNotices,
+      inject: [NATS_CONNECTION],
+      useFactory: async (nc?: NatsConnection): Promise<PurchaseNotices> =>
+        config.bus === 'nats'
+          ? new (await import('@cdp/recommendations/nats')).NatsPurchaseNotices(
+              nc!,
+              config.natsPrefix,
+              (err) =>
+                logger.warn({ err }, 'a purchase notice was lost; the next refresh takes the purchase in'),
+            )
+          : new (await import('@cdp/recommendations/memory')).MemoryPurchaseNotices(),
+    });
+    providers.push({
       provide: Recommender,
-      inject: [NATS_CONNECTION, { token: AnalyticStore, optional: true }],
-      useFactory: async (nc?: NatsConnection, store?: AnalyticStore): Promise<Recommender> =>
+      inject: [NATS_CONNECTION, PurchaseNotices, { token: AnalyticStore, optional: true }],
+      useFactory: async (
+        nc: NatsConnection | undefined,
+        notices: PurchaseNotices,
+        store?: AnalyticStore,
+      ): Promise<Recommender> =>
         store
-          ? new StoreRecommender(store)
+          ? new StoreRecommender(store, notices)
           : new (await import('@cdp/recommendations/nats')).NatsRecommender(nc!, config.natsPrefix),
     });
     if (options.openStore && config.store === 'chdb' && config.bus === 'nats') {
@@ -241,6 +260,7 @@ export class DriversModule {
       Inspector,
       Metrics,
       Recommender,
+      PurchaseNotices,
     ];
     return {
       module: DriversModule,

@@ -1,7 +1,9 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import { mayBeStored, type Delivery } from '@cdp/bus';
+import { PurchaseNotices } from '@cdp/recommendations';
 import { AnalyticStore, type StoreBatch } from '@cdp/store';
 import { IdentityStep } from './identity.step.js';
+import { purchasesOf } from './stored-purchases.js';
 
 export interface WriteOptions {
   /** Customers whose older profile snapshots are redacted, after the rows and before the commit. */
@@ -20,6 +22,7 @@ export class StepWriter {
   constructor(
     private readonly store: AnalyticStore,
     private readonly identityStep: IdentityStep,
+    @Optional() private readonly notices?: PurchaseNotices,
   ) {}
 
   async write(
@@ -34,6 +37,9 @@ export class StepWriter {
     // Older snapshots last: a redelivery after a crash here redacts them then.
     if (options.redact) await this.store.redactCustomers(account, options.redact);
     await this.store.commit(account, messages);
+    // Once stored: recommendations leave these products out from now on, not from the next refresh.
+    const purchases = this.notices && purchasesOf(rows);
+    if (purchases?.length) this.notices!.notify({ account, purchases });
     if (options.settleIdentity !== false)
       await this.identityStep.settle(
         account,

@@ -1,4 +1,5 @@
 export * from './recommender.port.js';
+export * from './purchase-notices.port.js';
 export * from './recommendation-rules.js';
 export * from './recommendation-rules.service.js';
 export { StoreRecommender } from './store-recommender.js';
@@ -6,3 +7,4 @@ export { RecommendationsRefresh } from './recommendations-refresh.js';
 export { RecommendationsRefreshJob, REFRESH_INTERVAL_MS } from './recommendations-refresh.job.js';
 export { RecommendationsWorkerModule } from './recommendations-worker.module.js';
 export { INTERNAL_PRODUCT_COLUMNS } from './recommendation.query.js';
+export { BOUGHT_WINDOW_DAYS } from './recommendations.sql.js';

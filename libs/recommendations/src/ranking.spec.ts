@@ -1,20 +1,45 @@
-import { neighbourLists, rank, relatedScores } from './ranking.js';
+import { rank, relatedScores } from './ranking.js';
 
 describe('ranking', () => {
-  it('normalises affinity by popularity, so a product everyone touches does not win by being popular', () => {
-    const pairs = [
-      { source: 'laptop', related: 'mouse', score: 8 },
-      { source: 'laptop', related: 'charger', score: 10 },
-    ];
-    const popularity = new Map([
-      ['laptop', 10],
-      ['mouse', 8],
-      ['charger', 100],
+  it('sums each source’s related products by the source’s weight, best first', () => {
+    const lists = new Map<string, [string, number][]>([
+      [
+        'laptop',
+        [
+          ['mouse', 0.9],
+          ['charger', 0.5],
+        ],
+      ],
+      [
+        'phone',
+        [
+          ['charger', 0.6],
+          ['case', 0.4],
+        ],
+      ],
     ]);
-    const lists = neighbourLists(pairs, popularity);
-    expect(relatedScores(lists, new Map([['laptop', 1]]))).toEqual(['mouse', 'charger']);
+    // charger: 0.5 + 0.6 beats mouse's 0.9; case 0.4 last.
+    expect(
+      relatedScores(
+        lists,
+        new Map([
+          ['laptop', 1],
+          ['phone', 1],
+        ]),
+      ),
+    ).toEqual(['charger', 'mouse', 'case']);
+    // A weaker source counts less: mouse 0.9 beats charger 0.5 + 0.6 · 0.1.
+    expect(
+      relatedScores(
+        lists,
+        new Map([
+          ['laptop', 1],
+          ['phone', 0.1],
+        ]),
+      ),
+    ).toEqual(['mouse', 'charger', 'case']);
     // Only the sources given count.
-    expect(relatedScores(lists, new Map([['phone', 1]]))).toEqual([]);
+    expect(relatedScores(lists, new Map([['tv', 1]]))).toEqual([]);
   });
 
   it('ranks kinds in order, each product once under its first kind, never an excluded one', () => {

@@ -1,45 +1,12 @@
 import { CANDIDATES_PER_KIND } from './recommendations.sql.js';
 import type { RecommendationType } from './recommender.port.js';
 
-export interface Pair {
-  source: string;
-  related: string;
-  score: number;
-}
-
-/** A product's related products, best first, with their normalised affinity. */
+/** A product's related products, best first, with their normalised affinity (`rec_related`). */
 export type Neighbours = [related: string, score: number][];
-
-/** How many related products a product keeps: the candidates never need more. */
-const NEIGHBOURS = CANDIDATES_PER_KIND;
 
 export interface Ranked {
   product_id: string;
   type: RecommendationType;
-}
-
-/**
- * Each source's related products by affinity(source, related) / √(popularity(source) ·
- * popularity(related)) — cosine similarity of co-interest, so a product popular with everyone does not
- * relate to everything — best first.
- */
-export function neighbourLists(
-  pairs: readonly Pair[],
-  popularity: ReadonlyMap<string, number>,
-): Map<string, Neighbours> {
-  const lists = new Map<string, Neighbours>();
-  for (const { source, related, score } of pairs) {
-    const ps = popularity.get(source);
-    const pr = popularity.get(related);
-    if (!ps || !pr) continue;
-    let list = lists.get(source);
-    if (!list) lists.set(source, (list = []));
-    list.push([related, score / Math.sqrt(ps * pr)]);
-  }
-  for (const [source, list] of lists) {
-    lists.set(source, list.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, NEIGHBOURS));
-  }
-  return lists;
 }
 
 /** Σ over the sources of weight(source) · similarity(source, related): the best `CANDIDATES_PER_KIND`. */

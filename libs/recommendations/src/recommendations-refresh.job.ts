@@ -20,6 +20,8 @@ export class RecommendationsRefreshJob implements OnApplicationBootstrap, OnAppl
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> = Promise.resolve();
   private stopped = false;
+  /** Whether this process held the lease at its last pass. */
+  private holding = false;
 
   constructor(
     store: AnalyticStore,
@@ -53,9 +55,14 @@ export class RecommendationsRefreshJob implements OnApplicationBootstrap, OnAppl
   async tick(): Promise<void> {
     let accounts: { id: string }[];
     try {
-      if (!(await this.lease.hold())) return; // another processor refreshes
+      const held = await this.lease.hold();
+      // Taken over (or first taken): whatever another refresher did meanwhile is read again.
+      if (held && !this.holding) this.refresh.restart();
+      this.holding = held;
+      if (!held) return; // another processor refreshes
       accounts = (await this.metadata.list<{ id: string }>('accounts')).map((a) => a.value);
     } catch (err) {
+      this.holding = false;
       this.logger.warn({ err }, 'recommendations: accounts could not be listed');
       return;
     }

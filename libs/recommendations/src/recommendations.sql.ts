@@ -23,6 +23,8 @@ export const BEST_SELLER_DAYS = 7;
 export const SEED_INTERACTIONS = 50;
 /** Candidates of each kind ranked per request. */
 export const CANDIDATES_PER_KIND = 300;
+/** Related products kept per product (`rec_related`): the candidates never need more. */
+export const RELATED_PER_PRODUCT = CANDIDATES_PER_KIND;
 /** Commits later than this behind the newest seen are still picked up (processors' clocks and batches). */
 const LATE_COMMITS_MS = 60_000;
 
@@ -89,6 +91,27 @@ export const REC_POPULARITY = defineTable({
   dedupWindow: DEDUP_WINDOW,
 });
 
+/**
+ * Each product's top related products, best first, by cosine similarity: affinity(product, related) /
+ * √(popularity(product) · popularity(related)), so products everyone touches do not relate to
+ * everything. The decay factor is common to the numerator and the denominator, so a list stays exact
+ * until a generation changes one of its affinities or popularities; each generation writes again the
+ * lists of exactly those products (`gen` its version: the highest replaces the rest).
+ */
+export const REC_RELATED = defineTable({
+  name: 'rec_related',
+  columns: {
+    product_id: ch.string(),
+    gen: ch.uint64(),
+    related: ch.stringArray(),
+    scores: ch.float64Array(),
+  },
+  msgIndex: false,
+  engine: 'ReplacingMergeTree(gen)',
+  orderBy: ['product_id'],
+  dedupWindow: DEDUP_WINDOW,
+});
+
 /** Units and revenue sold per hour and product, by the order's time: the best sellers' source. */
 export const REC_SALES = defineTable({
   name: 'rec_sales',
@@ -112,17 +135,29 @@ export const RECS_TABLES = [
   REC_AFFINITIES,
   REC_POPULARITY,
   REC_SALES,
+  REC_RELATED,
 ].flatMap((table) => tableSql('{db}', table));
 
 /** Generations taken in but not finished (a crash in between): derived again, deduplicated. */
 export const UNFINISHED_GENERATIONS = `SELECT DISTINCT gen FROM {db}.rec_messages
 WHERE gen NOT IN (SELECT gen FROM {db}.rec_generations) ORDER BY gen`;
 
-/** The newest commit a refresh has seen, and the newest commit there is. */
-export const WATERMARKS = `SELECT
-  (SELECT toUnixTimestamp64Milli(max(commit_at)) FROM {db}.rec_messages) AS seen_ms,
-  (SELECT toUnixTimestamp64Milli(max(at)) FROM {db}.ingest_commits WHERE done = 1) AS committed_ms,
-  (SELECT max(gen) FROM {db}.rec_messages) AS last_gen`;
+/**
+ * How many rows the commit log has: it only grows (a message's begin and its commit each add one), so an
+ * unchanged count means nothing was committed since. Answered from the parts' row counts, no data read:
+ * the refresh asks every second.
+ */
+export const COMMIT_ROWS = `SELECT count() AS n FROM {db}.ingest_commits`;
+
+/** The newest generation taken in (read in the table's order: its last granule only). */
+export const LAST_GENERATION = `SELECT gen FROM {db}.rec_messages ORDER BY gen DESC LIMIT 1`;
+
+/** The newest commit the generations took in (read once per account and process; then noted as they run). */
+export const SEEN_COMMITS = `SELECT toUnixTimestamp64Milli(max(commit_at)) AS seen_ms FROM {db}.rec_messages`;
+
+/** The newest commit generation `{gen}` took in. */
+export const SEEN_IN_GENERATION = `SELECT toUnixTimestamp64Milli(max(commit_at)) AS seen_ms FROM {db}.rec_messages
+WHERE gen = {gen:UInt64}`;
 
 /**
  * Takes in every committed message not yet taken, as generation {gen}. Commits are found from the
@@ -184,7 +219,47 @@ SELECT toStartOfHour(ts), assumeNotNull(product_id), ifNull(quantity, 1),
 FROM {db}.line_items WHERE ${OF_GEN} AND action = 'purchase' AND ifNull(product_id, '') != ''`,
   },
   {
+    // The products whose related lists the generation changed: those it brought interactions with
+    // (their popularity, their new pairs) and every product related to one of them (normalised by
+    // its popularity). Affinities are written both ways, so those are the related ids of the former.
+    name: 'related',
+    sql: relatedListsOf(`SELECT product_id FROM {db}.rec_interactions WHERE gen = {gen:UInt64}
+  UNION DISTINCT
+  SELECT related_id FROM {db}.rec_affinities WHERE product_id IN (
+    SELECT product_id FROM {db}.rec_interactions WHERE gen = {gen:UInt64})`),
+  },
+  {
     name: 'done',
     sql: `INSERT INTO {db}.rec_generations (gen, done_at) SELECT {gen:UInt64}, now64(3)`,
   },
 ];
+
+/**
+ * Writes, as version `{gen}`, the related lists of the products `sources` selects: every affinity of
+ * each, normalised by both popularities, the best RELATED_PER_PRODUCT (ties by id).
+ */
+function relatedListsOf(sources: string): string {
+  const popularity = `(SELECT product_id, sum(score) AS pop FROM {db}.rec_popularity GROUP BY product_id HAVING pop > 0)`;
+  return `INSERT INTO {db}.rec_related (product_id, gen, related, scores)
+SELECT source, {gen:UInt64}, arrayMap(x -> x.2, top), arrayMap(x -> -x.1, top) FROM (
+  SELECT source, arraySlice(arraySort(groupArray((-sim, related))), 1, ${RELATED_PER_PRODUCT}) AS top FROM (
+    SELECT a.source AS source, a.related AS related, a.score / sqrt(ps.pop * pr.pop) AS sim
+    FROM (
+      SELECT product_id AS source, related_id AS related, sum(score) AS score FROM {db}.rec_affinities
+      WHERE product_id IN (${sources})
+      GROUP BY source, related
+    ) AS a
+    INNER JOIN ${popularity} AS ps ON ps.product_id = a.source
+    INNER JOIN ${popularity} AS pr ON pr.product_id = a.related
+  )
+  GROUP BY source
+)`;
+}
+
+/** Every product's related list, as version `{gen}`: for tables made before `rec_related` existed. */
+export const RELATED_OF_ALL = relatedListsOf(`SELECT product_id FROM {db}.rec_popularity`);
+
+/** Whether the account has affinities but no related lists yet (its tables predate `rec_related`). */
+export const RELATED_MISSING = `SELECT
+  (SELECT count() FROM {db}.rec_related) = 0 AND (SELECT count() FROM {db}.rec_affinities) > 0 AS missing,
+  (SELECT max(gen) FROM {db}.rec_generations) AS gen`;

@@ -1,5 +1,6 @@
 import { AnalyticStore } from '@cdp/store';
 import { CHANGES_SQL, FRESH_PURCHASES_SQL, LATEST_GENERATION_SQL } from './recommendation.query.js';
+import type { FreshPurchases } from './fresh-purchases.js';
 import { inline } from './recommendation-tables.js';
 import { LATE_COMMITS_MS } from './recommendations.sql.js';
 
@@ -15,14 +16,12 @@ const MANY_CHANGES = 20_000;
 export type Changes =
   { all: true } | { all: false; products: string[]; customers: string[]; merged: boolean };
 
-/** Purchases no finished generation took in yet: customer → products. */
-export type FreshPurchases = ReadonlyMap<string, readonly string[]>;
-
 interface AccountState {
   gen: number;
   /** Bumped whenever a change is announced: what was read before it must not be kept after it. */
   epoch: number;
-  fresh: FreshPurchases;
+  /** The account's first look-up: every request waits for it. */
+  ready: Promise<void>;
   checkedAt: number;
   checking: Promise<void> | undefined;
 }
@@ -30,31 +29,42 @@ interface AccountState {
 /**
  * Follows each account's finished refresh generations (`rec_generations`) so that what requests read —
  * related products, product records, best sellers, customers' histories — is kept in memory until a
- * generation changes it, rather than read again on every request; and keeps the purchases stored since
- * that no generation took in yet, so that those are left out before the next refresh. A request never
- * waits for a look-up except the account's first; both are looked up in the background at most every
- * GENERATION_CHECK_MS, and what a generation changed is announced to `onChange`.
+ * generation changes it, rather than read again on every request. A request never waits for a look-up
+ * except the account's first; the newest generation is looked up in the background at most every
+ * GENERATION_CHECK_MS, and what a generation changed is announced to `onChange`, then the fresh
+ * purchases it took in are let go. The account's first look-up also reads the purchases stored before
+ * this process listened to the purchase notices that no generation took in yet (once: later ones are
+ * noticed).
  */
 export class RefreshGenerations {
   private readonly accounts = new Map<string, AccountState>();
 
   constructor(
     private readonly store: AnalyticStore,
+    private readonly fresh: FreshPurchases,
     private readonly onChange: (account: string, changes: Changes) => void,
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** The account's newest finished generation known here, its epoch (see AccountState) and fresh purchases. */
-  async current(account: string): Promise<{ gen: number; epoch: number; fresh: FreshPurchases }> {
+  /** The account's newest finished generation known here and its epoch (see AccountState). */
+  async current(account: string): Promise<{ gen: number; epoch: number }> {
     let state = this.accounts.get(account);
     if (!state) {
-      state = { gen: 0, epoch: 0, fresh: new Map(), checkedAt: 0, checking: undefined };
-      this.accounts.set(account, state);
-      await this.check(account, state);
+      const created: AccountState = {
+        gen: 0,
+        epoch: 0,
+        ready: Promise.resolve(),
+        checkedAt: 0,
+        checking: undefined,
+      };
+      created.ready = this.check(account, created).then(() => this.readFreshPurchases(account, created.gen));
+      created.ready.catch(() => this.accounts.get(account) === created && this.accounts.delete(account));
+      this.accounts.set(account, (state = created));
     } else if (!state.checking && this.now() - state.checkedAt >= GENERATION_CHECK_MS) {
       void this.check(account, state);
     }
-    return { gen: state.gen, epoch: state.epoch, fresh: state.fresh };
+    await state.ready;
+    return { gen: state.gen, epoch: state.epoch };
   }
 
   /** The epoch now: a read started at an older epoch is not kept. */
@@ -73,9 +83,9 @@ export class RefreshGenerations {
           this.onChange(account, await this.changes(account, after, latest));
           state.gen = latest;
           state.epoch++; // nor reads made while the changes were looked up
+          // Only now that the histories it changed are dropped: a history kept from before has them.
+          this.fresh.settle(account, latest);
         }
-        // Until now the purchases the new generation took in were still fresh ones: none is missed.
-        state.fresh = await this.freshPurchases(account, state.gen);
         state.checkedAt = this.now();
       } catch {
         // The store is busy or down: everything is read again, and the next request looks again.
@@ -106,17 +116,12 @@ export class RefreshGenerations {
     return { all: false, products: [...products], customers: [...customers], merged };
   }
 
-  private async freshPurchases(account: string, gen: number): Promise<FreshPurchases> {
+  /** The purchases stored before this process listened that no generation up to `gen` took in. */
+  private async readFreshPurchases(account: string, gen: number): Promise<void> {
     const rows = await this.store.query<{ svc_id: string; product_id: string }>(
       account,
       inline(FRESH_PURCHASES_SQL, { since: Math.max(0, gen - LATE_COMMITS_MS), gen }),
     );
-    const fresh = new Map<string, string[]>();
-    for (const { svc_id, product_id } of rows) {
-      const list = fresh.get(svc_id);
-      if (list) list.push(product_id);
-      else fresh.set(svc_id, [product_id]);
-    }
-    return fresh;
+    for (const { svc_id, product_id } of rows) this.fresh.add(account, svc_id, product_id);
   }
 }

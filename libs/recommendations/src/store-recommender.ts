@@ -1,19 +1,25 @@
 import { LRUCache } from 'lru-cache';
 import { AnalyticStore } from '@cdp/store';
-import { neighbourLists, rank, relatedScores, type Neighbours, type Pair } from './ranking.js';
+import { rank, relatedScores, type Neighbours } from './ranking.js';
 import {
+  ACTIVE_CUSTOMERS_SQL,
   BEST_SELLERS_SQL,
   HISTORIES_SQL,
-  MERGED_SQL,
-  PAIRS_SQL,
-  POPULARITY_SQL,
   PRODUCTS_SQL,
+  RELATED_SQL,
 } from './recommendation.query.js';
+import { FreshPurchases } from './fresh-purchases.js';
+import type { PurchaseNotices } from './purchase-notices.port.js';
 import { passesRules } from './recommendation-rules.js';
 import { BatchedLoader } from './batched-loader.js';
 import { RecommendationTables } from './recommendation-tables.js';
-import { DECAY_EPOCH_MS, HALF_LIFE_MS, SEED_INTERACTIONS } from './recommendations.sql.js';
-import { RefreshGenerations, type Changes, type FreshPurchases } from './refresh-generations.js';
+import {
+  BOUGHT_WINDOW_DAYS,
+  DECAY_EPOCH_MS,
+  HALF_LIFE_MS,
+  SEED_INTERACTIONS,
+} from './recommendations.sql.js';
+import { RefreshGenerations, type Changes } from './refresh-generations.js';
 import {
   Recommender,
   type RecommendationRequest,
@@ -22,11 +28,17 @@ import {
 } from './recommender.port.js';
 
 /**
- * The longest related products and product records are kept in this process when no refresh generation
- * changes them: a generation drops what it changed, but popularity, which related products are
- * normalised by, drifts with every generation a little for everything.
+ * The longest anything is kept in this process when no refresh generation changes it (a generation
+ * drops exactly what it changed): a bound on what a missed change could cost, and on the 180-day
+ * window of a kept history's purchases.
  */
 export const SHARED_MAX_AGE_MS = 600_000;
+/** At most this many customers whose kept histories a generation dropped are read again at once. */
+const REWARM_MAX = 2_000;
+/** Histories read ahead per statement when an account is first seen (one batched read each). */
+const WARM_BATCH = 500;
+/** Read ahead only while the kept histories fill less than this share of their bound. */
+const WARM_SHARE = 0.5;
 /** How old an account's best sellers may grow before they are read again: their 7-day window moves. */
 export const BEST_SELLERS_MAX_AGE_MS = 60_000;
 
@@ -57,18 +69,28 @@ interface History {
 
 /**
  * Recommendations from the store this process holds. What a request reads — the customer's history,
- * the related products of its seeds and of the page's products, the best sellers, product records — is
- * read from the refreshed tables once and kept in memory per account until a refresh generation changes
- * it (RefreshGenerations), together with the purchases no generation took in yet; a request whose
- * customer and products were seen before reads nothing from the store. It ranks a few hundred
- * candidates and answers the records of the best that pass the rules.
+ * the precomputed related lists of its seeds and of the page's products, the best sellers, product
+ * records — is read from the refreshed tables once and kept in memory per account until a refresh
+ * generation changes it (RefreshGenerations); the purchases no generation took in yet come from the
+ * processor's notices (PurchaseNotices). A request whose customer and products were seen before reads
+ * nothing from the store; a customer's first reads their history in one statement, batched with
+ * other requests'. It ranks a few hundred candidates and answers the records of the best that pass
+ * the rules.
  */
 export class StoreRecommender extends Recommender {
   private readonly generations: RefreshGenerations;
+  private readonly fresh = new FreshPurchases();
   /** account → its best sellers, as read at an epoch and time. */
   private readonly bestSellers = new Map<string, BestSellers>();
-  /** `account/product` → related products (an empty list when none). */
-  private readonly neighbours = new LRUCache<string, Neighbours>({ max: 200_000, ttl: SHARED_MAX_AGE_MS });
+  /**
+   * `account/product` → related products (an empty list when none); bounded by pairs held (up to 300 a
+   * product, about 80 bytes each): 2 000 000 hold every list of a 6 000-product catalogue.
+   */
+  private readonly neighbours = new LRUCache<string, Neighbours>({
+    maxSize: 2_000_000,
+    sizeCalculation: (n) => 1 + n.length,
+    ttl: SHARED_MAX_AGE_MS,
+  });
   /** `account/product` → its record, or null when the feed has none. */
   private readonly records = new LRUCache<string, { record: ProductRecord | null }>({
     max: 200_000,
@@ -81,13 +103,21 @@ export class StoreRecommender extends Recommender {
     ttl: SHARED_MAX_AGE_MS,
   });
   private readonly accountReads = new Map<string, AccountReads>();
+  /** Accounts whose active customers' histories were read ahead in this process. */
+  private readonly warmed = new Set<string>();
 
   constructor(
     private readonly store: AnalyticStore,
+    notices?: PurchaseNotices,
     private readonly tables = new RecommendationTables(store),
   ) {
     super();
-    this.generations = new RefreshGenerations(store, (account, changes) => this.forget(account, changes));
+    this.generations = new RefreshGenerations(store, this.fresh, (account, changes) =>
+      this.forget(account, changes),
+    );
+    notices?.listen(({ account, purchases }) => {
+      for (const { customer, product } of purchases) this.fresh.add(account, customer, product);
+    });
   }
 
   async recommend(request: RecommendationRequest): Promise<RecommendedProduct[]> {
@@ -95,7 +125,7 @@ export class StoreRecommender extends Recommender {
     await this.tables.ensure(account);
     const generation = await this.generations.current(account);
     const [history, best] = await Promise.all([
-      this.history(account, request.customer, generation.fresh),
+      this.history(account, request.customer),
       this.bestSellersOf(account, generation.epoch),
     ]);
     const neighbours = await this.neighboursOf(account, [...history.seeds.keys(), ...request.productIds]);
@@ -124,25 +154,61 @@ export class StoreRecommender extends Recommender {
     return order(top, request);
   }
 
-  /** Drops what a finished refresh generation changed. */
+  /**
+   * Drops what a finished refresh generation changed, and reads again in the background the histories
+   * it dropped (a customer who just did something is the likeliest to ask next).
+   */
   private forget(account: string, changes: Changes): void {
     // The best sellers are read again at the new epoch (see bestSellersOf).
     const prefix = `${account}/`;
     const dropAll = <V extends object>(cache: LRUCache<string, V>) => {
-      for (const key of [...cache.keys()]) if (key.startsWith(prefix)) cache.delete(key);
+      const dropped: string[] = [];
+      for (const key of [...cache.keys()]) {
+        if (key.startsWith(prefix) && cache.delete(key)) dropped.push(key.slice(prefix.length));
+      }
+      return dropped;
     };
+    let rewarm: string[];
     if (changes.all) {
+      // The first generation seen, a failed look-up or a great many changes: not worth reading again,
+      // except ahead, once per account (see warm).
       dropAll(this.neighbours);
       dropAll(this.records);
       dropAll(this.histories);
+      if (!this.warmed.has(account)) {
+        this.warmed.add(account);
+        setImmediate(() => void this.warm(account).catch(() => this.warmed.delete(account)));
+      }
       return;
+    } else {
+      for (const id of changes.products) {
+        this.neighbours.delete(prefix + id);
+        this.records.delete(prefix + id);
+      }
+      if (changes.merged) rewarm = dropAll(this.histories);
+      else rewarm = changes.customers.filter((id) => this.histories.delete(prefix + id));
     }
-    for (const id of changes.products) {
-      this.neighbours.delete(prefix + id);
-      this.records.delete(prefix + id);
+    // After the generation's epoch is current (RefreshGenerations bumps it once this returns).
+    setImmediate(() => {
+      for (const customer of rewarm.slice(0, REWARM_MAX))
+        void this.history(account, customer).catch(() => {});
+    });
+  }
+
+  /**
+   * Reads ahead, in the background, the histories of the account's most recently active customers —
+   * exactly as their first request would, and kept under the same rule (dropped by the generations that
+   * change them) — while the kept histories fill less than half their bound; so a customer's first
+   * request reads nothing from the store unless the account has more active customers than that holds.
+   */
+  private async warm(account: string): Promise<void> {
+    const customers = (await this.store.query<{ svc_id: string }>(account, ACTIVE_CUSTOMERS_SQL)).map(
+      (r) => r.svc_id,
+    );
+    for (let from = 0; from < customers.length; from += WARM_BATCH) {
+      if (this.histories.calculatedSize >= WARM_SHARE * this.histories.maxSize) return;
+      await Promise.all(customers.slice(from, from + WARM_BATCH).map((c) => this.history(account, c)));
     }
-    if (changes.merged) dropAll(this.histories);
-    else for (const id of changes.customers) this.histories.delete(prefix + id);
   }
 
   /** Keeps a read only when no generation changed anything since it started. */
@@ -198,7 +264,6 @@ export class StoreRecommender extends Recommender {
   private async history(
     account: string,
     customer: string | undefined,
-    fresh: FreshPurchases,
   ): Promise<{ seeds: ReadonlyMap<string, number>; bought: string[] }> {
     if (customer === undefined) return { seeds: new Map(), bought: [] };
     const key = `${account}/${customer}`;
@@ -208,33 +273,36 @@ export class StoreRecommender extends Recommender {
       history = await this.reads(account).histories.load(customer);
       this.keep(this.histories, account, epoch, key, history);
     }
-    const bought = [...history.bought];
-    for (const id of history.ids) bought.push(...(fresh.get(id) ?? []));
-    return { seeds: history.seeds, bought };
+    return { seeds: history.seeds, bought: [...history.bought, ...this.fresh.of(account, history.ids)] };
   }
 
-  /** The histories of these customers: who was merged into them, then all their interactions, in two queries. */
+  /** The histories of these customers, whoever was merged into them included, in one statement. */
   private async readHistories(account: string, customers: string[]): Promise<Map<string, History>> {
-    const survivorOf = new Map(
-      (await this.store.query<{ svc_id: string; survivor: string }>(account, MERGED_SQL, { customers })).map(
-        (m) => [m.svc_id, m.survivor],
-      ),
-    );
     const rows = await this.store.query<{
       kind: string;
       whose: string;
       product_id: string;
       ms: number;
-      weight: number;
-    }>(account, HISTORIES_SQL, { ids: [...new Set([...customers, ...survivorOf.keys()])] });
+      w: number;
+    }>(account, HISTORIES_SQL, { customers });
+    const boughtSince = Date.now() - BOUGHT_WINDOW_DAYS * 86_400_000;
+    const survivorOf = new Map<string, string>();
     const seedsOf = new Map<string, { product: string; ms: number; w: number }[]>();
     const boughtOf = new Map<string, string[]>();
     for (const r of rows) {
-      if (r.kind === 'seed') {
-        const list = seedsOf.get(r.whose) ?? [];
-        list.push({ product: r.product_id, ms: Number(r.ms), w: Number(r.weight) });
-        seedsOf.set(r.whose, list);
-      } else boughtOf.set(r.whose, [...(boughtOf.get(r.whose) ?? []), r.product_id]);
+      if (r.kind === 'merged') {
+        survivorOf.set(r.whose, r.product_id);
+        continue;
+      }
+      const seed = { product: r.product_id, ms: Number(r.ms), w: Number(r.w) };
+      const list = seedsOf.get(r.whose);
+      if (list) list.push(seed);
+      else seedsOf.set(r.whose, [seed]);
+      if (r.kind === 'purchase' && seed.ms >= boughtSince) {
+        const bought = boughtOf.get(r.whose);
+        if (bought) bought.push(r.product_id);
+        else boughtOf.set(r.whose, [r.product_id]);
+      }
     }
     // Each merged customer to the asked one it went into, directly or through another.
     const askedOf = (id: string): string | undefined => {
@@ -267,7 +335,7 @@ export class StoreRecommender extends Recommender {
     return out;
   }
 
-  /** The related products of these products: reused ones, the others read in two queries. */
+  /** The related products of these products: reused ones, the others read in one query. */
   private async neighboursOf(account: string, products: readonly string[]): Promise<Map<string, Neighbours>> {
     const out = new Map<string, Neighbours>();
     const missing: string[] = [];
@@ -287,19 +355,16 @@ export class StoreRecommender extends Recommender {
     return out;
   }
 
-  /** The related products of these products, in two queries. */
+  /** The precomputed related lists of these products (`rec_related`), in one point read. */
   private async readNeighbours(account: string, products: string[]): Promise<Map<string, Neighbours>> {
-    const pairs = (await this.store.query<Pair>(account, PAIRS_SQL, { sources: products })).map((p) => ({
-      ...p,
-      score: Number(p.score),
-    }));
-    const ids = [...new Set([...products, ...pairs.map((p) => p.related)])];
-    const popularity = new Map(
-      (await this.store.query<{ product_id: string; pop: number }>(account, POPULARITY_SQL, { ids })).map(
-        (r) => [r.product_id, Number(r.pop)],
-      ),
+    const rows = await this.store.query<{ product_id: string; related: string[]; scores: number[] }>(
+      account,
+      RELATED_SQL,
+      { ids: products },
     );
-    return neighbourLists(pairs, popularity);
+    return new Map(
+      rows.map((r) => [r.product_id, r.related.map((id, i): [string, number] => [id, Number(r.scores[i])])]),
+    );
   }
 
   /** The records of these products (those the feed has): reused ones, the others read. */

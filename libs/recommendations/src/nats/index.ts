@@ -1,1 +1,2 @@
 export * from './nats-recommender.adapter.js';
+export { NatsPurchaseNotices } from './nats-purchase-notices.adapter.js';

@@ -99,6 +99,7 @@ export const ch = {
   /** To the second (the hour of a sale). */
   dateTimeSeconds: () => column<string>("DateTime('UTC')"),
   stringArray: () => column<string[]>('Array(String)'),
+  float64Array: () => column<number[]>('Array(Float64)'),
   stringMap: () => column<Record<string, string>>('Map(String, String)'),
   nullable: <T>(c: Column<T>): Column<T | null> => column<T | null>(`Nullable(${c.sql})`),
   /** Kept by a redaction: bookkeeping, not personal data. */

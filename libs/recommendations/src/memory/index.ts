@@ -1,0 +1,1 @@
+export { MemoryPurchaseNotices } from './memory-purchase-notices.adapter.js';
