@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { ClickHouseStore } from '@cdp/store';
 import { ChdbTransport } from '@cdp/store/chdb';
 import { ingestBacklog, publishBaseline, removeRedisAccount, removeTopology } from './scaled.js';
-import { peakRss, startEmbedded, startScaled, type Platform } from './platform.js';
+import { peakRss, resetPeakRss, startEmbedded, startScaled, type Platform } from './platform.js';
 import { eventBatch, rng } from '../lib/generator.js';
 import { args, median, percentile, printTable, writeResults, type Row } from '../lib/stats.js';
 
@@ -238,7 +238,7 @@ interface Run {
   full: Phase;
   /** Peak RSS of each platform process during the full-speed phase (start included), bytes. */
   peakRss: Record<string, number>;
-  paced?: Phase & { asked: number };
+  paced?: Phase & { asked: number; peakRss: Record<string, number> };
   stored: number;
   inspectorBytes: number;
   load: number;
@@ -274,10 +274,13 @@ async function oneRun(inspect: boolean, withBaselines: boolean): Promise<Run> {
     const full = await drive(platform, key, visibleEvents, batches, Number(opt.seed), 0);
     const peak = Object.fromEntries(platform.roles.map((r) => [r.role, peakRss(r.pid)]));
     const asked = opt.rate === 'off' ? 0 : opt.rate === 'half' ? rateOf(full) / 2 : Number(opt.rate);
+    // The paced phase's own peak: from the RSS it starts with (what the full-speed phase left).
+    for (const r of platform.roles) resetPeakRss(r.pid);
     const paced = asked
       ? {
           ...(await drive(platform, key, visibleEvents, pacedBatches, Number(opt.seed) + 1, asked)),
           asked,
+          peakRss: Object.fromEntries(platform.roles.map((r) => [r.role, peakRss(r.pid)])),
         }
       : undefined;
     const inspectorBytes = inspector?.bytes() ?? 0;
@@ -360,6 +363,9 @@ const perRun: Row[] = runs.map((r, i) => ({
         'paced: got ev/s': rateOf(r.paced),
         'paced: p50 ms': p(r.paced.latencies, 50),
         'paced: p99 ms': p(r.paced.latencies, 99),
+        ...Object.fromEntries(
+          roles.map((role) => [`paced: peak RSS MB ${role}`, mb(r.paced!.peakRss[role]!)]),
+        ),
       }
     : {}),
 }));

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -120,4 +120,9 @@ export function peakRss(pid: number): number {
   const kb = /^VmHWM:\s+(\d+) kB/m.exec(status);
   if (!kb) throw new Error(`no VmHWM for process ${pid}`);
   return Number(kb[1]) * 1024;
+}
+
+/** Starts a new peak: the kernel sets VmHWM back to the current RSS (`5` into /proc/<pid>/clear_refs). */
+export function resetPeakRss(pid: number): void {
+  writeFileSync(`/proc/${pid}/clear_refs`, '5');
 }
