@@ -1,61 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { createClient } from 'redis';
 import { jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
-
-const ROOT = join(import.meta.dirname, '..', '..', '..');
-
-/** The API and the processor as child processes on the machine's NATS and Redis, as `start:scaled` runs them. */
-export async function startScaled(
-  env: Record<string, string>,
-): Promise<{ apiUrl: string; dataDir: string; stop: () => Promise<void> }> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'cdp-bench-scaled-'));
-  const common = {
-    ...process.env,
-    CDP_BUS: 'nats',
-    CDP_IDENTITY: 'redis',
-    CDP_STORE: 'chdb',
-    CDP_DATA_DIR: dataDir,
-    LOG_LEVEL: 'warn',
-    HOST: '127.0.0.1',
-    ...env,
-  };
-  const children: ChildProcess[] = [];
-  const start = async (entry: string, port: number) => {
-    const child = spawn(
-      process.execPath,
-      [...(process.env.BENCH_NODE_ARGS?.split(' ') ?? []), join(ROOT, 'dist', entry)],
-      {
-        env: { ...common, PORT: String(port) },
-        stdio: 'inherit',
-      },
-    );
-    children.push(child);
-    for (let i = 0; i < 300; i++) {
-      try {
-        if ((await fetch(`http://127.0.0.1:${port}/health`)).status === 200) return;
-      } catch {
-        // starting
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error(`${entry} did not become ready`);
-  };
-  const port = 39000 + Math.floor(Math.random() * 1000);
-  await start('apps/processor/src/main.js', port + 1);
-  await start('apps/api/src/main.js', port);
-  return {
-    apiUrl: `http://127.0.0.1:${port}`,
-    dataDir,
-    stop: async () => {
-      await Promise.all(children.map((c) => new Promise((r) => (c.once('exit', r), c.kill('SIGTERM')))));
-    },
-  };
-}
 
 /**
  * Removes what a run made on the machine's NATS: its streams (each reserves its max_bytes of

@@ -10,10 +10,10 @@ class Unstorable extends Error {
   readonly deterministic = true;
 }
 
-const delivery = (id: string): Delivery => ({
+const delivery = (id: string, account = 'acct1'): Delivery => ({
   handle: id,
   deliveryCount: 1,
-  message: message(id),
+  message: message(id, 1, account),
 });
 const outcomes = (s: Settlement[]) =>
   s.map((x) => [x.delivery.message.id, x.outcome, x.delivery.deliveryCount]);
@@ -117,5 +117,36 @@ describe('BusTransport', () => {
     expect(outcomes(s2)).toEqual([['y1', 'ack', 1]]);
     // y1's second try comes only after x1 and x2 were retried.
     expect(t.calls.map((c) => c.ids.join())).toEqual(['x1,x2', 'y1', 'x1', 'x2', 'y1']);
+  });
+
+  it('puts back, without trying it, a message whose account has an earlier one going back to be retried; tries the rest', async () => {
+    // x1 (account A) fails alone and goes back to the bus; y1 of A and z1 of B came behind it.
+    let markFailed!: () => void;
+    const firstFailed = new Promise<void>((r) => (markFailed = r));
+    let preceded = true;
+    const t = transportWith(async (batch) => {
+      const ids = batch.map((d) => d.message.id);
+      if (ids[0] === 'x1') {
+        await new Promise((r) => setImmediate(r));
+        markFailed();
+        throw new Error('store timeout');
+      }
+      if (preceded) {
+        preceded = false;
+        await firstFailed;
+        throw new PrecededByFailure();
+      }
+      return ackAll(batch);
+    });
+    const first = t.consume([delivery('x1', 'A')]);
+    const second = t.consume([delivery('y1', 'A'), delivery('z1', 'B')]);
+    const [s1, s2] = await Promise.all([first, second]);
+    expect(outcomes(s1)).toEqual([['x1', 'retry', 1]]);
+    expect(s2.map((s) => [s.delivery.message.id, s.outcome, s.outcome === 'retry' && s.held])).toEqual([
+      ['y1', 'retry', true],
+      ['z1', 'ack', false],
+    ]);
+    // y1 was not tried again: only z1 was.
+    expect(t.calls.map((c) => c.ids.join())).toEqual(['x1', 'y1,z1', 'z1']);
   });
 });

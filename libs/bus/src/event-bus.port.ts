@@ -25,7 +25,12 @@ export function mayBeStored(delivery: Delivery): boolean {
  */
 export type Settlement =
   | { delivery: Delivery; outcome: 'ack' }
-  | { delivery: Delivery; outcome: 'retry'; reason: string }
+  /**
+   * `held`: not attempted, because an earlier message of its account failed and goes again first (see
+   * BusTransport): the bus puts it back behind that one, as it would a later message of the account it
+   * fetched while that one waits, and counts no failure against it.
+   */
+  | { delivery: Delivery; outcome: 'retry'; reason: string; held?: boolean }
   | { delivery: Delivery; outcome: 'dead-letter'; reason: string };
 
 export type BatchConsumer = (batch: readonly Delivery[]) => Promise<Settlement[]>;

@@ -33,6 +33,11 @@ export interface StepDeadLetter {
 export interface StepRetry {
   readonly type: 'retry';
   readonly reason: string;
+  /**
+   * Not a failure of its own (set by BusTransport only): an earlier message of its account failed and
+   * goes again first, so this one goes back behind it, uncounted by the retry rule.
+   */
+  readonly held?: boolean;
 }
 
 /** A processor step: its input in, a result out (see StepResult). */

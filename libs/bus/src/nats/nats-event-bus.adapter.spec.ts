@@ -1,10 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { collector, eventBusContract, message, until } from '../event-bus.contract.js';
-import { BusUnavailableError, type EventBus } from '../event-bus.port.js';
-import { NatsEventBus } from './nats-event-bus.adapter.js';
+import { INGEST_PATTERN } from '@cdp/contracts';
 import { loadConfig } from '@cdp/config';
+import { BusTransport } from '../bus.transport.js';
+import { collector, eventBusContract, message, until } from '../event-bus.contract.js';
+import { BusUnavailableError, type Delivery, type EventBus } from '../event-bus.port.js';
+import { PrecededByFailure } from '../retry-policy.js';
+import { failureOf, isFailure, ok, type DeliveryResult } from '../step-result.js';
+import { NatsEventBus } from './nats-event-bus.adapter.js';
 
 /** Runs against the NATS server of the machine (NATS_URL or 127.0.0.1:4222); it must be up under CI. */
 const url = loadConfig().natsUrl;
@@ -116,4 +120,87 @@ describe('NatsEventBus specifics', () => {
     await bus.close();
     await h.cleanup();
   });
+});
+
+/**
+ * The processor's side of the two-batches-in-flight contract, as IngestPipeline (libs/processor) keeps
+ * it, around a store `write`: writes go one after the other in arrival order, and a batch that came
+ * while the one before it was being written, and that write failed, writes nothing and throws
+ * PrecededByFailure.
+ */
+function pipelineModel(write: (batch: readonly Delivery[]) => Promise<void>) {
+  let committed = { ok: Promise.resolve(true), settled: true };
+  return (batch: readonly Delivery[]): Promise<DeliveryResult[]> => {
+    const previous = committed;
+    const inFlightBefore = !previous.settled;
+    const mine = { ok: Promise.resolve(true), settled: false };
+    committed = mine;
+    const results = (async (): Promise<DeliveryResult[]> => {
+      if (!(await previous.ok) && inFlightBefore) throw new PrecededByFailure();
+      try {
+        await write(batch);
+        return batch.map((delivery) => ({ delivery, result: ok() }));
+      } catch (err) {
+        return batch.map((delivery) => ({ delivery, result: failureOf(err) }));
+      }
+    })();
+    mine.ok = results.then(
+      (r) => ((mine.settled = true), !r.some((x) => isFailure(x.result))),
+      () => ((mine.settled = true), true),
+    );
+    return results.then(
+      (r) => mine.ok.then(() => r),
+      (err: unknown) => mine.ok.then(() => Promise.reject(err as Error)),
+    );
+  };
+}
+
+describe("NatsEventBus under the processor's transport (two batches in flight)", () => {
+  it.each([
+    ['alone in its batch', ['flaky'], 1],
+    ['in a batch that is split after the failure', ['other', 'flaky'], 2],
+  ])(
+    'never stores a later message of an account before its earlier one that failed transiently (%s)',
+    async (_case, firstBatch, failures) => {
+      const h = harness();
+      const bus = await h.open({ retryBaseMs: 200, retryCapMs: 200 });
+      const stored: string[] = [];
+      let failuresLeft = failures;
+      let laterHandedOver!: () => void;
+      const laterArrived = new Promise<void>((resolve) => (laterHandedOver = resolve));
+      const process = pipelineModel(async (batch) => {
+        const ids = batch.map((d) => d.message.id);
+        if (ids.includes('flaky') && failuresLeft > 0) {
+          failuresLeft--;
+          // The first attempt fails only once the next batch, with the account's later message, has
+          // been handed over behind it: the window two batches in flight open.
+          if (failuresLeft === failures - 1) await laterArrived;
+          throw new Error('store timeout');
+        }
+        stored.push(...ids);
+      });
+      const transport = new BusTransport(bus);
+      transport.addHandler(
+        INGEST_PATTERN,
+        (batch: readonly Delivery[]) => {
+          if (batch.some((d) => d.message.id === 'later-A')) laterHandedOver();
+          return process(batch);
+        },
+        true,
+      );
+      try {
+        for (const id of firstBatch) await bus.publish(message(id, 1, id === 'other' ? 'acctB' : 'acctA'));
+        transport.listen(() => undefined);
+        // Published once the first batch is being written, so that it comes in the next fetch.
+        await until(() => failuresLeft < failures, 10_000);
+        await bus.publish(message('later-A', 1, 'acctA'));
+        await until(() => stored.includes('flaky') && stored.includes('later-A'), 15_000);
+        expect(stored.filter((id) => id !== 'other')).toEqual(['flaky', 'later-A']);
+        expect(await bus.deadLetterCount()).toBe(0);
+      } finally {
+        await transport.close();
+        await h.cleanup();
+      }
+    },
+  );
 });

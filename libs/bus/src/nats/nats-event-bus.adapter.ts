@@ -298,7 +298,8 @@ export class NatsEventBus extends EventBus {
 
   /**
    * Acks and dead letters are final; a retried message goes back to the stream with its backoff as the
-   * redelivery delay, and its account waits (retry-policy.ts has the rule).
+   * redelivery delay, and its account waits (retry-policy.ts has the rule). A held one (not attempted: an
+   * earlier message of its account failed) goes back behind that one, with no failure counted.
    */
   private async settle(
     settlements: Settlement[],
@@ -306,33 +307,45 @@ export class NatsEventBus extends EventBus {
     token: number,
   ): Promise<void> {
     const key = (s: Settlement) => s.delivery.handle;
+    const failed = (s: Settlement) => s.outcome === 'retry' && !s.held;
     const { decisions, pauseMs } = this.retry.settled(
       token,
       settlements.filter((s) => s.outcome === 'ack').map(key),
-      settlements
-        .filter((s) => s.outcome === 'retry')
-        .map((s) => ({ key: key(s), account: s.delivery.message.account })),
+      settlements.filter(failed).map((s) => ({ key: key(s), account: s.delivery.message.account })),
     );
     if (pauseMs) this.pausedUntil = Date.now() + pauseMs;
-    // Acknowledgements go out together and are confirmed together: one round trip, not one per message.
-    // Waiting for the server's confirmation: an ack lost here means one more (harmless) redelivery.
-    const acks: Promise<unknown>[] = [];
     const now = Date.now();
-    if (settlements.some((s) => s.outcome === 'ack')) faultPoint(FAULT_POINTS.busAck);
+    // Holds first, before anything awaits: a batch settled just after this one must find them.
+    const final: Settlement[] = [];
     for (const s of settlements) {
       const m = byHandle.get(s.delivery.handle);
       if (!m) continue;
       const account = s.delivery.message.account;
       const decision = decisions.get(key(s));
-      if (s.outcome === 'retry' && decision && !decision.deadLetter) {
+      if (s.outcome === 'retry' && s.held) {
+        // Behind the account's failed message, as a later fetch of it would be; when that one was given
+        // up meanwhile there is nothing to wait for, and this one becomes the account's first again.
+        const wait = this.holds.waitMs(account, m.seq, now);
+        if (wait === 0) this.holds.hold(account, m.seq, now);
+        m.nak(wait);
+      } else if (s.outcome === 'retry' && decision && !decision.deadLetter) {
         this.holds.hold(account, m.seq, now + decision.delayMs);
         m.nak(decision.delayMs);
-        continue;
+      } else {
+        this.holds.release(account, m.seq);
+        final.push(s);
       }
-      this.holds.release(account, m.seq);
+    }
+    // Acknowledgements go out together and are confirmed together: one round trip, not one per message.
+    // Waiting for the server's confirmation: an ack lost here means one more (harmless) redelivery.
+    const acks: Promise<unknown>[] = [];
+    if (final.some((s) => s.outcome === 'ack')) faultPoint(FAULT_POINTS.busAck);
+    for (const s of final) {
+      const m = byHandle.get(s.delivery.handle)!;
       if (s.outcome === 'ack') {
         acks.push(m.ackAck().catch(() => false));
       } else {
+        const decision = decisions.get(key(s));
         const firstFailedAt = decision?.firstFailedAt ?? this.retry.firstFailedAt(key(s));
         this.retry.forget(key(s));
         await this.deadLetter(m, s.reason, firstFailedAt);
