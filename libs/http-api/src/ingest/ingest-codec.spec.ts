@@ -38,7 +38,9 @@ describe('IngestCodec: POST /v3/events bodies read off the main thread', () => {
     for (const c of codecs) await c.onModuleDestroy();
   });
 
-  it('runs its worker threads when asked for them (the build is there)', () => {
+  it('runs its worker threads when asked for them (the build is there), from the first body on', async () => {
+    expect(codecs.map((c) => c.runningThreads())).toEqual([0, 0]);
+    await Promise.all(codecs.map((c) => c.start()));
     expect(codecs.map((c) => c.runningThreads())).toEqual([0, 2]);
   });
 

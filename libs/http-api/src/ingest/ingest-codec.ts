@@ -16,8 +16,9 @@ interface Pending {
 interface CodecThread {
   worker: Worker;
   pending: Map<number, Pending>;
-  /** Whether it ever answered: a thread that fails before that (it cannot load) is not started again. */
-  answered: boolean;
+  /** Whether it has loaded (it says so first): a thread that fails before that is not started again. */
+  ready: boolean;
+  whenReady: Promise<void>;
 }
 
 /**
@@ -25,10 +26,15 @@ interface CodecThread {
  * (`CDP_INGEST_WORKERS`), so that the main thread, which also runs the embedded processor, keeps only
  * the HTTP exchange and the bus write: the bytes go to a thread and the records' JSON comes back, both
  * copied flat (no object graph crosses). With no worker (0, or no built worker file) it runs here.
+ *
+ * The threads start with the first body, not with the process: loading their code would compete with
+ * the boot for the CPU, and a process that never ingests events needs none. Until a thread has loaded,
+ * bodies are read here.
  */
 @Injectable()
 export class IngestCodec implements OnModuleDestroy {
   private readonly threads: CodecThread[] = [];
+  private started = false;
   private nextId = 1;
   private readonly file: string | undefined;
   private closed = false;
@@ -40,18 +46,28 @@ export class IngestCodec implements OnModuleDestroy {
     this.file = config.ingestWorkers > 0 ? workerFile() : undefined;
     if (config.ingestWorkers > 0 && !this.file)
       logger.warn('the ingest codec worker is not built; request bodies are read on the main thread');
-    if (this.file) for (let i = 0; i < config.ingestWorkers; i++) this.threads.push(this.start(this.file));
   }
 
-  /** Worker threads running now (0: bodies are read on the main thread). */
+  /** Starts the threads (once) and waits until each has loaded or failed to. */
+  async start(): Promise<void> {
+    if (!this.started && this.file && !this.closed) {
+      this.started = true;
+      for (let i = 0; i < this.config.ingestWorkers; i++) this.threads.push(this.spawn(this.file));
+    }
+    await Promise.all(this.threads.map((t) => t.whenReady));
+  }
+
+  /** Worker threads loaded and reading bodies now (0: bodies are read on the main thread). */
   runningThreads(): number {
-    return this.threads.length;
+    return this.threads.filter((t) => t.ready).length;
   }
 
   encodeEvents(bytes: Uint8Array, context: EventsEncodeContext): Promise<EncodedEvents> {
-    if (this.threads.length === 0) return Promise.resolve(encodeEventsBody(bytes, context));
+    if (!this.started) void this.start();
+    const ready = this.threads.filter((t) => t.ready);
+    if (ready.length === 0) return Promise.resolve(encodeEventsBody(bytes, context));
     // The thread with the fewest bodies waiting.
-    const thread = this.threads.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
+    const thread = ready.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
     const id = this.nextId++;
     return new Promise<EncodedEvents>((resolve, reject) => {
       thread.pending.set(id, { bytes, context, resolve, reject });
@@ -60,25 +76,35 @@ export class IngestCodec implements OnModuleDestroy {
     });
   }
 
-  private start(file: string): CodecThread {
-    const thread: CodecThread = { worker: new Worker(file), pending: new Map(), answered: false };
+  private spawn(file: string): CodecThread {
+    let loaded: () => void = () => undefined;
+    const thread: CodecThread = {
+      worker: new Worker(file),
+      pending: new Map(),
+      ready: false,
+      whenReady: new Promise<void>((resolve) => (loaded = resolve)),
+    };
     thread.worker.unref();
     thread.worker.on(
       'message',
-      ({ id, result, error }: { id: number; result?: EncodedEvents; error?: string }) => {
+      ({ id, result, error }: { id?: number; result?: EncodedEvents; error?: string }) => {
+        if (id === undefined) {
+          thread.ready = true;
+          return loaded();
+        }
         const waiting = thread.pending.get(id);
         thread.pending.delete(id);
-        thread.answered = true;
         if (error !== undefined) waiting?.reject(new Error(`the ingest codec failed: ${error}`));
         else waiting?.resolve(result!);
       },
     );
     const fail = (err: Error) => {
+      loaded();
       const at = this.threads.indexOf(thread);
       if (at >= 0 && !this.closed) {
-        if (thread.answered) {
+        if (thread.ready) {
           this.logger.error({ err }, 'an ingest codec thread stopped; starting another');
-          this.threads[at] = this.start(file);
+          this.threads[at] = this.spawn(file);
         } else {
           this.logger.warn({ err }, 'an ingest codec thread could not start; reading bodies without it');
           this.threads.splice(at, 1);

@@ -8,6 +8,9 @@ interface Job {
   context: EventsEncodeContext;
 }
 
+// Loaded: bodies may come (IngestCodec reads them itself until then).
+parentPort!.postMessage({ ready: true });
+
 parentPort!.on('message', ({ id, bytes, context }: Job) => {
   try {
     parentPort!.postMessage({ id, result: encodeEventsBody(bytes, context) });
