@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { EventBus } from '@cdp/bus';
+import { decodeMessage, EventBus, type EncodedMessage } from '@cdp/bus';
 import type { IngestMessage } from '@cdp/contracts';
 import { configureFaults, parseFaults } from '@cdp/faults';
 import type { ClickHouseStore } from '@cdp/store';
@@ -234,12 +234,17 @@ describe('an idempotent request that failed after its publish (embedded)', () =>
   beforeAll(async () => {
     p = await EmbeddedPlatform.start();
     acc = await p.createAccount('idem-crash');
-    // Watch what reaches the bus (every publish still goes through).
+    // Watch what reaches the bus (every publish still goes through); events come encoded (IngestCodec).
     const bus = p.app.get(EventBus);
     const publish = bus.publish.bind(bus);
     bus.publish = (message: IngestMessage) => {
       published.push(message);
       return publish(message);
+    };
+    const publishEncoded = bus.publishEncoded.bind(bus);
+    bus.publishEncoded = (message: EncodedMessage) => {
+      published.push(decodeMessage(message));
+      return publishEncoded(message);
     };
   }, 60_000);
   afterAll(async () => {

@@ -1,4 +1,4 @@
-import type { DriverHealth, IngestMessage } from '@cdp/contracts';
+import type { DriverHealth, EventsMessage, IngestMessage } from '@cdp/contracts';
 import type { BusBacklog } from '@cdp/metrics';
 
 /** One delivery of a message to the processor. */
@@ -34,6 +34,23 @@ export type Settlement =
   | { delivery: Delivery; outcome: 'dead-letter'; reason: string };
 
 export type BatchConsumer = (batch: readonly Delivery[]) => Promise<Settlement[]>;
+
+/**
+ * A message whose records are JSON text already (`POST /v3/events` encodes its body on a worker thread,
+ * off the main thread): the bus writes that text as it is, and the records are parsed once, when the
+ * message is delivered. `head` is the message without its records.
+ */
+export interface EncodedMessage {
+  head: Omit<EventsMessage, 'records'>;
+  /** How many records the JSON array holds. */
+  count: number;
+  recordsJson: string;
+}
+
+/** The message an EncodedMessage stands for. */
+export function decodeMessage({ head, recordsJson }: EncodedMessage): IngestMessage {
+  return { ...head, records: JSON.parse(recordsJson) as EventsMessage['records'] };
+}
 
 /** Raised by publish when the bus cannot take the message durably now: the API answers 503. */
 export class BusUnavailableError extends Error {
@@ -81,6 +98,13 @@ export interface DeadLetterPage {
  */
 export abstract class EventBus {
   abstract publish(message: IngestMessage): Promise<void>;
+  /**
+   * Publishes a message whose records are encoded already, with the same promise as publish. A driver
+   * that writes JSON takes the text as it is; by default the message is decoded and published.
+   */
+  publishEncoded(message: EncodedMessage): Promise<void> {
+    return this.publish(decodeMessage(message));
+  }
   /** Starts delivering batches to the consumer; at most one batch is in flight at a time per consumer. */
   abstract consume(consumer: BatchConsumer): void;
   /** Stops delivering and waits for the batch in flight to settle. */

@@ -63,6 +63,11 @@ export interface AppConfig {
   bodyLimitBytes: number;
   /** Records the in-process bus may hold unprocessed before the API answers 503. */
   busMaxPendingBytes: number;
+  /**
+   * Worker threads that read, validate and encode the bodies of `POST /v3/events` off the main thread
+   * (`CDP_INGEST_WORKERS`; 0: on the main thread).
+   */
+  ingestWorkers: number;
   /** Export jobs: rows per file (a page read from the store), worker lease and poll, DuckDB memory. */
   exports: { rowsPerFile: number; leaseMs: number; pollMs: number; memoryLimitMb: number; threads: number };
   /**
@@ -175,6 +180,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     logLevel: env.LOG_LEVEL || 'info',
     bodyLimitBytes: 8 * 1024 * 1024,
     busMaxPendingBytes: integer(env, 'CDP_BUS_MAX_PENDING_MB', 512, 1, 1 << 20) * 1024 * 1024,
+    ingestWorkers: integer(env, 'CDP_INGEST_WORKERS', 1, 0, 16),
     exports: {
       rowsPerFile: integer(env, 'CDP_EXPORT_ROWS_PER_FILE', 1_000_000, 1, 1 << 30),
       leaseMs: integer(env, 'CDP_EXPORT_LEASE_SECONDS', 30, 1, 86_400) * 1000,

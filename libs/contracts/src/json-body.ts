@@ -140,3 +140,20 @@ function sequenceLength(b: Buffer, i: number): number {
   if (c === 0xf4) return cont(1, 0x80, 0x8f) && cont(2) && cont(3) ? 4 : 0;
   return 0;
 }
+
+/**
+ * The bytes of a JSON body the HTTP layer left unread, for a route that reads it off the main thread
+ * (`POST /v3/events`: IngestCodec). `value()` reads it here, for the rare code that needs the records
+ * on the main thread (the event inspector); a body that does not parse gives undefined.
+ */
+export class RawJsonBody {
+  constructor(readonly bytes: Buffer) {}
+
+  value(): unknown {
+    try {
+      return parseJsonBody(this.bytes);
+    } catch {
+      return undefined;
+    }
+  }
+}

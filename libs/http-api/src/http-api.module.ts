@@ -20,6 +20,7 @@ import { ListsController } from './lists/lists.controller.js';
 import { UnsubscribeLinksController } from './lists/unsubscribe-links.controller.js';
 import { SubscriptionLookup } from './lists/subscription-lookup.service.js';
 import { IngestPublisher } from './ingest/ingest.publisher.js';
+import { IngestCodec } from './ingest/ingest-codec.js';
 import { ProfileLookup } from './profiles/profile-lookup.service.js';
 import { ProfilesController } from './profiles/profiles.controller.js';
 import { SchemaModule } from '@cdp/schema';
@@ -88,6 +89,7 @@ import { InspectorTap } from './inspector/inspector.tap.js';
   ],
   providers: [
     IngestPublisher,
+    IngestCodec,
     EventsIngest,
     ProfileLookup,
     IdentifierLookup,

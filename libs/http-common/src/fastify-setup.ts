@@ -4,7 +4,7 @@ import { createGunzip } from 'node:zlib';
 import type { IncomingMessage } from 'node:http';
 import { LogController, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { AppConfig } from '@cdp/config';
-import { ApiError, envelope, parseJsonBody, statusTitle } from '@cdp/contracts';
+import { ApiError, envelope, parseJsonBody, RawJsonBody, statusTitle } from '@cdp/contracts';
 import type { Logger } from '@cdp/logger';
 import { installRequestHashing } from './request-hash.js';
 import { sendError } from './error-envelope.filter.js';
@@ -104,7 +104,10 @@ export function installHttpHooks(fastify: FastifyInstance): void {
   // Every body is read by one parser: UTF-8 only, no lone surrogate, no `__proto__`, each refused on
   // its field (Fastify's own parser replaces bad bytes with U+FFFD and refuses `__proto__` as bad JSON).
   fastify.removeContentTypeParser('application/json');
-  fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+  fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    // A route that reads its body on a worker thread (`rawJsonBody` in its route config) gets the bytes.
+    if ((request.routeOptions.config as { rawJsonBody?: boolean } | undefined)?.rawJsonBody)
+      return done(null, new RawJsonBody(body as Buffer));
     try {
       done(null, parseJsonBody(body as Buffer));
     } catch (err) {

@@ -56,6 +56,13 @@ describe('ClickHouseStore on chDB', () => {
       })),
     };
   }
+  const emptyOf = (): StoreBatch => ({
+    identityLinks: [],
+    merges: [],
+    conflicts: [],
+    customers: [],
+    events: [],
+  });
   const count = async (account: string, table: string) =>
     Number((await store.query<{ c: string }>(account, `SELECT count() AS c FROM {db}.${table}`))[0]!.c);
 
@@ -72,6 +79,21 @@ describe('ClickHouseStore on chDB', () => {
       identifiers: { email: 'c1@x.com' },
     });
     expect(await count('acc2', 'events')).toBe(0);
+  });
+
+  it('stores NULL for every event field no row of the batch has, and each row its own fields', async () => {
+    const events = batch('m-sparse', 'c9', 2).events;
+    events[0]!.data = { page: '/a' };
+    events[1]!.data = { product_id: 'p1', page: null as unknown as string };
+    await store.write('acc_sparse', { ...emptyOf(), events }, false);
+    const rows = await store.query<Record<string, unknown>>(
+      'acc_sparse',
+      'SELECT page, product_id, landing, category FROM {db}.events ORDER BY event_id',
+    );
+    expect(rows).toEqual([
+      { page: '/a', product_id: null, landing: null, category: null },
+      { page: null, product_id: 'p1', landing: null, category: null },
+    ]);
   });
 
   it('never stores a message twice: same insert again, or a redelivery regrouped with new messages', async () => {

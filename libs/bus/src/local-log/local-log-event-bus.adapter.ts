@@ -15,7 +15,9 @@ import type { BusBacklog } from '@cdp/metrics';
 import { FAULT_POINTS, faultPoint } from '@cdp/faults';
 import {
   BusUnavailableError,
+  decodeMessage,
   EventBus,
+  type EncodedMessage,
   type BatchConsumer,
   type DeadLetter,
   type DeadLetterPage,
@@ -56,9 +58,25 @@ interface DeadLetterLine {
 
 interface Entry {
   seq: number;
-  message: IngestMessage;
+  /**
+   * The message; for a message published encoded, its head and records' JSON until it is delivered
+   * (records parsed once, then: a queue of text is also cheaper for the garbage collector to keep).
+   */
+  message: IngestMessage | EncodedMessage;
+  account: string;
+  records: number;
   bytes: number;
   deliveryCount: number;
+}
+
+function entryOf(seq: number, message: IngestMessage, bytes: number, deliveryCount: number): Entry {
+  return { seq, message, account: message.account, records: message.records.length, bytes, deliveryCount };
+}
+
+/** The entry's message, decoded on first use. */
+function messageOf(entry: Entry): IngestMessage {
+  if ('recordsJson' in entry.message) entry.message = decodeMessage(entry.message);
+  return entry.message;
 }
 
 interface Segment {
@@ -154,7 +172,7 @@ export class LocalLogEventBus extends EventBus {
         if (acked.has(parsed.seq)) continue;
         segment.live++;
         // It may have been partly stored before the stop: deliver it as a redelivery.
-        this.enqueue({ seq: parsed.seq, message: parsed.message, bytes: line.length + 1, deliveryCount: 2 });
+        this.enqueue(entryOf(parsed.seq, parsed.message, line.length + 1, 2));
       }
       if (segment.live === 0) await rm(join(this.dir, file), { force: true });
       else this.segments.push(segment);
@@ -190,16 +208,39 @@ export class LocalLogEventBus extends EventBus {
     this.wake?.();
   }
 
-  async publish(message: IngestMessage): Promise<void> {
+  publish(message: IngestMessage): Promise<void> {
+    return this.append((seq) => {
+      const line = `${JSON.stringify({ seq, message })}\n`;
+      return { line, entry: entryOf(seq, message, line.length, 1) };
+    });
+  }
+
+  /** The line is the one publish writes, its records' JSON spliced in as it came. */
+  override publishEncoded(message: EncodedMessage): Promise<void> {
+    return this.append((seq) => {
+      const head = JSON.stringify({ seq, message: message.head });
+      const line = `${head.slice(0, -2)},"records":${message.recordsJson}}}\n`;
+      const entry: Entry = {
+        seq,
+        message,
+        account: message.head.account,
+        records: message.count,
+        bytes: line.length,
+        deliveryCount: 1,
+      };
+      return { line, entry };
+    });
+  }
+
+  private async append(lineOf: (seq: number) => { line: string; entry: Entry }): Promise<void> {
     if (this.closed) throw new BusUnavailableError('the bus is shutting down', 5);
     const seq = this.nextSeq;
-    const line = `${JSON.stringify({ seq, message })}\n`;
+    const { line, entry } = lineOf(seq);
     // An empty queue takes any message; otherwise the processor is behind and the client must wait.
     if (this.pendingBytes > 0 && this.pendingBytes + line.length > this.options.maxPendingBytes) {
       throw new BusUnavailableError('the processor is behind; the bus is full', 1);
     }
     this.nextSeq++;
-    const entry: Entry = { seq, message, bytes: line.length, deliveryCount: 1 };
     await new Promise<void>((resolve, reject) => {
       this.writeQueue.push({ line, entry, done: (err) => (err ? reject(err) : resolve()) });
       this.writing ??= this.flush();
@@ -271,7 +312,7 @@ export class LocalLogEventBus extends EventBus {
       const token = this.retry.attempt();
       const deliveries: Delivery[] = batch.map((e) => ({
         handle: String(e.seq),
-        message: e.message,
+        message: messageOf(e),
         deliveryCount: e.deliveryCount,
       }));
       let settlements: Settlement[];
@@ -300,7 +341,7 @@ export class LocalLogEventBus extends EventBus {
     let records = 0;
     while (this.pending.length) {
       const next = this.pending[0]!;
-      const size = next.message.records.length;
+      const size = next.records;
       if (batch.length && records + size > this.maxBatchRecords) break;
       this.pending.shift();
       this.pendingBytes -= next.bytes;
@@ -319,8 +360,8 @@ export class LocalLogEventBus extends EventBus {
     let records = 0;
     let full = false;
     for (const next of this.pending) {
-      const size = next.message.records.length;
-      if (full || this.holds.waitMs(next.message.account, next.seq, now) > 0) {
+      const size = next.records;
+      if (full || this.holds.waitMs(next.account, next.seq, now) > 0) {
         rest.push(next);
         continue;
       }
@@ -355,7 +396,7 @@ export class LocalLogEventBus extends EventBus {
     const { decisions, pauseMs } = this.retry.settled(
       token,
       acked,
-      retried.map(({ entry }) => ({ key: String(entry.seq), account: entry.message.account })),
+      retried.map(({ entry }) => ({ key: String(entry.seq), account: entry.account })),
     );
     const now = Date.now();
     const retries: Entry[] = [];
@@ -366,23 +407,24 @@ export class LocalLogEventBus extends EventBus {
       this.inFlight.delete(seq);
       const decision = decisions.get(String(seq));
       if (s.outcome === 'retry' && decision && !decision.deadLetter) {
-        this.holds.hold(entry.message.account, seq, now + decision.delayMs);
+        this.holds.hold(entry.account, seq, now + decision.delayMs);
         retries.push({ ...entry, deliveryCount: entry.deliveryCount + 1 });
         continue;
       }
-      this.holds.release(entry.message.account, seq);
+      this.holds.release(entry.account, seq);
       if (s.outcome !== 'ack') {
         const firstFailedAt = decision?.firstFailedAt ?? this.retry.firstFailedAt(String(seq));
         this.retry.forget(String(seq));
+        const message = messageOf(entry);
         await this.writeDeadLetter({
           seq,
           reason: s.reason,
           deliveries: entry.deliveryCount,
           at: new Date().toISOString(),
           firstFailedAt: new Date(firstFailedAt).toISOString(),
-          message: entry.message,
+          message,
         });
-        this.options.onDeadLetter?.(entry.message.kind, entry.message.records.length);
+        this.options.onDeadLetter?.(message.kind, message.records.length);
       }
       done.push(seq);
     }

@@ -3,13 +3,12 @@ import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
 import { batchOf, eventSchema, type AcceptedBody } from '@cdp/contracts';
-import type { EventRecord } from '@cdp/domain';
 import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { EventsIngest } from './events.ingest.js';
-import { inferClientIp } from './client-ip.js';
-import { EventsBatch } from './events.validator.js';
-import { BatchBody, type ValidatedBatch } from '../ingest/batch-validation.pipe.js';
+import { RouteConfig } from '@nestjs/platform-fastify';
+import { EventsBodyPipe, type EncodedEventsBatch } from './events-body.pipe.js';
+import { BatchBody } from '../ingest/batch-validation.pipe.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';
 
@@ -21,17 +20,18 @@ export class EventsController {
   constructor(private readonly events: EventsIngest) {}
 
   @Post()
+  // The body's bytes go to the pipe unread: it is parsed off the main thread (EventsBodyPipe).
+  @RouteConfig({ rawJsonBody: true })
   @HttpCode(202)
   @Idempotent()
   @Auth('public')
   @ApiBody({ schema: batchOf(eventSchema) })
   @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
   async ingest(
-    @BatchBody(EventsBatch) batch: ValidatedBatch<EventRecord>,
+    @BatchBody(EventsBodyPipe) batch: EncodedEventsBatch,
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<AcceptedBody> {
-    inferClientIp(batch.records, principal, request.ip);
-    return this.events.accept(batch, request.id, principal.account);
+    return this.events.acceptEncoded(batch, request.id, principal.account);
   }
 }

@@ -1,5 +1,4 @@
 import { BatchValidator, eventSchema, type Invalid } from '@cdp/contracts';
-import { BatchValidationPipe } from '../ingest/batch-validation.pipe.js';
 import {
   customerFieldProblem,
   extractIdentifiers,
@@ -63,13 +62,3 @@ export const eventsValidator = new BatchValidator<EventInput, EventRecord, Event
   'event',
   eventRule,
 );
-
-/** The pipe of `POST /v3/events`: the account's custom event fields, `ts` defaulting to the receipt. */
-export const EventsBatch = BatchValidationPipe(eventsValidator, async (schema, request) => {
-  const account = await schema.read(request.account);
-  return {
-    nowMs: request.receivedAt,
-    custom: account.customFields('events'),
-    customIds: account.identifierNames,
-  };
-});

@@ -15,6 +15,8 @@ export interface BatchRequest {
   body: unknown;
   account: string;
   receivedAt: number;
+  /** The request's address when a public key sent it (events take it as their `ip`: client-ip.ts). */
+  clientIp?: string;
 }
 
 /** The records of a batch, normalized, every one valid. */
@@ -30,7 +32,12 @@ export interface ValidatedBatch<Out> {
 export const BatchBody = createParamDecorator((_: unknown, ctx: ExecutionContext): BatchRequest => {
   const request = ctx.switchToHttp().getRequest<AuthedRequest>();
   if (!request.principal) throw new Error('route reached without authentication');
-  return { body: request.body, account: request.principal.account, receivedAt: Date.now() };
+  return {
+    body: request.body,
+    account: request.principal.account,
+    receivedAt: Date.now(),
+    ...(request.principal.private ? {} : { clientIp: request.ip }),
+  };
 });
 
 /**

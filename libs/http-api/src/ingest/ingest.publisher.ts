@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { BusUnavailableError, EventBus } from '@cdp/bus';
+import { BusUnavailableError, EventBus, type EncodedMessage } from '@cdp/bus';
 import { ApiError, type IngestMessage } from '@cdp/contracts';
 import { Metrics } from '@cdp/metrics';
 import { isResend } from '../idempotency/resend-scope.js';
@@ -13,10 +13,24 @@ export class IngestPublisher {
   ) {}
 
   async publish(message: IngestMessage): Promise<void> {
+    // Another attempt of an Idempotency-Key request: the store skips what the first one stored.
+    await this.durably(message.kind, message.records.length, () =>
+      this.bus.publish(isResend() ? { ...message, resend: true } : message),
+    );
+  }
+
+  /** The same for a message whose records are encoded already. */
+  async publishEncoded(message: EncodedMessage): Promise<void> {
+    const { head } = message;
+    await this.durably(head.kind, message.count, () =>
+      this.bus.publishEncoded(isResend() ? { ...message, head: { ...head, resend: true } } : message),
+    );
+  }
+
+  private async durably(kind: string, records: number, publish: () => Promise<void>): Promise<void> {
     try {
-      // Another attempt of an Idempotency-Key request: the store skips what the first one stored.
-      await this.bus.publish(isResend() ? { ...message, resend: true } : message);
-      this.metrics.recordsAccepted.inc({ kind: message.kind }, message.records.length);
+      await publish();
+      this.metrics.recordsAccepted.inc({ kind }, records);
     } catch (err) {
       if (err instanceof BusUnavailableError) {
         // Never a 2xx for data that was not persisted: the client is told to come back.

@@ -1,6 +1,7 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { RawJsonBody } from '@cdp/contracts';
 import { Inspector, acceptedEntry, rejectedEntry, type InspectorVerdict } from '@cdp/inspector';
 import type { AuthedRequest } from '../auth/principal.js';
 
@@ -54,15 +55,16 @@ function offerVerdicts(
   kind: string,
 ): void {
   const received = { requestId: request.id, route: routeOf(request, route), kind, status };
+  // A body read off the main thread (POST /v3/events) is read again here, only for a watched account.
+  const body = request.body instanceof RawJsonBody ? request.body.value() : request.body;
   if (status >= 400) {
     const detail = (parse(payload)?.detail ?? {}) as {
       invalids?: InspectorVerdict['invalids'];
       message?: string;
     };
-    return inspector.offer(account, 1, () => rejectedEntry(received, request.body, detail));
+    return inspector.offer(account, 1, () => rejectedEntry(received, body, detail));
   }
   if (status >= 300) return;
-  const body = request.body;
   const records: unknown[] = Array.isArray(body) ? (body as unknown[]) : [body];
   let dropped: Map<number, string[]> | undefined;
   const at = new Date().toISOString();
