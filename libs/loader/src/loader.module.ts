@@ -14,6 +14,7 @@ import { APP_CONFIG, type AppConfig } from '@cdp/config';
 import { Inspector } from '@cdp/inspector';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { MetadataStore } from '@cdp/metadata';
+import { Metrics } from '@cdp/metrics';
 import { SchemaModule, SchemaRegistry } from '@cdp/schema';
 import { ActivityLog } from './activity.js';
 import { BulkLoader } from './bulk-loader.js';
@@ -41,6 +42,7 @@ export class LoaderLifecycle implements OnApplicationBootstrap, BeforeApplicatio
     schema: SchemaRegistry,
     @Inject(APP_CONFIG) config: AppConfig,
     @Inject(LOGGER) logger: Logger,
+    metrics: Metrics,
     @Optional() inspector?: Inspector,
   ) {
     this.loader = new BulkLoader(
@@ -56,6 +58,7 @@ export class LoaderLifecycle implements OnApplicationBootstrap, BeforeApplicatio
         ...config.loader,
         bucketNames: bucketNames(config),
         stagingDir: join(config.dataDir, 'loader-staging'),
+        metrics,
       },
       logger.child({ role: 'loader' }),
       Date.now,
