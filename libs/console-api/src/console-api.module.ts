@@ -9,7 +9,7 @@ import { ConsoleAccountController } from './console-account.controller.js';
 import { ConsoleInspectorController } from './console-inspector.controller.js';
 import { ConsolePages } from './console-pages.js';
 import { ConsoleSessionController } from './console-session.controller.js';
-import { ConsoleSessionGuard } from './console-session.guard.js';
+import { ConsolePageGuard, ConsoleSessionGuard } from './console-session.guard.js';
 import { ConsoleSessions } from './console-sessions.service.js';
 import { ConsoleStreams } from './console-streams.js';
 import { SubscriberCounts } from './subscriber-counts.js';
@@ -21,6 +21,7 @@ import { SubscriberCounts } from './subscriber-counts.js';
   providers: [
     ConsoleSessions,
     ConsoleSessionGuard,
+    ConsolePageGuard,
     ConsoleStreams,
     ConsolePages,
     RateLimitPolicy,
