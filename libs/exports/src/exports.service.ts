@@ -33,7 +33,7 @@ export class ExportsService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
-  /** Records an export of a request parseExportRequest read (the API runs it as a pipe). */
+  /** Records an export of a checked request (the API's ExportRequestPipe reads it into its detail). */
   async request(
     account: string,
     trackerId: string,
