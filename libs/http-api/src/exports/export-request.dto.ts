@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, PickType, getSchemaPath } from '@nestjs/swagger';
 import { Transform, Type } from 'class-transformer';
 import { ValidateIf, ValidateNested } from 'class-validator';
 import {
@@ -80,8 +80,7 @@ export class ComparisonDto {
   operator!: string;
 
   @ApiProperty({
-    oneOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }],
-    nullable: true,
+    anyOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }, { type: 'null' }],
     description: 'null with is / is not only',
   })
   @Obeys('isComparedValue', (value, node) => valueProblem(value, node))
@@ -253,10 +252,25 @@ export class ExportRequestDto {
   )
   objects?: string[];
 
-  @ApiPropertyOptional({ type: ExportSelectDto, description: 'one object, some fields, a filter and sorts' })
+  @ApiPropertyOptional({ type: ExportSelectDto })
   @ValidateIf((body: ExportRequestDto) => body.objects === undefined && body.select !== undefined)
   @Obeys('isSelect', (v) => (isObject(v) ? undefined : 'must be an object with object and fields'))
   @Type(() => ExportSelectDto)
   @ValidateNested()
   select?: ExportSelectDto;
+}
+
+/*
+ * The two forms of the body as the OpenAPI document gives them (never both: `objects` or `select`),
+ * derived from ExportRequestDto's own properties.
+ */
+export class WholeObjectsRequestDto extends PickType(ExportRequestDto, [
+  'format',
+  'delimiter',
+  'objects',
+] as const) {}
+
+export class SelectRequestDto extends PickType(ExportRequestDto, ['format', 'delimiter'] as const) {
+  @ApiProperty({ type: ExportSelectDto })
+  select!: ExportSelectDto;
 }

@@ -1,10 +1,16 @@
 import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { ApiBody, ApiExtraModels, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiExtraModels, ApiHeader, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import type { Principal } from '@cdp/accounts';
 import { ExportsService, type ExportDetail, type ExportRecord } from '@cdp/exports';
 import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
-import { AndFilterDto, ComparisonDto, ExportRequestDto, OrFilterDto } from './export-request.dto.js';
+import {
+  AndFilterDto,
+  ComparisonDto,
+  OrFilterDto,
+  SelectRequestDto,
+  WholeObjectsRequestDto,
+} from './export-request.dto.js';
 import { ExportRequestValidation } from './export-request.pipe.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 
@@ -12,7 +18,7 @@ import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 @ApiTags('exports')
 @ApiHeader({ name: 'x-api-key', required: true })
 @RateLimit('exports')
-@ApiExtraModels(ComparisonDto, AndFilterDto, OrFilterDto)
+@ApiExtraModels(ComparisonDto, AndFilterDto, OrFilterDto, WholeObjectsRequestDto, SelectRequestDto)
 @Controller('v3/exports')
 export class ExportsController {
   constructor(private readonly exports: ExportsService) {}
@@ -20,7 +26,12 @@ export class ExportsController {
   @Post()
   @HttpCode(202)
   @Auth('private')
-  @ApiBody({ type: ExportRequestDto, description: 'whole objects, or one select with a nested filter' })
+  @ApiBody({
+    description: 'whole objects (every one when `objects` is absent), or one select with a nested filter',
+    schema: {
+      oneOf: [{ $ref: getSchemaPath(WholeObjectsRequestDto) }, { $ref: getSchemaPath(SelectRequestDto) }],
+    },
+  })
   @ApiResponse({ status: 202, description: 'the export record (state pending)' })
   @ApiResponse({ status: 422, description: 'a requested object is already being exported' })
   request(
