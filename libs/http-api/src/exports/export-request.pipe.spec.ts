@@ -99,3 +99,18 @@ describe('export request', () => {
     ).toBe('select.sorts[0].order');
   });
 });
+
+describe('members named like the prototype chain', () => {
+  it('are ignored where the request names no such member, wherever they are', async () => {
+    const filter = '{"field":"type","operator":"=","value":"x"}';
+    for (const key of ['__proto__', 'constructor', 'prototype', 'hasOwnProperty', 'toString']) {
+      for (const value of ['{"polluted":1}', '{"prototype":{"polluted":1}}', 'null', '1', '"x"']) {
+        const member = `"${key}":${value}`;
+        const body: unknown = JSON.parse(
+          `{${member},"select":{${member},"object":"events","fields":["*"],"sorts":[{${member},"field":"ts"}],"filter":{"and":[${filter}]}}}`,
+        );
+        expect(await parseExportRequest(body)).toMatchObject({ objects: ['events'] });
+      }
+    }
+  });
+});

@@ -139,4 +139,15 @@ describe('SubscriptionsPipe', () => {
       { list_id: 'news', email: 'a@b.co', subscribed: true },
     ]);
   });
+
+  it('answers members named like the prototype chain as the further members they are (ignored)', async () => {
+    const update = { opted_in: true, email: 'a@b.co' };
+    const expected = await parseSubscriptions([update]);
+    for (const key of ['__proto__', 'constructor', 'prototype', 'hasOwnProperty', 'toString']) {
+      for (const value of ['{"polluted":1}', '{"prototype":{"polluted":1}}', 'null', '1', '"x"']) {
+        const body: unknown = JSON.parse(`[{"opted_in":true,"email":"a@b.co","${key}":${value}}]`);
+        expect(await parseSubscriptions(body)).toEqual(expected);
+      }
+    }
+  });
 });

@@ -191,7 +191,10 @@ export async function memberInvalids(
 ): Promise<Invalid[]> {
   const instance = new metatype();
   // Defined, not assigned: a member named `__proto__` stays a member and never replaces the prototype.
+  // A member named `constructor` is left out: class-validator finds the DTO's rules by the object's
+  // constructor, and no DTO has a member of that name.
   for (const [key, member] of Object.entries(value)) {
+    if (key === 'constructor') continue;
     Object.defineProperty(instance, key, {
       value: member,
       enumerable: true,
