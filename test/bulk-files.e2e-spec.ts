@@ -506,6 +506,45 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
     expect((await issueUpload('svc_events_x.csv', acc.publicKey)).status).toBe(403);
   });
 
+  if (wiring === 'embedded') {
+    it("checks the query of the API's own upload URL as every control-plane query is, in the envelope", async () => {
+      const url = new URL(upload.url);
+      const put = async (change: (query: URLSearchParams) => void) => {
+        const tried = new URL(url);
+        change(tried.searchParams);
+        const res = await fetch(tried, { method: 'PUT', body: 'type,email,page\n' });
+        expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+        expect(res.headers.get('z-request-id')).toBeTruthy();
+        return { status: res.status, body: (await res.json()) as Row };
+      };
+      const invalids = async (change: (query: URLSearchParams) => void) => {
+        const res = await put(change);
+        expect(res.status).toBe(400);
+        return (res.body.detail as { invalids: unknown[] }).invalids;
+      };
+      expect(await invalids((q) => q.delete('signature'))).toEqual([
+        { field: 'signature', reason: 'is required' },
+      ]);
+      expect(await invalids((q) => q.set('expires', 'soon'))).toEqual([
+        { field: 'expires', reason: 'must be a whole number of seconds since 1970' },
+      ]);
+      expect(
+        await invalids((q) => {
+          q.delete('expires');
+          q.set('signature', 'not-hex');
+        }),
+      ).toEqual([
+        { field: 'expires', reason: 'is required' },
+        { field: 'signature', reason: 'must be 64 lowercase hexadecimal digits' },
+      ]);
+      // Well formed, but expired or not the API's own: 403, as before.
+      const expired = await put((q) => q.set('expires', '1'));
+      expect(expired.status).toBe(403);
+      expect(expired.body).toMatchObject({ detail: { message: expect.stringContaining('expired') } });
+      expect((await put((q) => q.set('signature', '0'.repeat(64)))).status).toBe(403);
+    });
+  }
+
   it('rejects a file whose name is no bulk file name', () => {
     expect(activity.get('notes.txt')).toMatchObject({
       state: 'rejected',

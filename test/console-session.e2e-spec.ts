@@ -76,6 +76,36 @@ describe('console sessions (embedded)', () => {
     expect(typeof res.body.csrf).toBe('string');
   });
 
+  it('checks the sign-in body as every control-plane body is, after refusing a call from elsewhere', async () => {
+    const post = () => p.http().post('/console/api/session');
+    // Not from the console page, or from another origin: refused before the body is looked at.
+    expect((await post().send({})).status).toBe(403);
+    expect(
+      (await post().set('x-cdp-console', '1').set('origin', 'https://evil.example').send({})).status,
+    ).toBe(403);
+    const invalid = async (body: unknown) => {
+      const res = await post()
+        .set('x-cdp-console', '1')
+        .send(body as object);
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ title: 'Bad Request', status: 400 });
+      return res.body.detail.invalids as { field: string; reason: string }[];
+    };
+    expect(await invalid({})).toEqual([{ field: 'private_key', reason: 'is required' }]);
+    expect(await invalid({ private_key: 42 })).toEqual([
+      { field: 'private_key', reason: 'must be a string' },
+    ]);
+    expect(await invalid({ private_key: ' ' })).toEqual([
+      { field: 'private_key', reason: 'must not be empty' },
+    ]);
+    expect(await invalid([account.privateKey])).toEqual([{ field: 'body', reason: 'must be an object' }]);
+    // What the page sends besides the key is ignored, as elsewhere in the control plane.
+    const extra = await post()
+      .set('x-cdp-console', '1')
+      .send({ private_key: account.privateKey, remember: true });
+    expect(extra.status).toBe(201);
+  });
+
   it('marks the cookie Secure when the page came over HTTPS (a trusted proxy says so)', async () => {
     const res = await p
       .http()

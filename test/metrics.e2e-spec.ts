@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EventBus } from '@cdp/bus';
 import { configureFaults, parseFaults } from '@cdp/faults';
@@ -220,6 +220,64 @@ describe.each(WIRINGS)('metrics and health probes (%s)', (_wiring, start) => {
       }
     });
   }
+
+  it('shows the progress of bulk files: files by final state, records read, loaded, invalid, dropped, bytes', async () => {
+    // The loader's own port scaled out (started by the case above), the one process embedded.
+    const loaderUrl =
+      p instanceof ScaledPlatform ? (p.loaders[0] ?? (await p.startLoader())).baseUrl : undefined;
+    const before = await scrape(loaderUrl);
+    // 201 records: one invalid (under 1%: loaded), two with a value in a column events do not have.
+    const good = [
+      'type,email,page,shoe_colour',
+      ...Array.from({ length: 198 }, (_, i) => `pageview,bulk${i}@x.com,/bulk,`),
+      'pageview,red@x.com,/bulk,red',
+      'pageview,blue@x.com,/bulk,blue',
+      'pageview,not-an-email,/bulk,',
+    ].join('\n');
+    // Half invalid: rejected, nothing published.
+    const bad = ['type,email,page', 'pageview,ok@x.com,/bad', 'pageview,not-an-email,/bad'].join('\n');
+    const files = { 'svc_events_metrics.csv': `${good}\n`, 'svc_events_metrics_bad.csv': `${bad}\n` };
+    const incoming =
+      p instanceof ScaledPlatform ? join(p.dataDir, 'buckets', 'incoming') : p.config.buckets.incoming;
+    mkdirSync(join(incoming, acc.publicKey), { recursive: true });
+    for (const [name, body] of Object.entries(files)) {
+      // A local upload lands by rename: the loader never sees half a file.
+      const partial = join(incoming, `..`, `${name}.partial`);
+      writeFileSync(partial, body);
+      renameSync(partial, join(incoming, acc.publicKey, name));
+    }
+    await eventually(
+      async () => {
+        const res = await p.http().get('/v3/activity?limit=100').set('x-api-key', acc.privateKey);
+        const states = (res.body.activity as { name: string; state: string }[]).map(
+          (r) => `${r.name}:${r.state}`,
+        );
+        expect(states).toEqual(
+          expect.arrayContaining(['svc_events_metrics.csv:completed', 'svc_events_metrics_bad.csv:rejected']),
+        );
+      },
+      30_000,
+      100,
+    );
+    const delta = (now: Sample[], name: string, labels: Record<string, string> = {}) =>
+      sampleValue(now, name, labels) - sampleValue(before, name, labels);
+    const events = { data_type: 'events' };
+    const after = await eventually(async () => {
+      const now = await scrape(loaderUrl);
+      expect(delta(now, 'cdp_bulk_files_total', { state: 'completed' })).toBe(1);
+      expect(delta(now, 'cdp_bulk_files_total', { state: 'rejected' })).toBe(1);
+      return now;
+    });
+    expect(delta(after, 'cdp_bulk_files_total', { state: 'failed' })).toBe(0);
+    expect(sampleValue(after, 'cdp_bulk_files_running')).toBe(0);
+    expect(delta(after, 'cdp_bulk_records_read_total', events)).toBe(201 + 2);
+    expect(delta(after, 'cdp_bulk_records_loaded_total', events)).toBe(200);
+    expect(delta(after, 'cdp_bulk_records_invalid_total', events)).toBe(1 + 1);
+    expect(delta(after, 'cdp_bulk_records_dropped_total', events)).toBe(2);
+    expect(delta(after, 'cdp_bulk_bytes_read_total', events)).toBe(
+      Object.values(files).reduce((n, body) => n + Buffer.byteLength(body), 0),
+    );
+  });
 
   it('lists /metrics and the probes in the OpenAPI document', async () => {
     const doc = await p.http().get('/openapi.json');

@@ -58,7 +58,11 @@ export class ChildApp {
       } catch {
         // not listening yet
       }
-      if (Date.now() > deadline) throw new Error(`the app did not become ready:\n${app.output()}`);
+      if (Date.now() > deadline) {
+        // Not left running: the suite that failed here has no handle to stop it with.
+        await app.kill('SIGKILL');
+        throw new Error(`the app did not become ready:\n${app.output()}`);
+      }
       await new Promise((r) => setTimeout(r, 50));
     }
   }

@@ -12,7 +12,7 @@ import { ConsoleRecommendationRulesController } from './console-recommendation-r
 import { ConsoleInspectorController } from './console-inspector.controller.js';
 import { ConsolePages } from './console-pages.js';
 import { ConsoleSessionController } from './console-session.controller.js';
-import { ConsoleSessionGuard } from './console-session.guard.js';
+import { ConsolePageGuard, ConsoleSessionGuard } from './console-session.guard.js';
 import { ConsoleSessions } from './console-sessions.service.js';
 import { ConsoleStreams } from './console-streams.js';
 import { SubscriberCounts } from './subscriber-counts.js';
@@ -29,6 +29,7 @@ import { SubscriberCounts } from './subscriber-counts.js';
   providers: [
     ConsoleSessions,
     ConsoleSessionGuard,
+    ConsolePageGuard,
     ConsoleStreams,
     ConsolePages,
     RateLimitPolicy,

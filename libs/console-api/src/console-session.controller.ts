@@ -1,12 +1,13 @@
 import { Body, Controller, Delete, Get, HttpCode, Post, Req, Res, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from '@cdp/contracts';
 import { Auth } from '@cdp/http-common';
-import { ConsoleSessionGuard, requireSameOrigin, type ConsoleRequest } from './console-session.guard.js';
+import { EnvelopeValidation } from '@cdp/http-api/validation';
+import { ConsolePageGuard, ConsoleSessionGuard, type ConsoleRequest } from './console-session.guard.js';
 import { ConsoleSessions, type ConsoleSession } from './console-sessions.service.js';
 import { ConsoleStreams } from './console-streams.js';
 import { clearedCookieHeader, sessionCookieHeader } from './session-cookie.js';
+import { SignInDto } from './sign-in.dto.js';
 
 export interface SessionView {
   account: { name: string; tracker_id: string };
@@ -38,21 +39,18 @@ export class ConsoleSessionController {
   ) {}
 
   /**
-   * `{private_key}` → a session cookie. Only the console's own page sends `x-cdp-console` (a header a
-   * cross-site form cannot set, and a cross-site script cannot send without a preflight this server refuses).
+   * `{private_key}` → a session cookie. Only the console's own page may ask (ConsolePageGuard, which runs
+   * before the body is looked at); the body is checked by the control plane's ValidationPipe.
    */
   @Post()
   @HttpCode(201)
+  @UseGuards(ConsolePageGuard)
   async signIn(
-    @Body() body: unknown,
+    @Body(EnvelopeValidation) body: SignInDto,
     @Req() request: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<SessionView> {
-    requireSameOrigin(request);
-    if (request.headers['x-cdp-console'] !== '1') throw ApiError.forbidden('sign in from the console page');
-    const key =
-      typeof body === 'object' && body !== null ? (body as { private_key?: unknown }).private_key : undefined;
-    const { cookie, session } = await this.sessions.signIn(key);
+    const { cookie, session } = await this.sessions.signIn(body.private_key);
     void reply.header(
       'set-cookie',
       sessionCookieHeader(cookie, Math.floor(this.sessions.ttlMs / 1000), secure(request)),

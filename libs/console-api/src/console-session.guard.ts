@@ -32,6 +32,21 @@ export class ConsoleSessionGuard implements CanActivate {
   }
 }
 
+/**
+ * Signing in: only from the console's own page, which sends `x-cdp-console` (a header a cross-site form
+ * cannot set, and a cross-site script cannot send without a preflight this server refuses). A guard, so
+ * that a request from elsewhere is refused before its body is even validated.
+ */
+@Injectable()
+export class ConsolePageGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    const request = context.switchToHttp().getRequest<FastifyRequest>();
+    requireSameOrigin(request);
+    if (request.headers['x-cdp-console'] !== '1') throw ApiError.forbidden('sign in from the console page');
+    return true;
+  }
+}
+
 /** A browser names the page's origin on every cross-site call: it must be this server. */
 export function requireSameOrigin(request: FastifyRequest): void {
   const origin = request.headers.origin;

@@ -83,10 +83,8 @@ export class ConsoleSessions implements OnModuleInit, OnModuleDestroy {
     return this.config.console.sessionTtlMs;
   }
 
-  async signIn(privateKey: unknown, now = Date.now()): Promise<{ cookie: string; session: ConsoleSession }> {
-    const principal = await this.accounts.authenticate(
-      typeof privateKey === 'string' ? privateKey : undefined,
-    );
+  async signIn(privateKey: string, now = Date.now()): Promise<{ cookie: string; session: ConsoleSession }> {
+    const principal = await this.accounts.authenticate(privateKey);
     if (!principal.private || !principal.keyId) {
       throw ApiError.forbidden('the console opens with the private key, not the public key');
     }

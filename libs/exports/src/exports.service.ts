@@ -38,7 +38,7 @@ export class ExportsService {
     this.index = new NewestFirstIndex(metadata, EXPORTS_INDEX_BUCKET);
   }
 
-  /** Records an export of a request parseExportRequest read (the API runs it as a pipe). */
+  /** Records an export of a checked request (the API's ExportRequestPipe reads it into its detail). */
   async request(
     account: string,
     trackerId: string,

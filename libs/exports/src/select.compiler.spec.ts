@@ -1,7 +1,10 @@
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { ApiError } from '@cdp/contracts';
 import { BUILT_IN_CATALOG, ExportCatalog, type ExportObject } from './export-objects.js';
-import { parseExportRequest, type ExportSelect, type Filter } from './export-request.js';
+import { exportDetailOf, type ExportRequest, type ExportSelect, type Filter } from './export-request.js';
+
+/** A request the API's DTOs have passed, read as the export's detail. */
+const parseExportRequest = (body: ExportRequest) => exportDetailOf(body);
 import { compileSelect } from './select.compiler.js';
 
 /** A catalog shaped like the one products will bring: a self-relation two levels deep. */
@@ -139,15 +142,6 @@ describe('select compiler', () => {
     expect(await ids(cmp('id', 'is not', null))).toHaveLength(4); // the table is still there
   });
 
-  it('refuses names that are not plain identifiers before they reach the catalog', () => {
-    for (const field of ['name"; --', 'na me', 'Name', '1id', 'parent..id', '']) {
-      expect(() => parseExportRequest({ select: { object: 'items', fields: [field] } })).toThrow(ApiError);
-      expect(() =>
-        parseExportRequest({ select: { object: 'items', fields: ['id'], filter: cmp(field, '=', 1) } }),
-      ).toThrow(ApiError);
-    }
-  });
-
   it('expands ["*"] to every field of the object and names relation columns by their path', () => {
     const plan = compileSelect({ object: 'items', fields: ['*', 'parent.name'] }, catalog);
     expect(plan.columns.map((c) => c.name)).toEqual([...ITEMS.columns.map((c) => c.name), 'parent.name']);
@@ -226,78 +220,5 @@ describe('select compiler', () => {
     expect(
       status(() => compileSelect({ object: 'products', fields: ['customer.email'] }, BUILT_IN_CATALOG)),
     ).toEqual({ status: 404, detail: { message: 'unable to locate relation products.customer' } });
-  });
-});
-
-describe('export request', () => {
-  const invalid = (body: unknown): { field: unknown; reason: string }[] => {
-    try {
-      parseExportRequest(body);
-    } catch (err) {
-      const detail = (err as ApiError).detail;
-      expect((err as ApiError).status).toBe(400);
-      return 'invalids' in detail ? detail.invalids : [{ field: undefined, reason: detail.message }];
-    }
-    throw new Error('accepted');
-  };
-
-  it('defaults to CSV, comma and every object', () => {
-    expect(parseExportRequest({})).toEqual({ format: 'CSV', delimiter: 'comma', objects: [] });
-    expect(parseExportRequest({ objects: ['events'], format: 'parquet', delimiter: 'PIPE' })).toEqual({
-      format: 'Parquet',
-      delimiter: 'pipe',
-      objects: ['events'],
-    });
-  });
-
-  it('400 for an unknown format or delimiter, or a malformed objects list', () => {
-    expect(invalid({ format: 'xlsx' })[0]!.field).toBe('format');
-    expect(invalid({ delimiter: ';' })[0]!.field).toBe('delimiter');
-    expect(invalid({ objects: 'events' })[0]!.field).toBe('objects');
-    expect(invalid({ objects: [] })[0]!.field).toBe('objects');
-    expect(invalid([])[0]!.reason).toMatch(/JSON object/);
-  });
-
-  it('400 for an unknown operator, a missing value, or null outside is / is not', () => {
-    const sel = (filter: unknown) => ({ select: { object: 'events', fields: ['*'], filter } });
-    expect(invalid(sel({ field: 'type', operator: '==', value: 'x' }))[0]!.field).toBe(
-      'select.filter.operator',
-    );
-    expect(invalid(sel({ field: 'type', operator: 'in', value: 'x' }))[0]!.field).toBe(
-      'select.filter.operator',
-    );
-    expect(invalid(sel({ field: 'type', operator: '=' }))[0]!.field).toBe('select.filter.value');
-    expect(invalid(sel({ field: 'type', operator: '=', value: null }))[0]!.reason).toMatch(/is or is not/);
-    expect(invalid(sel({ field: 'type', operator: 'is', value: 'x' }))[0]!.reason).toMatch(/null only/);
-    expect(invalid(sel({ field: 'type', operator: 'like', value: 3 }))[0]!.reason).toMatch(/string pattern/);
-    expect(invalid(sel({ and: [] }))[0]!.field).toBe('select.filter.and');
-    expect(invalid(sel({ and: [{ field: 'type', operator: '=', value: 'x' }], or: [] }))[0]!.field).toBe(
-      'select.filter.and',
-    );
-    expect(invalid(sel({ or: [{ field: 'type', operator: 'x', value: 1 }] }))[0]!.field).toBe(
-      'select.filter.or[0].operator',
-    );
-    expect(invalid(sel({ field: 'type', operator: '=', value: { $ne: 1 } }))[0]!.field).toBe(
-      'select.filter.value',
-    );
-    expect(invalid(sel('type = 1'))[0]!.field).toBe('select.filter');
-  });
-
-  it('bounds the nesting depth of a filter with a 400, not a crash', () => {
-    let deep: unknown = { field: 'type', operator: '=', value: 'x' };
-    for (let i = 0; i < 10_000; i++) deep = { and: [deep] };
-    expect(invalid({ select: { object: 'events', fields: ['*'], filter: deep } })[0]!.reason).toMatch(
-      /levels deep/,
-    );
-  });
-
-  it('400 for a select without object or fields, or with a bad sort order', () => {
-    expect(invalid({ select: { fields: ['*'] } })[0]!.field).toBe('select.object');
-    expect(invalid({ select: { object: 'events' } })[0]!.field).toBe('select.fields');
-    expect(invalid({ select: { object: 'events', fields: [] } })[0]!.field).toBe('select.fields');
-    expect(
-      invalid({ select: { object: 'events', fields: ['*'], sorts: [{ field: 'ts', order: 'up' }] } })[0]!
-        .field,
-    ).toBe('select.sorts[0].order');
   });
 });

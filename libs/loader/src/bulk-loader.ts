@@ -8,6 +8,7 @@ import { FAULT_POINTS_LOADER, faultPoint } from './loader-faults.js';
 import { derivedRequestId } from '@cdp/idempotency';
 import type { Inspector } from '@cdp/inspector';
 import type { Logger } from '@cdp/logger';
+import type { Metrics } from '@cdp/metrics';
 import {
   Lease,
   MetadataConflictError,
@@ -27,6 +28,7 @@ import {
 import { FileInspection } from './file-inspection.js';
 import { fileKind, nameProblem } from './file-names.js';
 import { BacklogPace } from './backlog-pace.js';
+import { LoadMeter } from './load-meter.js';
 import { readFile, UnreadableFileError, type FileItem } from './file-records.js';
 import { StagedMessages, type StagedMessage } from './staged-messages.js';
 import type { LoadContext, LoadedRecord } from './record-rules.js';
@@ -58,6 +60,8 @@ export interface BulkLoaderOptions {
   /** How paths are shown in the activity log: the buckets' names. */
   bucketNames: { incoming: string; scratch: string };
   workerId?: string;
+  /** Counts files by how they ended, and records and bytes as they are read and published (the process's metrics). */
+  metrics?: Metrics;
 }
 
 /** How often a running file's progress is written to its entry. */
@@ -276,9 +280,14 @@ export class BulkLoader {
     const entry = claimed.value;
     const log = { file: entry.record.id, account: entry.account, name: entry.record.name, loader: this.id };
     this.logger.info(log, 'loader: file started');
+    const metrics = this.options.metrics;
+    metrics?.bulkFilesRunning.inc();
+    // How this attempt ended, for the metrics: a final state, or interrupted (the file is left to a later one).
+    let ended: 'completed' | 'rejected' | 'failed' | 'interrupted' = 'interrupted';
     try {
       const inspection = new FileInspection(this.inspector, entry);
-      const outcome = await this.load(entry, write, abort.signal, inspection);
+      const meter = new LoadMeter(metrics, entry.record.data_type);
+      const outcome = await this.load(entry, write, abort.signal, inspection, meter);
       lease.stopRenewing();
       if (outcome.state === 'rejected') inspection.rejected(outcome.rejection_reason ?? '', outcome.records);
       await write((e) => ({
@@ -292,6 +301,7 @@ export class BulkLoader {
         },
       }));
       this.logger.info({ ...log, state: outcome.state, records: outcome.records }, 'loader: file finished');
+      if (outcome.state !== 'running' && outcome.state !== 'pending') ended = outcome.state;
       return true;
     } catch (err) {
       lease.stopRenewing();
@@ -319,7 +329,11 @@ export class BulkLoader {
             }
           : { ...e.record, state: 'pending' },
       })).catch(() => undefined);
+      if (final) ended = 'failed';
       return final;
+    } finally {
+      metrics?.bulkFilesRunning.dec();
+      metrics?.bulkFiles.inc({ state: ended });
     }
   }
 
@@ -338,6 +352,7 @@ export class BulkLoader {
     write: (change: (entry: ActivityEntry) => ActivityEntry) => Promise<void>,
     signal: AbortSignal,
     inspection: FileInspection,
+    meter: LoadMeter,
   ): Promise<LoadOutcome> {
     const name = entry.record.name;
     const problem = nameProblem(name);
@@ -357,7 +372,7 @@ export class BulkLoader {
     const context = await this.context(entry);
     const staged = await StagedMessages.create(this.options.stagingDir, `${entry.record.id}-${this.id}`);
     try {
-      const read = await this.readOnce(entry, kind, context, write, signal, inspection, staged);
+      const read = await this.readOnce(entry, kind, context, write, signal, inspection, staged, meter);
       if ('state' in read) return read;
       const { counts, errors, dropped_fields, progress: finalProgress, rejectedFile } = read;
       // "More than 1% of the data is invalid": 1.0% still loads.
@@ -375,7 +390,7 @@ export class BulkLoader {
       }
       // The whole file is read: its entry says so while the messages go out (GET /v3/activity/{id}).
       await write((e) => ({ ...e, record: { ...e.record, progress: finalProgress } }));
-      await this.publish(entry, staged, write, signal, inspection);
+      await this.publish(entry, staged, write, signal, inspection, meter);
       return {
         state: 'completed',
         records: counts,
@@ -402,6 +417,7 @@ export class BulkLoader {
     signal: AbortSignal,
     inspection: FileInspection,
     staged: StagedMessages,
+    meter: LoadMeter,
   ): Promise<
     | LoadOutcome
     | {
@@ -455,6 +471,7 @@ export class BulkLoader {
           lastProgress = this.now();
           const records = counts.read;
           const bytes = reading.bytes();
+          meter.read(counts, bytes);
           void write((e) => ({
             ...e,
             record: { ...e.record, progress: { records, bytes, size: e.record.size } },
@@ -476,6 +493,8 @@ export class BulkLoader {
         };
       }
       throw err;
+    } finally {
+      meter.read(counts, reading.bytes());
     }
     rejected?.stream.end();
     await rejected?.done;
@@ -506,6 +525,7 @@ export class BulkLoader {
     write: (change: (entry: ActivityEntry) => ActivityEntry) => Promise<void>,
     signal: AbortSignal,
     inspection: FileInspection,
+    meter: LoadMeter,
   ): Promise<void> {
     let sequence = entry.published;
     // Written with `published` in one change: what the messages skipped carried.
@@ -532,6 +552,7 @@ export class BulkLoader {
       await pace.wait(signal);
       await this.publishDurably(message, signal);
       inspection.published(message.id, staging.kind, staging.records);
+      meter.loaded(staging.lines);
       loaded += staging.lines;
       if (this.now() - lastProgress >= PROGRESS_MS) {
         lastProgress = this.now();

@@ -14,6 +14,7 @@ import { APP_CONFIG, bucketNames, type AppConfig } from '@cdp/config';
 import { Inspector } from '@cdp/inspector';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { MetadataStore } from '@cdp/metadata';
+import { Metrics } from '@cdp/metrics';
 import { SchemaModule, SchemaRegistry } from '@cdp/schema';
 import { ActivityLog, indexEntriesWithoutSlot } from './activity.js';
 import { BulkLoader } from './bulk-loader.js';
@@ -32,6 +33,7 @@ export class LoaderLifecycle implements OnApplicationBootstrap, BeforeApplicatio
     schema: SchemaRegistry,
     @Inject(APP_CONFIG) config: AppConfig,
     @Inject(LOGGER) logger: Logger,
+    metrics: Metrics,
     @Optional() inspector?: Inspector,
   ) {
     this.logger = logger.child({ role: 'loader' });
@@ -48,6 +50,7 @@ export class LoaderLifecycle implements OnApplicationBootstrap, BeforeApplicatio
         ...config.loader,
         bucketNames: bucketNames(config),
         stagingDir: join(config.dataDir, 'loader-staging'),
+        metrics,
       },
       this.logger,
       Date.now,

@@ -143,6 +143,48 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly bulkFiles = new Counter({
+    name: 'cdp_bulk_files_total',
+    help: 'Bulk files this loader finished, by final state (completed, rejected, failed), and attempts it ended without one (interrupted: stopped, lost to another loader, or failed and left for a retry)',
+    labelNames: ['state'] as const,
+    registers: [this.registry],
+  });
+  readonly bulkFilesRunning = new Gauge({
+    name: 'cdp_bulk_files_running',
+    help: 'Bulk files this loader is loading now',
+    registers: [this.registry],
+  });
+  readonly bulkRecordsRead = new Counter({
+    name: 'cdp_bulk_records_read_total',
+    help: 'Records of bulk files read and checked, by data type (a file taken over is read again)',
+    labelNames: ['data_type'] as const,
+    registers: [this.registry],
+  });
+  readonly bulkRecordsLoaded = new Counter({
+    name: 'cdp_bulk_records_loaded_total',
+    help: 'Records of bulk files published to the bus and acknowledged, by data type',
+    labelNames: ['data_type'] as const,
+    registers: [this.registry],
+  });
+  readonly bulkRecordsInvalid = new Counter({
+    name: 'cdp_bulk_records_invalid_total',
+    help: 'Records of bulk files refused by the checks (written to the rejected-records file), by data type',
+    labelNames: ['data_type'] as const,
+    registers: [this.registry],
+  });
+  readonly bulkRecordsDropped = new Counter({
+    name: 'cdp_bulk_records_dropped_total',
+    help: "Valid records of bulk files with a value of no meaning dropped (the activity record's records.dropped), by data type",
+    labelNames: ['data_type'] as const,
+    registers: [this.registry],
+  });
+  readonly bulkBytesRead = new Counter({
+    name: 'cdp_bulk_bytes_read_total',
+    help: 'Bytes of bulk files read (as stored: compressed for .gz), by data type',
+    labelNames: ['data_type'] as const,
+    registers: [this.registry],
+  });
+
   /** Counts a message a bus moved to its dead letters (the bus drivers' `onDeadLetter`). */
   readonly deadLettered = (kind: string, records: number): void => {
     this.messagesDeadLettered.inc({ kind });

@@ -1,17 +1,24 @@
 import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiExtraModels, ApiHeader, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import type { Principal } from '@cdp/accounts';
-import { ExportsService, parseExportRequest, type ExportDetail, type ExportRecord } from '@cdp/exports';
+import { ExportsService, type ExportDetail, type ExportRecord } from '@cdp/exports';
 import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
-import { exportRequestSchema } from '../openapi/control-plane.schemas.js';
-import { ParsePipe } from '../validation/parse.pipe.js';
+import {
+  AndFilterDto,
+  ComparisonDto,
+  OrFilterDto,
+  SelectRequestDto,
+  WholeObjectsRequestDto,
+} from './export-request.dto.js';
+import { ExportRequestValidation } from './export-request.pipe.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 
 /** spec "Exports (beta)": the API records the job; an exporter runs it. */
 @ApiTags('exports')
 @ApiHeader({ name: 'x-api-key', required: true })
 @RateLimit('exports')
+@ApiExtraModels(ComparisonDto, AndFilterDto, OrFilterDto, WholeObjectsRequestDto, SelectRequestDto)
 @Controller('v3/exports')
 export class ExportsController {
   constructor(private readonly exports: ExportsService) {}
@@ -20,13 +27,15 @@ export class ExportsController {
   @HttpCode(202)
   @Auth('private')
   @ApiBody({
-    description: 'whole objects, or one select with a nested filter: read by parseExportRequest',
-    schema: exportRequestSchema,
+    description: 'whole objects (every one when `objects` is absent), or one select with a nested filter',
+    schema: {
+      oneOf: [{ $ref: getSchemaPath(WholeObjectsRequestDto) }, { $ref: getSchemaPath(SelectRequestDto) }],
+    },
   })
   @ApiResponse({ status: 202, description: 'the export record (state pending)' })
   @ApiResponse({ status: 422, description: 'a requested object is already being exported' })
   request(
-    @Body(new ParsePipe(parseExportRequest)) detail: ExportDetail,
+    @Body(ExportRequestValidation) detail: ExportDetail,
     @CurrentPrincipal() principal: Principal,
   ): Promise<ExportRecord> {
     return this.exports.request(principal.account, principal.trackerId, detail);

@@ -1,10 +1,14 @@
-import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import { Buckets } from '@cdp/buckets';
-import { envelope, type ErrorDetail } from '@cdp/contracts';
+import { ApiError } from '@cdp/contracts';
+import { sendError } from '@cdp/http-common';
 import { nameProblem } from '@cdp/loader';
+import { LOGGER, type Logger } from '@cdp/logger';
+import { EnvelopeValidation } from '../validation/envelope-validation.pipe.js';
+import { UploadQueryDto } from './upload-query.dto.js';
 import { UploadSigner } from './upload-signer.js';
 
 /** Largest file the API takes through its own upload URL (local directories; S3 takes the upload itself). */
@@ -14,7 +18,9 @@ const MAX_UPLOAD_BYTES = 5 * 1024 * 1024 * 1024;
  * `PUT /v3/files/uploads/{tracker_id}/{name}?expires&signature`: the upload URL the API serves where the
  * buckets are local directories. The signature is the credential (no key); the body streams into the
  * incoming bucket under a temporary name and appears whole, so the loader never reads half a file.
- * Registered on Fastify directly: the body is a file, not JSON, and is streamed, never parsed.
+ * Registered on Fastify directly: the body is a file, not JSON, and is streamed, never parsed. The query
+ * goes through the control plane's ValidationPipe all the same (UploadQueryDto), and every refusal is
+ * answered in the spec's envelope by the same function as the exception filter's.
  */
 @Injectable()
 export class UploadRoute implements OnModuleInit {
@@ -22,6 +28,7 @@ export class UploadRoute implements OnModuleInit {
     private readonly adapter: HttpAdapterHost,
     private readonly buckets: Buckets,
     private readonly signer: UploadSigner,
+    @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
   onModuleInit(): void {
@@ -38,17 +45,24 @@ export class UploadRoute implements OnModuleInit {
   }
 
   private async upload(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-    const { tracker, name } = request.params as { tracker: string; name: string };
-    const { expires, signature } = request.query as { expires?: string; signature?: string };
-    const fail = (status: number, detail: ErrorDetail) => reply.code(status).send(envelope(status, detail));
-    const key = `${tracker}/${name}`;
-    if (!this.signer.verify(key, Number(expires), String(signature ?? ''))) {
-      return fail(403, { message: 'the upload URL is not valid or has expired; ask for a new one' });
+    try {
+      const { tracker, name } = request.params as { tracker: string; name: string };
+      const { expires, signature } = (await EnvelopeValidation.transform(request.query, {
+        type: 'query',
+        metatype: UploadQueryDto,
+      })) as UploadQueryDto;
+      const key = `${tracker}/${name}`;
+      if (!this.signer.verify(key, Number(expires), signature)) {
+        throw ApiError.forbidden('the upload URL is not valid or has expired; ask for a new one');
+      }
+      const problem = nameProblem(name);
+      if (problem) throw ApiError.invalid([{ field: 'name', reason: problem }]);
+      const body = request.body as Readable | undefined;
+      await this.buckets.write('incoming', key, body ?? '');
+      return reply.code(200).send({ name, size: Number(request.headers['content-length'] ?? 0) });
+    } catch (err) {
+      sendError(reply, request, err, this.logger);
+      return reply;
     }
-    const problem = nameProblem(name);
-    if (problem) return fail(400, { invalids: [{ field: 'name', reason: problem }] });
-    const body = request.body as Readable | undefined;
-    await this.buckets.write('incoming', key, body ?? '');
-    return reply.code(200).send({ name, size: Number(request.headers['content-length'] ?? 0) });
   }
 }

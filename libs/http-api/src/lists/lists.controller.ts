@@ -1,30 +1,35 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Put, Query, Req, UsePipes } from '@nestjs/common';
-import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiExtraModels, ApiHeader, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { AccountsService, type Principal } from '@cdp/accounts';
-import { ApiError } from '@cdp/contracts';
+import { ApiError, MAX_BATCH } from '@cdp/contracts';
 import { ListsService } from '@cdp/lists';
 import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';
-import { subscriptionsSchema } from '../openapi/control-plane.schemas.js';
 import { SubscriptionLookup, type SubscriptionStatus } from './subscription-lookup.service.js';
 import { EnvelopeValidation } from '../validation/envelope-validation.pipe.js';
-import { ParsePipe } from '../validation/parse.pipe.js';
 import { ListNameDto, SubscriptionsQueryDto } from './lists.dto.js';
+import { ChannelOptInDto, ListSubscriptionDto } from './subscription-update.dto.js';
 import {
-  parseSubscriptions,
+  SubscriptionsValidation,
   type ParsedSubscriptions,
   type SubscriptionEcho,
-} from './subscriptions.validator.js';
+} from './subscriptions.pipe.js';
+
+/** One update of either kind, as the document names them. */
+const subscriptionUpdate = {
+  oneOf: [{ $ref: getSchemaPath(ListSubscriptionDto) }, { $ref: getSchemaPath(ChannelOptInDto) }],
+};
 
 /** Lists and subscriptions (spec "Lists and subscriptions"). */
 @ApiTags('lists')
 @ApiHeader({ name: 'x-api-key', required: true })
 @RateLimit('lists')
 @UsePipes(EnvelopeValidation)
+@ApiExtraModels(ListSubscriptionDto, ChannelOptInDto)
 @Controller('v3/lists')
 export class ListsController {
   constructor(
@@ -78,12 +83,17 @@ export class ListsController {
   @Auth('public')
   @ApiBody({
     description: '{opted_in, email}, {list_id, email, subscribed}, or an array mixing both (at most 1000)',
-    schema: subscriptionsSchema,
+    schema: {
+      oneOf: [
+        subscriptionUpdate,
+        { type: 'array', items: subscriptionUpdate, minItems: 1, maxItems: MAX_BATCH },
+      ],
+    },
   })
   @ApiResponse({ status: 200, description: '{updates: [...]}: each update as applied, once stored durably' })
   @ApiResponse({ status: 404, description: 'list not found' })
   async update(
-    @Body(new ParsePipe(parseSubscriptions)) { records, echo }: ParsedSubscriptions,
+    @Body(SubscriptionsValidation) { records, echo }: ParsedSubscriptions,
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<{ updates: SubscriptionEcho[] }> {

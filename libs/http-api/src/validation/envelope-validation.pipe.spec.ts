@@ -6,7 +6,8 @@ import { IsIn, IsString, MaxLength, ValidateNested } from 'class-validator';
 import { ApiError, type Invalid } from '@cdp/contracts';
 import { DeadLettersQueryDto, RateLimitsPatchDto, RateLimitsValidation } from '../admin/admin.dto.js';
 import { OptOutDto } from '../optout/optout.dto.js';
-import { EnvelopeValidation, type EnvelopeValidationPipe } from './envelope-validation.pipe.js';
+import { Obeys } from './constraints.js';
+import { EnvelopeValidation, EnvelopeValidationPipe, OneProblemAtATime } from './envelope-validation.pipe.js';
 
 class ComparisonDto {
   @IsString({ message: 'must be a field name' })
@@ -156,5 +157,59 @@ describe('a pipe that refuses unknown fields (rate limits)', () => {
       ]),
     );
     expect(invalids).toHaveLength(3);
+  });
+});
+
+@OneProblemAtATime()
+class StepDto {
+  /** Never sent: a rule on the step as a whole. */
+  @Obeys('isStep', (_, step) => (step.skip === true ? 'is skipped' : undefined), { context: { whole: true } })
+  readonly whole?: never;
+
+  @IsString({ message: 'must be a name' })
+  name!: string;
+
+  @IsIn(['up', 'down'], { message: 'must be up or down' })
+  way!: string;
+}
+
+class PlanDto {
+  @ValidateNested({ each: true })
+  @Type(() => StepDto)
+  steps!: StepDto[];
+}
+
+describe('the envelope pipe for a grammar (brackets, one problem per object, rules on a whole object)', () => {
+  const Brackets = new EnvelopeValidationPipe({ indexes: 'brackets' });
+
+  it('names list items by [index] and reports each marked object by its first failing property', async () => {
+    expect(
+      await invalidsOf(
+        { steps: [{ name: 'a', way: 'up' }, { name: 1, way: 'sideways' }, { way: 'sideways' }] },
+        body(PlanDto),
+        Brackets,
+      ),
+    ).toEqual([
+      { field: 'steps[1].name', reason: 'must be a name' },
+      { field: 'steps[2].name', reason: 'must be a name' },
+    ]);
+  });
+
+  it('names the object itself for a rule on it as a whole', async () => {
+    expect(await invalidsOf({ steps: [{ skip: true, name: 1 }] }, body(PlanDto), Brackets)).toEqual([
+      { field: 'steps[0]', reason: 'is skipped' },
+    ]);
+  });
+
+  it('takes a deeper bound where a grammar nests deeper than 32 levels', async () => {
+    const Deep = new EnvelopeValidationPipe({ maxDepth: 40 });
+    let deep: unknown = 'x';
+    for (let i = 0; i < 35; i++) deep = [deep];
+    expect(await invalidsOf({ requester: 'dpo', email: 'a@b.co', extra: deep }, body(OptOutDto), Deep)).toBe(
+      undefined,
+    );
+    expect(await invalidsOf({ requester: 'dpo', email: 'a@b.co', extra: deep }, body(OptOutDto))).toEqual([
+      { field: 'extra', reason: 'must not nest deeper than 32 levels' },
+    ]);
   });
 });

@@ -1,5 +1,5 @@
 import { ValidationPipe, type ArgumentMetadata } from '@nestjs/common';
-import type { ValidationError } from 'class-validator';
+import { validate, type ValidationError, type ValidatorOptions } from 'class-validator';
 import { ApiError, type Invalid } from '@cdp/contracts';
 
 /** What Nest's pipe says when the body is an array or a primitive where a DTO is expected. */
@@ -20,6 +20,41 @@ export const MAX_DTO_DEPTH = 32;
  */
 export interface InvalidContext {
   field?: string | string[];
+  /**
+   * The rule is about the object that holds the property as a whole (a never-sent property carries
+   * it): the invalid names that object's path (`select.filter.and[0]`), not the property's.
+   */
+  whole?: boolean;
+}
+
+/** How a path names an item of a list: `fields.0.name` (the default) or `select.sorts[0].field`. */
+export type IndexStyle = 'dotted' | 'brackets';
+
+const ONE_PROBLEM = Symbol('oneProblemAtATime');
+
+/**
+ * A class decorator: an object of this DTO is reported by its first failing property only (with all
+ * that property holds), as a parser that stops at the first problem of each object answers.
+ */
+export function OneProblemAtATime(): ClassDecorator {
+  return (target) => {
+    Reflect.defineMetadata(ONE_PROBLEM, true, target);
+  };
+}
+
+const reportsOneProblem = (target: object | undefined): boolean =>
+  target !== undefined && Reflect.getMetadata(ONE_PROBLEM, target.constructor) === true;
+
+/** The walker's settings: how unknown fields are named, how list items are. */
+interface PathStyle {
+  unknownFieldReason: string;
+  indexes: IndexStyle;
+}
+
+function pathOf(parent: string, error: ValidationError, style: PathStyle): string {
+  if (!parent) return error.property;
+  if (style.indexes === 'brackets' && /^\d+$/.test(error.property)) return `${parent}[${error.property}]`;
+  return `${parent}.${error.property}`;
 }
 
 /** The constraint of `@ValidateNested`: the property is not the object (or list of objects) it should be. */
@@ -36,9 +71,15 @@ export function invalidsOf(
   errors: readonly ValidationError[],
   parent = '',
   unknownFieldReason = 'is not a known field',
+  indexes: IndexStyle = 'dotted',
 ): Invalid[] {
-  return errors.flatMap((error) => {
-    const path = parent ? `${parent}.${error.property}` : error.property;
+  return walk(errors, parent, { unknownFieldReason, indexes });
+}
+
+function walk(errors: readonly ValidationError[], parent: string, style: PathStyle): Invalid[] {
+  const reported = errors.length && reportsOneProblem(errors[0]!.target) ? errors.slice(0, 1) : errors;
+  return reported.flatMap((error) => {
+    const path = pathOf(parent, error, style);
     // class-validator lists a property's failed constraints from the last declared to the first, and
     // `@ValidateNested`'s after them all: it is reported only when no other rule failed.
     const failed = Object.entries(error.constraints ?? {});
@@ -48,12 +89,12 @@ export function invalidsOf(
     const invalids: Invalid[] = own.map(([name, message]) => {
       const context = error.contexts?.[name] as InvalidContext | undefined;
       return {
-        field: context?.field ?? path,
-        reason: reasonOf(name, message, error.value, unknownFieldReason),
+        field: context?.whole ? parent || 'body' : (context?.field ?? path),
+        reason: reasonOf(name, message, error.value, style.unknownFieldReason),
       };
     });
     if (own.length && own[0]![0] !== NESTED) return invalids;
-    return [...invalids, ...invalidsOf(error.children ?? [], path, unknownFieldReason)];
+    return [...invalids, ...walk(error.children ?? [], path, style)];
   });
 }
 
@@ -83,6 +124,10 @@ export interface EnvelopeValidationOptions {
    * control plane always did; a client sending extra properties is not refused).
    */
   unknownFieldReason?: string;
+  /** How paths name list items (default `dotted`: `fields.0.name`). */
+  indexes?: IndexStyle;
+  /** Deeper than this a body is refused before class-transformer copies it (default MAX_DTO_DEPTH). */
+  maxDepth?: number;
 }
 
 /**
@@ -93,18 +138,36 @@ export interface EnvelopeValidationOptions {
  */
 export class EnvelopeValidationPipe extends ValidationPipe {
   constructor(options: EnvelopeValidationOptions = {}) {
-    const { unknownFieldReason } = options;
+    const { unknownFieldReason, indexes, maxDepth = MAX_DTO_DEPTH } = options;
     super({
       ...(unknownFieldReason ? { whitelist: true, forbidNonWhitelisted: true } : {}),
-      exceptionFactory: (errors) => ApiError.invalid(invalidsOf(errors, '', unknownFieldReason)),
+      exceptionFactory: (errors) => ApiError.invalid(invalidsOf(errors, '', unknownFieldReason, indexes)),
+    });
+    this.maxDepth = maxDepth;
+  }
+
+  private readonly maxDepth: number;
+
+  /**
+   * The walker reads each error's object (is it one that reports one problem at a time?), which Nest
+   * leaves out by default; the errors are never sent, so holding it costs nothing. (Passed here, not as
+   * a validator option, which would make Nest hand back a copy of the body.)
+   */
+  protected override validate(
+    object: object,
+    options?: ValidatorOptions,
+  ): Promise<ValidationError[]> | ValidationError[] {
+    return super.validate(object, {
+      ...options,
+      validationError: { ...options?.validationError, target: true },
     });
   }
 
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     if (metadata.metatype && this.toValidate(metadata)) {
-      const field = tooDeep(value);
+      const field = tooDeep(value, this.maxDepth);
       if (field) {
-        throw ApiError.invalid([{ field, reason: `must not nest deeper than ${MAX_DTO_DEPTH} levels` }]);
+        throw ApiError.invalid([{ field, reason: `must not nest deeper than ${this.maxDepth} levels` }]);
       }
       // A list or a plain value where the DTO's object is expected is one problem, not one per property.
       if (value !== undefined && value !== null && (typeof value !== 'object' || Array.isArray(value)))
@@ -114,6 +177,32 @@ export class EnvelopeValidationPipe extends ValidationPipe {
     }
     return super.transform(value, metadata);
   }
+}
+
+/**
+ * The invalids of one object checked by a DTO whose rules all look at its own members (no nested DTO),
+ * in the envelope's terms. The members are checked in place, not through class-transformer's deep copy,
+ * so a further member nested however deep is only ever read as far as a rule reads it. For the parts of
+ * a body that is a union of such DTOs (`POST /v3/lists/subscriptions`).
+ */
+export async function memberInvalids(
+  value: Record<string, unknown>,
+  metatype: new () => object,
+): Promise<Invalid[]> {
+  const instance = new metatype();
+  // Defined, not assigned: a member named `__proto__` stays a member and never replaces the prototype.
+  // A member named `constructor` is left out: class-validator finds the DTO's rules by the object's
+  // constructor, and no DTO has a member of that name.
+  for (const [key, member] of Object.entries(value)) {
+    if (key === 'constructor') continue;
+    Object.defineProperty(instance, key, {
+      value: member,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return invalidsOf(await validate(instance));
 }
 
 /** One instance is enough for the controllers that ignore unknown fields: it holds no request state. */
