@@ -112,8 +112,16 @@ export class IngestCodec implements OnModuleDestroy {
       }
       // What it held is read here: a request never fails because a codec thread did.
       for (const waiting of thread.pending.values()) {
-        if (this.closed) waiting.reject(err);
-        else waiting.resolve(encodeEventsBody(waiting.bytes, waiting.context));
+        if (this.closed) {
+          waiting.reject(err);
+          continue;
+        }
+        try {
+          waiting.resolve(encodeEventsBody(waiting.bytes, waiting.context));
+        } catch (unexpected) {
+          // Not a refusal (those are answers): the request fails alone, not the thread's handler.
+          waiting.reject(unexpected instanceof Error ? unexpected : new Error(String(unexpected)));
+        }
       }
       thread.pending.clear();
     };
