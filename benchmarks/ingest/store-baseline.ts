@@ -1,11 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Session } from 'chdb';
 import type { EventInput } from '@cdp/domain';
 import { storedEventRow } from '../lib/event-rows.js';
-import { accountTables, databaseName, EVENTS, type EventRow } from '@cdp/store';
-import { insertVariants } from '../lib/store-inserts.js';
+import type { EventRow } from '@cdp/store';
+import { insertVariants, openBaselineStore } from '../lib/store-inserts.js';
 import { eventBatch, rng } from '../lib/generator.js';
 import { args } from '../lib/stats.js';
 
@@ -28,11 +24,8 @@ function eventRows(n: number): EventRow[] {
 }
 
 const rows = eventRows(Number(opt.events));
-const dir = mkdtempSync(join(tmpdir(), 'cdp-store-baseline-'));
-const session = new Session(join(dir, 'chdb'));
-const db = databaseName('rawbaseline');
-for (const statement of accountTables(db)) await session.queryAsync(statement);
-const table = `${db}.${EVENTS.name}`;
+const store = await openBaselineStore('rawbaseline');
+const { session, table, dir } = store;
 
 const variants = insertVariants(session, table, dir);
 
@@ -53,5 +46,4 @@ for (const format of chosen)
       `${JSON.stringify({ format, size, rows: rows.length, stored, seconds, rowsPerSecond: stored / seconds, error })}\n`,
     );
   }
-session.close();
-rmSync(dir, { recursive: true, force: true });
+store.close();

@@ -1,7 +1,8 @@
-import { rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Session } from 'chdb';
-import { EVENTS, storeColumns, type EventRow } from '@cdp/store';
+import { Session } from 'chdb';
+import { accountTables, databaseName, EVENTS, storeColumns, type EventRow } from '@cdp/store';
 import { rowEncoder } from '../../libs/store/src/row-encoding.js';
 
 /**
@@ -127,6 +128,31 @@ export function insertVariants(session: Session, table: string, dir: string): Re
         `INSERT INTO ${table} SELECT * FROM file('${file}', 'RowBinary', '${structure}')`,
       );
       rmSync(file);
+    },
+  };
+}
+
+/** A baseline's own store: a chDB session in a new directory with one account's tables, and its events table. */
+export interface BaselineStore {
+  session: Session;
+  table: string;
+  dir: string;
+  /** Closes the session and removes the directory. */
+  close(): void;
+}
+
+export async function openBaselineStore(name: string): Promise<BaselineStore> {
+  const dir = mkdtempSync(join(tmpdir(), `cdp-${name}-`));
+  const session = new Session(join(dir, 'chdb'));
+  const db = databaseName(name.replace(/[^a-z0-9]/g, ''));
+  for (const statement of accountTables(db)) await session.queryAsync(statement);
+  return {
+    session,
+    table: `${db}.${EVENTS.name}`,
+    dir,
+    close() {
+      session.close();
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -1,11 +1,8 @@
-import { createReadStream, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { createReadStream } from 'node:fs';
 import { parse } from 'csv-parse';
-import { Session } from 'chdb';
-import { accountTables, databaseName, EVENTS, type EventRow } from '@cdp/store';
+import type { EventRow } from '@cdp/store';
 import { storedEventRow } from '../lib/event-rows.js';
-import { insertVariants } from '../lib/store-inserts.js';
+import { insertVariants, openBaselineStore } from '../lib/store-inserts.js';
 import { args } from '../lib/stats.js';
 
 /**
@@ -32,11 +29,8 @@ const print = (line: Record<string, unknown>) => process.stdout.write(`${JSON.st
   print({ baseline: 'csv-parse', rows: n, seconds: (performance.now() - started) / 1000 });
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'cdp-load-baseline-'));
-const session = new Session(join(dir, 'chdb'));
-const db = databaseName('loadbaseline');
-for (const statement of accountTables(db)) await session.queryAsync(statement);
-const table = `${db}.${EVENTS.name}`;
+const store = await openBaselineStore('loadbaseline');
+const { session, table, dir } = store;
 const variants = insertVariants(session, table, dir);
 const received = Date.now();
 
@@ -72,5 +66,4 @@ for (const format of String(opt.formats).split(',')) {
 }
 clearInterval(sampler);
 print({ baseline: 'memory', peakRss });
-session.close();
-rmSync(dir, { recursive: true, force: true });
+store.close();
