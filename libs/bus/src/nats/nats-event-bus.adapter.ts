@@ -29,6 +29,7 @@ import {
 } from '../event-bus.port.js';
 import { AccountHolds, DEFAULT_RETRY, RetryPolicy } from '../retry-policy.js';
 import { decodeIngest, encodeIngest } from './ingest-codec.js';
+import { Arrivals } from './arrivals.js';
 
 export interface NatsBusOptions {
   /** Replicas of each stream: 1 on a single server, 3 in a cluster. */
@@ -45,7 +46,7 @@ export interface NatsBusOptions {
   retryCapMs?: number;
   /** How long a fetched message stays claimed without an ack or a sign of work (default 10 s). */
   ackWaitMs?: number;
-  /** Messages fetched at once. */
+  /** Messages held at once: arrived and waiting for the processor (arrivals.ts). */
   batchMessages?: number;
   /** At most this many records go to the consumer in one batch (whole messages only). */
   maxBatchRecords?: number;
@@ -67,7 +68,8 @@ const ACK_WAIT_MS = 10_000;
 
 /** Chunks handed to the consumer before the oldest must be settled. */
 const IN_FLIGHT = 2;
-const FETCH_WAIT_MS = 1000; // the client refuses less than a second
+/** How long one pull request stays open at most (arrivals.ts): the client refuses less than a second. */
+const FETCH_WAIT_MS = 1000;
 
 /**
  * The scaled-out bus on NATS JetStream. One stream takes every ingest message (work-queue retention,
@@ -90,6 +92,7 @@ export class NatsEventBus extends EventBus {
   private readonly holds = new AccountHolds();
   private pausedUntil = 0;
   private consumerLoop: Promise<void> | undefined;
+  private arrivals: Arrivals | undefined;
   private stopping = false;
 
   private constructor(
@@ -195,89 +198,84 @@ export class NatsEventBus extends EventBus {
 
   private async run(consumer: BatchConsumer): Promise<void> {
     const source: Consumer = await this.js.consumers.get(this.stream, 'processor');
+    const arrivals = new Arrivals(source, this.options.batchMessages ?? 32, FETCH_WAIT_MS, (err) =>
+      this.options.onConsumerError?.(err),
+    );
+    this.arrivals = arrivals;
     // Up to IN_FLIGHT chunks are handed over before the first is settled: the consumer may overlap
     // them (the processor stores one batch while it resolves the next). Each is settled in turn.
     const inFlight: Promise<void>[] = [];
-    // The next fetch runs while this one's chunks are processed, so the consumer never waits for the
-    // network between two fetches.
-    let next = this.fetch(source);
-    while (!this.stopping) {
-      const fetched = await next;
-      // The store looks away: wait before fetching more (what was fetched is handed over below).
-      const pause = this.pausedUntil - Date.now();
-      if (pause > 0 && !this.stopping) await sleep(pause);
-      next = this.stopping ? Promise.resolve([]) : this.fetch(source);
-      const batch = this.withoutHeld(fetched);
-      if (batch.length === 0) continue;
-      // Every fetched message stays claimed until it is settled, however long it waits for its turn.
-      const unsettled = new Set(batch);
-      const claim = setInterval(
-        () => unsettled.forEach((m) => m.working()),
-        (this.options.ackWaitMs ?? ACK_WAIT_MS) / 3,
-      );
-      claim.unref(); // a loop that failed mid-batch must not keep the process alive through it
-      const release = (settled: JsMsg[]) => {
-        for (const m of settled) unsettled.delete(m);
-        if (unsettled.size === 0) clearInterval(claim);
-      };
-      const deliveries: Delivery[] = [];
-      const byHandle = new Map<string, JsMsg>();
-      for (const m of batch) {
-        const handle = String(m.seq);
-        byHandle.set(handle, m);
-        try {
-          deliveries.push({
-            handle,
-            message: decodeIngest(m.data, m.headers?.get('Content-Encoding') === 'gzip'),
-            deliveryCount: m.info.deliveryCount,
-          });
-        } catch (err) {
-          await this.deadLetter(m, `undecodable message: ${describe(err)}`);
-          this.options.onDeadLetter?.(m.subject.slice(m.subject.lastIndexOf('.') + 1), 0);
-          release([m]);
+    // Every message this process holds, waiting in `arrivals` or handed over, stays claimed until it
+    // is settled, however long it waits for its turn.
+    const unsettled = new Set<JsMsg>();
+    const claim = setInterval(
+      () => {
+        for (const m of unsettled) m.working();
+        for (const m of arrivals.held()) m.working();
+      },
+      (this.options.ackWaitMs ?? ACK_WAIT_MS) / 3,
+    );
+    claim.unref(); // a loop that failed mid-batch must not keep the process alive through it
+    try {
+      while (!this.stopping) {
+        const fetched = await arrivals.take();
+        // The store looks away: wait before taking more (what was taken is handed over below).
+        const pause = this.pausedUntil - Date.now();
+        if (pause > 0 && !this.stopping) await sleep(pause);
+        const batch = this.withoutHeld(fetched);
+        if (batch.length === 0) continue;
+        for (const m of batch) unsettled.add(m);
+        const release = (settled: JsMsg[]) => {
+          for (const m of settled) unsettled.delete(m);
+        };
+        const deliveries: Delivery[] = [];
+        const byHandle = new Map<string, JsMsg>();
+        for (const m of batch) {
+          const handle = String(m.seq);
+          byHandle.set(handle, m);
+          try {
+            deliveries.push({
+              handle,
+              message: decodeIngest(m.data, m.headers?.get('Content-Encoding') === 'gzip'),
+              deliveryCount: m.info.deliveryCount,
+            });
+          } catch (err) {
+            await this.deadLetter(m, `undecodable message: ${describe(err)}`);
+            this.options.onDeadLetter?.(m.subject.slice(m.subject.lastIndexOf('.') + 1), 0);
+            release([m]);
+          }
+        }
+        for (const chunk of byRecords(deliveries, this.options.maxBatchRecords ?? 10_000)) {
+          const messages = chunk.map((d) => byHandle.get(d.handle)!);
+          inFlight.push(this.handOver(consumer, chunk, byHandle).finally(() => release(messages)));
+          if (inFlight.length >= IN_FLIGHT) await inFlight.shift();
         }
       }
-      for (const chunk of byRecords(deliveries, this.options.maxBatchRecords ?? 10_000)) {
-        const messages = chunk.map((d) => byHandle.get(d.handle)!);
-        inFlight.push(this.handOver(consumer, chunk, byHandle).finally(() => release(messages)));
-        if (inFlight.length >= IN_FLIGHT) await inFlight.shift();
-      }
+      await Promise.all(inFlight);
+    } finally {
+      clearInterval(claim);
     }
-    await Promise.all(inFlight);
-    // Fetched ahead but not started: back to the stream at once, for another processor or the next start.
-    for (const m of await next) m.nak();
+    // Arrived but not started: back to the stream at once, for another processor or the next start.
+    for (const m of await arrivals.stop()) m.nak();
   }
 
-  /** Sends back, with a delay, the messages of accounts waiting for an earlier failed message. */
+  /**
+   * Sends back, with a delay, the messages of accounts waiting for an earlier failed message. Each one
+   * sent back is held too, in its place: once the failed message is stored, the ones behind it come
+   * back in their own time, in any order, and each waits for those before it — without this, the
+   * first to come back went first.
+   */
   private withoutHeld(fetched: JsMsg[]): JsMsg[] {
     if (this.holds.size === 0) return fetched;
     const now = Date.now();
     return fetched.filter((m) => {
-      const wait = this.holds.waitMs(accountOf(m.subject), m.seq, now);
-      if (wait > 0) m.nak(wait);
-      return wait === 0;
+      const account = accountOf(m.subject);
+      const wait = this.holds.waitMs(account, m.seq, now);
+      if (wait === 0) return true;
+      this.holds.hold(account, m.seq, now + wait);
+      m.nak(wait);
+      return false;
     });
-  }
-
-  /** One fetch; an empty batch when it expired or JetStream is away (the loop keeps trying). */
-  private async fetch(source: Consumer): Promise<JsMsg[]> {
-    const batch: JsMsg[] = [];
-    try {
-      // A fetch returns once it has max_messages or when it expires: under load the first, when
-      // traffic is light the second, which bounds how long a lone message waits for company.
-      const messages = await source.fetch({
-        max_messages: this.options.batchMessages ?? 32,
-        expires: FETCH_WAIT_MS,
-      });
-      for await (const m of messages) batch.push(m);
-      return batch;
-    } catch (err) {
-      if (this.stopping) return batch;
-      // JetStream away (restart, network): keep trying; unacknowledged messages wait in the stream.
-      this.options.onConsumerError?.(err);
-      await sleep(500);
-      return batch;
-    }
   }
 
   /** Gives a chunk to the consumer, then settles its messages. */
@@ -430,6 +428,7 @@ export class NatsEventBus extends EventBus {
 
   async stopConsuming(): Promise<void> {
     this.stopping = true;
+    this.arrivals?.interrupt();
     await this.consumerLoop;
     this.consumerLoop = undefined;
   }
