@@ -125,9 +125,14 @@ describe('scaled-out wiring (API and processor processes, NATS, Redis, chDB)', (
         })
       ).status,
     ).toBe(202);
+    // The event's customer_id finds the customer as soon as the event is resolved; it is on the profile's
+    // attributes once the event's batch is written, which may be a store insert later (the batch before
+    // it is written first): wait for both.
     const found = await eventually(async () => {
       const r = await profile('customer_id=sc-cust');
-      return r.status === 200 && r.body;
+      return r.status === 200 && (r.body as { attributes: { customer_id?: string } }).attributes.customer_id
+        ? r.body
+        : false;
     });
     expect(found).toEqual({
       attributes: {

@@ -85,4 +85,20 @@ describe('AccountHolds', () => {
     expect(h.waitMs('a', 7, 1000)).toBe(0);
     expect(h.size).toBe(0);
   });
+
+  it('keeps the messages held behind a failed one in their order, and gives up on one that does not come back in its grace', () => {
+    const h = new AccountHolds();
+    h.hold('a', 5, 1000);
+    h.hold('a', 9, 1100, 500); // sent back behind 5, due again at 1100
+    h.hold('a', 7, 1200, 500);
+    h.release('a', 5); // 5 stored
+    expect(h.waitMs('a', 9, 1300)).toBeGreaterThan(0); // 7 comes first, whichever is back first
+    expect(h.waitMs('a', 7, 1300)).toBe(0);
+    h.release('a', 7);
+    expect(h.waitMs('a', 9, 1300)).toBe(0);
+    // 9 never comes back (settled elsewhere): past its grace, the account's later messages go.
+    expect(h.waitMs('a', 12, 1500)).toBeGreaterThan(0);
+    expect(h.waitMs('a', 12, 1601)).toBe(0);
+    expect(h.size).toBe(0);
+  });
 });

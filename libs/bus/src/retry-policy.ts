@@ -138,7 +138,8 @@ export class RetryPolicy {
  * ends; its later messages wait until that one is settled. Sequence numbers order an account's messages.
  */
 export class AccountHolds {
-  private readonly holds = new Map<string, Map<number, number>>();
+  /** Per account: each held message's sequence, the moment it may go again, and how long past that it is kept. */
+  private readonly holds = new Map<string, Map<number, { until: number; staleAfterMs: number }>>();
 
   constructor(
     /** A hold whose message never came back this long after its time is dropped (another consumer took it). */
@@ -149,9 +150,15 @@ export class AccountHolds {
     return this.holds.size;
   }
 
-  hold(account: string, seq: number, until: number): void {
-    const held = this.holds.get(account) ?? new Map<number, number>();
-    held.set(seq, until);
+  /**
+   * Holds a message until `until`. `staleAfterMs` (default: the constructor's) bounds how long its account
+   * waits for it past that: a message sent back only to keep its place behind a failed one is given a
+   * short one, since if it does not come back on time it was settled elsewhere, and its account must not
+   * wait a minute for it.
+   */
+  hold(account: string, seq: number, until: number, staleAfterMs = this.staleAfterMs): void {
+    const held = this.holds.get(account) ?? new Map<number, { until: number; staleAfterMs: number }>();
+    held.set(seq, { until, staleAfterMs });
     this.holds.set(account, held);
   }
 
@@ -168,8 +175,8 @@ export class AccountHolds {
     if (!held) return 0;
     let first = Infinity;
     for (const s of held.keys()) first = Math.min(first, s);
-    const until = held.get(first)!;
-    if (now > until + this.staleAfterMs) {
+    const { until, staleAfterMs } = held.get(first)!;
+    if (now > until + staleAfterMs) {
       this.release(account, first);
       return this.waitMs(account, seq, now);
     }
@@ -185,7 +192,7 @@ export class AccountHolds {
     for (const held of this.holds.values()) {
       let first = Infinity;
       for (const s of held.keys()) first = Math.min(first, s);
-      const until = held.get(first)!;
+      const { until } = held.get(first)!;
       soonest = soonest === undefined ? until : Math.min(soonest, until);
     }
     return soonest;

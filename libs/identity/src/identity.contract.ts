@@ -268,6 +268,33 @@ export function profileStateContract(name: string, open: () => Promise<ProfileSt
       await state.close();
     });
 
+    it('absorbing a profile merged away already (a retried write) gives the same merged row again', async () => {
+      const state = await open();
+      const a = `mrg2${run}`;
+      await state.apply(a, [
+        { customerId: 's', update: { email: 's@x.com' } },
+        { customerId: 'l', update: { customer_id: 'l-1', first_name: 'Lo' } },
+      ]);
+      const merge = { customerId: 's', update: { customer_id: 'l-1' }, absorb: ['l'] };
+      const first = await state.apply(a, [merge]);
+      // The store write after it failed (or the process died before it): the batch is applied again.
+      const again = await state.apply(a, [merge]);
+      const loserRow = {
+        customerId: 'l',
+        version: 2,
+        attributes: { customer_id: 'l-1', first_name: 'Lo' },
+        mergedInto: 's',
+      };
+      expect(first[0]).toEqual(loserRow);
+      expect(again[0]).toEqual(loserRow);
+      expect(again[1]).toMatchObject({
+        customerId: 's',
+        attributes: { email: 's@x.com', customer_id: 'l-1', first_name: 'Lo' },
+      });
+      expect(await state.get(a, 'l')).toBeUndefined();
+      await state.close();
+    });
+
     it('loads profiles read back from the store', async () => {
       const state = await open();
       await state.load(`acc${run}`, from([{ svc_id: 'c7', version: 4, attributes: { email: 'q@x.com' } }]));

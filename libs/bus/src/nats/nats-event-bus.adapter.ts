@@ -68,6 +68,11 @@ const ACK_WAIT_MS = 10_000;
 
 /** Chunks handed to the consumer before the oldest must be settled. */
 const IN_FLIGHT = 2;
+/**
+ * How long past its due time an account waits for a message sent back only to keep its place (not
+ * failed): one that does not come back by then was settled elsewhere (another processor took it).
+ */
+const BEHIND_STALE_MS = 3000;
 /** How long one pull request stays open at most (arrivals.ts): the client refuses less than a second. */
 const FETCH_WAIT_MS = 1000;
 
@@ -272,7 +277,7 @@ export class NatsEventBus extends EventBus {
       const account = accountOf(m.subject);
       const wait = this.holds.waitMs(account, m.seq, now);
       if (wait === 0) return true;
-      this.holds.hold(account, m.seq, now + wait);
+      this.holds.hold(account, m.seq, now + wait, BEHIND_STALE_MS);
       m.nak(wait);
       return false;
     });

@@ -71,16 +71,26 @@ class AccountProfiles {
     return c;
   }
 
-  remove(c: number): void {
+  /**
+   * Merged away: no profile any more, but its last snapshot is kept (it was held anyway), so that a
+   * write retried after a failure absorbs it again into the same merged row (`merged`).
+   */
+  retire(c: number): void {
     if (!(this.flags[c]! & PRESENT)) return;
-    this.flags[c] = 0;
-    this.attributes[c] = '';
+    this.flags[c] = MERGED | (this.flags[c]! & REDACTED);
     this.count--;
+  }
+
+  /** The number of a customer merged away, or -1. */
+  merged(customerId: string): number {
+    const c = this.customers.find(0, customerId);
+    return c >= 0 && this.flags[c]! & MERGED ? c : -1;
   }
 }
 
 const PRESENT = 1;
 const REDACTED = 2;
+const MERGED = 4;
 
 /** Attributes as stored: values are strings, numbers and booleans, which JSON keeps exactly. */
 function encode(attributes: Attributes): string {
@@ -113,11 +123,18 @@ export class MemoryProfileState extends ProfileState {
       let redacted = current?.redacted === true || redact;
       for (const loser of absorb) {
         const l = state.find(loser);
-        if (l < 0) continue;
+        if (l < 0) {
+          // Absorbed already (the write that followed failed and is retried): the same merged row again.
+          const m = state.merged(loser);
+          if (m < 0) continue;
+          const last = state.read(m, loser);
+          gone.push({ ...last, version: last.version + 1, mergedInto: customerId });
+          continue;
+        }
         const last = state.read(l, loser);
         attributes = { ...last.attributes, ...attributes };
         redacted ||= last.redacted === true;
-        state.remove(l);
+        state.retire(l);
         this.indexPhone(state, l, last.attributes.phone, undefined);
         changed.delete(loser);
         gone.push({ ...last, version: last.version + 1, mergedInto: customerId });

@@ -7,12 +7,18 @@
  * identifier set, a message's remembered effects). They all carry the account's hash tag, so they
  * live in the declared keys' cluster slot.
  */
-export const LIBRARY_VERSION = '15';
+export const LIBRARY_VERSION = '16';
 /**
  * The version is part of the library's and the functions' names, so processors of two releases can
  * share one Redis during a rolling upgrade: each calls the functions it was written against.
  */
 export const LIBRARY_NAME = `cdp_v${LIBRARY_VERSION}`;
+/**
+ * How long a profile merged away is kept for a retried write (cdp_apply): longer than the ingest stream
+ * keeps an unacknowledged message (7 days), so no redelivery can come after it is gone.
+ */
+const MERGED_PROFILE_KEPT_MS = 8 * 24 * 3600 * 1000;
+
 export const FN = { resolve: `${LIBRARY_NAME}_resolve`, apply: `${LIBRARY_NAME}_apply` };
 
 export const LIBRARY = `#!lua name=${LIBRARY_NAME}
@@ -273,10 +279,18 @@ local function cdp_apply(keys, args)
             redis.call('HSETNX', key, flat[i], flat[i + 1])
           end
         end
-        redis.call('DEL', lkey)
+        -- Kept, not deleted, for as long as the ingest stream keeps a message: a write retried after a
+        -- crash or a failure (Redis already folded, the store not yet) absorbs it again and must give
+        -- the store the same merged row (else the loser stays live there).
+        local kept = p .. 'pm:' .. customers[l + 1]
+        redis.call('RENAME', lkey, kept)
+        redis.call('PEXPIRE', kept, ${MERGED_PROFILE_KEPT_MS})
         redis.call('SREM', p .. 'profiles', customers[l + 1])
         out[#out + 1] = {l, flat, u[1]}
         gone[l + 1] = true
+      else
+        local kept = redis.call('HGETALL', p .. 'pm:' .. customers[l + 1])
+        if #kept > 0 then out[#out + 1] = {l, kept, u[1]} end
       end
     end
     if redis.call('HINCRBY', key, '__v', 1) == 1 then redis.call('SADD', p .. 'profiles', customers[ki]) end

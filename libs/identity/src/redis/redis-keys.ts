@@ -19,6 +19,8 @@ export const keys = {
   graphKeys: (account: string) =>
     ['ids', 'born', 'cids', 'merged', 'mseq', 'unsettled'].map((k) => `cdp:{${account}}:${k}`),
   profile: (account: string, customerId: string) => `cdp:{${account}}:p:${customerId}`,
+  /** A profile merged away, kept a while for a retried write (redis-functions.ts, cdp_apply). */
+  mergedProfile: (account: string, customerId: string) => `cdp:{${account}}:pm:${customerId}`,
   /** The customers that have a profile hash: a rebuild finds the account's profile keys from it. */
   profiles: (account: string) => `cdp:{${account}}:profiles`,
   /** Customers whose profile's phone is exactly this value (its JSON text, as the profile hash holds it). */
