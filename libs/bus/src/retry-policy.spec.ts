@@ -101,4 +101,14 @@ describe('AccountHolds', () => {
     expect(h.waitMs('a', 12, 1601)).toBe(0);
     expect(h.size).toBe(0);
   });
+
+  it('lets a held message go right behind its predecessor when that one is going too (same batch, or handed over)', () => {
+    const h = new AccountHolds();
+    h.hold('a', 7, 100, 500);
+    h.hold('a', 9, 100, 500);
+    expect(h.waitMs('a', 9, 200)).toBeGreaterThan(0);
+    expect(h.waitMs('a', 9, 200, new Set([7]))).toBe(0);
+    expect(h.waitMs('a', 11, 200, new Set([7]))).toBeGreaterThan(0); // 9 is not going
+    expect(h.waitMs('a', 11, 200, new Set([7, 9]))).toBe(0);
+  });
 });

@@ -137,6 +137,8 @@ export class RetryPolicy {
  * Accounts waiting for a failed message: the account's oldest held message goes again when its backoff
  * ends; its later messages wait until that one is settled. Sequence numbers order an account's messages.
  */
+const NONE: ReadonlySet<number> = new Set();
+
 export class AccountHolds {
   /** Per account: each held message's sequence, the moment it may go again, and how long past that it is kept. */
   private readonly holds = new Map<string, Map<number, { until: number; staleAfterMs: number }>>();
@@ -169,21 +171,27 @@ export class AccountHolds {
     if (held.size === 0) this.holds.delete(account);
   }
 
-  /** 0 when the message may be delivered now; otherwise how long it should wait at least. */
-  waitMs(account: string, seq: number, now = Date.now()): number {
+  /**
+   * 0 when the message may be delivered now; otherwise how long it should wait at least. A held message
+   * of the account with a lower sequence blocks it, unless that one is `going` (handed over already, or
+   * earlier in the same batch: a batch is processed in order, and fails as a whole).
+   */
+  waitMs(account: string, seq: number, now = Date.now(), going: ReadonlySet<number> = NONE): number {
     const held = this.holds.get(account);
     if (!held) return 0;
-    let first = Infinity;
-    for (const s of held.keys()) first = Math.min(first, s);
-    const { until, staleAfterMs } = held.get(first)!;
-    if (now > until + staleAfterMs) {
-      this.release(account, first);
-      return this.waitMs(account, seq, now);
+    let blocker: number | undefined;
+    for (const [s, { until, staleAfterMs }] of held) {
+      if (now > until + staleAfterMs) {
+        held.delete(s); // its message never came back: another consumer took it
+        continue;
+      }
+      if (s < seq && !going.has(s) && (blocker === undefined || s < blocker)) blocker = s;
     }
-    if (seq < first) return 0;
-    if (seq === first) return Math.max(0, until - now);
-    // Behind the account's failed message: wait at least until that one goes again.
-    return Math.max(until - now, 0) + 100;
+    if (held.size === 0) this.holds.delete(account);
+    // Behind an earlier held message of its account: wait at least until that one goes again.
+    if (blocker !== undefined) return Math.max(held.get(blocker)!.until - now, 0) + 100;
+    const own = held.get(seq);
+    return own ? Math.max(0, own.until - now) : 0;
   }
 
   /** The soonest moment a held message may go again (undefined: nothing held). */

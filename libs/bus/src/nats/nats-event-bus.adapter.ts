@@ -227,7 +227,7 @@ export class NatsEventBus extends EventBus {
         // The store looks away: wait before taking more (what was taken is handed over below).
         const pause = this.pausedUntil - Date.now();
         if (pause > 0 && !this.stopping) await sleep(pause);
-        const batch = this.withoutHeld(fetched);
+        const batch = this.withoutHeld(fetched, unsettled);
         if (batch.length === 0) continue;
         for (const m of batch) unsettled.add(m);
         const release = (settled: JsMsg[]) => {
@@ -267,20 +267,28 @@ export class NatsEventBus extends EventBus {
   /**
    * Sends back, with a delay, the messages of accounts waiting for an earlier failed message. Each one
    * sent back is held too, in its place: once the failed message is stored, the ones behind it come
-   * back in their own time, in any order, and each waits for those before it — without this, the
-   * first to come back went first.
+   * back in their own time and in any order, and each waits for those before it (without this, the
+   * first to come back went first). Taken in stream order, a message may go right behind its
+   * predecessor in the same batch or one handed over already (`inFlight`), so a backlog held behind
+   * a failure drains in batches, not one redelivery at a time.
    */
-  private withoutHeld(fetched: JsMsg[]): JsMsg[] {
+  private withoutHeld(fetched: JsMsg[], inFlight: ReadonlySet<JsMsg>): JsMsg[] {
     if (this.holds.size === 0) return fetched;
     const now = Date.now();
-    return fetched.filter((m) => {
-      const account = accountOf(m.subject);
-      const wait = this.holds.waitMs(account, m.seq, now);
-      if (wait === 0) return true;
-      this.holds.hold(account, m.seq, now + wait, BEHIND_STALE_MS);
-      m.nak(wait);
-      return false;
-    });
+    const going = new Set([...inFlight].map((m) => m.seq));
+    return [...fetched]
+      .sort((a, b) => a.seq - b.seq)
+      .filter((m) => {
+        const account = accountOf(m.subject);
+        const wait = this.holds.waitMs(account, m.seq, now, going);
+        if (wait === 0) {
+          going.add(m.seq);
+          return true;
+        }
+        this.holds.hold(account, m.seq, now + wait, BEHIND_STALE_MS);
+        m.nak(wait);
+        return false;
+      });
   }
 
   /** Gives a chunk to the consumer, then settles its messages. */
@@ -330,6 +338,7 @@ export class NatsEventBus extends EventBus {
         // up meanwhile there is nothing to wait for, and this one becomes the account's first again.
         const wait = this.holds.waitMs(account, m.seq, now);
         if (wait === 0) this.holds.hold(account, m.seq, now);
+        else this.holds.hold(account, m.seq, now + wait, BEHIND_STALE_MS);
         m.nak(wait);
       } else if (s.outcome === 'retry' && decision && !decision.deadLetter) {
         this.holds.hold(account, m.seq, now + decision.delayMs);
