@@ -40,9 +40,19 @@ export function encodeIngest(message: IngestMessage, maxPayload: number): Encode
 }
 
 function encodeOne(message: IngestMessage): EncodedPart {
-  const json = Buffer.from(JSON.stringify(message));
-  if (json.byteLength <= COMPRESS_ABOVE) return { id: message.id, data: json, gzip: false };
-  return { id: message.id, data: gzipSync(json, { level: 1 }), gzip: true };
+  return encodeText(message.id, JSON.stringify(message));
+}
+
+function encodeText(id: string, json: string): EncodedPart {
+  const bytes = Buffer.from(json);
+  if (bytes.byteLength <= COMPRESS_ABOVE) return { id, data: bytes, gzip: false };
+  return { id, data: gzipSync(bytes, { level: 1 }), gzip: true };
+}
+
+/** A message already encoded as JSON text, as one bus message; undefined when it must be split. */
+export function encodeIngestText(id: string, json: string, maxPayload: number): EncodedPart | undefined {
+  const whole = encodeText(id, json);
+  return whole.data.byteLength <= maxPayload ? whole : undefined;
 }
 
 export function decodeIngest(data: Uint8Array, gzip: boolean): IngestMessage {

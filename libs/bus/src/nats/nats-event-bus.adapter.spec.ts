@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { INGEST_PATTERN } from '@cdp/contracts';
+import { INGEST_PATTERN, type EventsMessage } from '@cdp/contracts';
 import { loadConfig } from '@cdp/config';
 import { BusTransport } from '../bus.transport.js';
 import { collector, eventBusContract, message, until } from '../event-bus.contract.js';
@@ -60,23 +60,34 @@ function harness() {
 eventBusContract('NATS JetStream', harness);
 
 describe('NatsEventBus specifics', () => {
-  it('splits a request larger than the server takes into parts, each delivered once', async () => {
-    const h = harness();
-    const bus = await h.open();
-    // Random text does not compress: 3000 records of 1 KiB are well above a 1 MiB max_payload.
-    const big = message('huge', 3000);
-    big.records.forEach(
-      (r) => ((r as { data: Record<string, string> }).data.page = randomBytes(700).toString('base64')),
-    );
-    await bus.publish(big);
-    const c = collector();
-    bus.consume(c.consumer);
-    await until(() => c.seen.reduce((n, d) => n + d.message.records.length, 0) === 3000, 10_000);
-    const ids = c.seen.map((d) => d.message.id);
-    expect(new Set(ids).size).toBe(ids.length);
-    expect(ids.every((id) => id.startsWith('huge.p'))).toBe(true);
-    await h.cleanup();
-  });
+  it.each(['published', 'published encoded'])(
+    'splits a request larger than the server takes into parts, each delivered once (%s)',
+    async (how) => {
+      const h = harness();
+      const bus = await h.open();
+      // Random text does not compress: 3000 records of 1 KiB are well above a 1 MiB max_payload.
+      const big = message('huge', 3000);
+      big.records.forEach(
+        (r) => ((r as { data: Record<string, string> }).data.page = randomBytes(700).toString('base64')),
+      );
+      if (how === 'published') await bus.publish(big);
+      else {
+        const { records, ...head } = big;
+        await bus.publishEncoded({
+          head: head as Omit<EventsMessage, 'records'>,
+          count: records.length,
+          recordsJson: JSON.stringify(records),
+        });
+      }
+      const c = collector();
+      bus.consume(c.consumer);
+      await until(() => c.seen.reduce((n, d) => n + d.message.records.length, 0) === 3000, 10_000);
+      const ids = c.seen.map((d) => d.message.id);
+      expect(new Set(ids).size).toBe(ids.length);
+      expect(ids.every((id) => id.startsWith('huge.p'))).toBe(true);
+      await h.cleanup();
+    },
+  );
 
   it('publishes a re-sent request id only once (JetStream deduplication)', async () => {
     const h = harness();

@@ -25,10 +25,12 @@ import {
   type DeadLetterPage,
   type DeadLetterQuery,
   type Delivery,
+  type EncodedMessage,
   type Settlement,
+  decodeMessage,
 } from '../event-bus.port.js';
 import { AccountHolds, DEFAULT_RETRY, RetryPolicy } from '../retry-policy.js';
-import { decodeIngest, encodeIngest } from './ingest-codec.js';
+import { decodeIngest, encodeIngest, encodeIngestText, type EncodedPart } from './ingest-codec.js';
 import { Arrivals } from './arrivals.js';
 
 export interface NatsBusOptions {
@@ -175,10 +177,37 @@ export class NatsEventBus extends EventBus {
   }
 
   async publish(message: IngestMessage): Promise<void> {
-    const subject = `${this.subjectRoot}.${message.account}.${message.kind}`;
+    this.refuseWhileDisconnected();
+    await this.publishParts(message, encodeIngest(message, this.maxPayload));
+  }
+
+  /**
+   * The bytes `publish` would send, with the records' JSON spliced in as the API's codec thread wrote it:
+   * the API's main thread neither parses nor re-encodes them. A message too large for one bus message
+   * is split as `publish` splits it, which needs its records: that rare one is decoded.
+   */
+  override async publishEncoded(message: EncodedMessage): Promise<void> {
+    this.refuseWhileDisconnected();
+    const json = `${JSON.stringify(message.head).slice(0, -1)},"records":${message.recordsJson}}`;
+    const whole = encodeIngestText(message.head.id, json, this.maxPayload);
+    if (whole) await this.publishParts(message.head, [whole]);
+    else await this.publish(decodeMessage(message));
+  }
+
+  private get maxPayload(): number {
+    return this.nc.info?.max_payload ?? 1024 * 1024;
+  }
+
+  private refuseWhileDisconnected(): void {
     if (this.options.connected && !this.options.connected())
       throw new BusUnavailableError('the connection to NATS is down', 1);
-    const parts = encodeIngest(message, this.nc.info?.max_payload ?? 1024 * 1024);
+  }
+
+  private async publishParts(
+    message: Pick<IngestMessage, 'account' | 'kind'>,
+    parts: EncodedPart[],
+  ): Promise<void> {
+    const subject = `${this.subjectRoot}.${message.account}.${message.kind}`;
     try {
       for (const part of parts) {
         const h = natsHeaders();
