@@ -7,7 +7,15 @@ import { randomBytes } from 'node:crypto';
 import { ClickHouseStore } from '@cdp/store';
 import { ChdbTransport } from '@cdp/store/chdb';
 import { ingestBacklog, publishBaseline, removeRedisAccount, removeTopology } from './scaled.js';
-import { peakRss, resetPeakRss, startEmbedded, startScaled, type Platform } from './platform.js';
+import {
+  cpuSeconds,
+  machineCpu,
+  peakRss,
+  resetPeakRss,
+  startEmbedded,
+  startScaled,
+  type Platform,
+} from './platform.js';
 import { eventBatch, rng } from '../lib/generator.js';
 import { args, median, percentile, printTable, writeResults, type Row } from '../lib/stats.js';
 
@@ -77,6 +85,8 @@ interface RawInsert {
   format: string;
   size: number;
   rowsPerSecond: number;
+  /** CPU time of the baseline's process (all threads) a stored row. */
+  cpuMicrosPerRow: number;
   error?: string;
 }
 
@@ -182,6 +192,12 @@ interface Phase {
   latencies: number[];
   ackLatencies: number[];
   failures: number;
+  /** CPU seconds the platform's processes used in the phase (all their threads). */
+  platformCpu: number;
+  /** Share of the machine's CPU time that was busy in the phase (all processes, this one's clients too). */
+  machineBusy: number;
+  /** CPU seconds the whole machine was busy in the phase (NATS, Redis and the clients included). */
+  machineCpu: number;
 }
 
 /**
@@ -199,7 +215,19 @@ async function drive(
 ): Promise<Phase> {
   const before = await visibleEvents();
   const acks: number[] = [];
-  const phase: Phase = { visible: 0, seconds: 0, latencies: [], ackLatencies: [], failures: 0 };
+  const phase: Phase = {
+    visible: 0,
+    seconds: 0,
+    latencies: [],
+    ackLatencies: [],
+    failures: 0,
+    platformCpu: 0,
+    machineBusy: 0,
+    machineCpu: 0,
+  };
+  const platformCpu = () => platform.roles.reduce((sum, r) => sum + cpuSeconds(r.pid), 0);
+  const cpuBefore = platformCpu();
+  const machineBefore = machineCpu();
   let done = false;
   const started = now();
   let lastVisible = started;
@@ -225,6 +253,10 @@ async function drive(
     if (done && at - lastProgress > 120_000) throw new Error('nothing became visible for 2 minutes');
   }
   await sending;
+  phase.platformCpu = platformCpu() - cpuBefore;
+  const machineAfter = machineCpu();
+  phase.machineCpu = machineAfter.busy - machineBefore.busy;
+  phase.machineBusy = phase.machineCpu / (machineAfter.total - machineBefore.total);
   phase.seconds = (lastVisible - started) / 1000;
   phase.latencies.sort((a, b) => a - b);
   phase.ackLatencies.sort((a, b) => a - b);
@@ -354,6 +386,11 @@ const perRun: Row[] = runs.map((r, i) => ({
   'end to end ev/s': rateOf(r.full),
   ...(r.raw ? { 'vs raw store': rateOf(r.full) / r.raw.rowsPerSecond } : {}),
   ...(r.publishRate ? { 'vs publish': rateOf(r.full) / r.publishRate } : {}),
+  // CPU a event: what bounds the rate on a machine of 2 cores, whatever else runs beside it
+  'platform CPU µs/event': (r.full.platformCpu * 1e6) / r.full.visible,
+  ...(r.raw ? { 'raw store CPU µs/row': r.raw.cpuMicrosPerRow } : {}),
+  'machine CPU µs/event': (r.full.machineCpu * 1e6) / r.full.visible,
+  'machine busy': r.full.machineBusy,
   ...Object.fromEntries(roles.map((role) => [`peak RSS MB ${role}`, mb(r.peakRss[role]!)])),
   '202->visible p50 ms': p(r.full.latencies, 50),
   '202->visible p99 ms': p(r.full.latencies, 99),

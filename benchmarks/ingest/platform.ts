@@ -122,6 +122,23 @@ export function peakRss(pid: number): number {
   return Number(kb[1]) * 1024;
 }
 
+/** CPU seconds a process has used so far, all its threads (user + system, /proc/<pid>/stat). */
+export function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+/** CPU seconds the whole machine has been busy so far, and the seconds it has been up times its cores (/proc/stat). */
+export function machineCpu(): { busy: number; total: number } {
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
+  const idle = cpu[3]! + cpu[4]!; // idle + iowait
+  const total = cpu.reduce((a, b) => a + b, 0);
+  return { busy: (total - idle) / CLOCK_TICKS, total: total / CLOCK_TICKS };
+}
+
+/** The kernel's clock ticks a second for /proc's CPU times (USER_HZ: 100 on Linux's supported platforms). */
+const CLOCK_TICKS = 100;
+
 /** Starts a new peak: the kernel sets VmHWM back to the current RSS (`5` into /proc/<pid>/clear_refs). */
 export function resetPeakRss(pid: number): void {
   writeFileSync(`/proc/${pid}/clear_refs`, '5');
