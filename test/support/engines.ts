@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -67,6 +67,12 @@ export class EngineProcess {
       });
       socket.once('error', reject);
     });
+  }
+
+  /** Stops the server for good and removes its files (a test run must not fill /tmp). */
+  async remove(): Promise<void> {
+    await this.down();
+    rmSync(this.dir, { recursive: true, force: true });
   }
 
   /** Stops the server (SIGTERM: NATS flushes its stream files) and waits for it to be gone. */

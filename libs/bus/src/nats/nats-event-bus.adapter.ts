@@ -288,9 +288,10 @@ export class NatsEventBus extends EventBus {
       await Promise.all(inFlight);
     } finally {
       clearInterval(claim);
+      // Arrived but not started: back to the stream at once, for another processor or the next start
+      // (also when the loop failed: the pump must not go on fetching for nobody).
+      for (const m of await arrivals.stop()) m.nak();
     }
-    // Arrived but not started: back to the stream at once, for another processor or the next start.
-    for (const m of await arrivals.stop()) m.nak();
   }
 
   /**
