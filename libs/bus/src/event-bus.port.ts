@@ -47,6 +47,11 @@ export interface EncodedMessage {
   recordsJson: string;
 }
 
+/** The JSON text of the message an EncodedMessage stands for: its records' text spliced in as it is. */
+export function encodedMessageJson({ head, recordsJson }: EncodedMessage): string {
+  return `${JSON.stringify(head).slice(0, -1)},"records":${recordsJson}}`;
+}
+
 /** The message an EncodedMessage stands for. */
 export function decodeMessage({ head, recordsJson }: EncodedMessage): IngestMessage {
   return { ...head, records: JSON.parse(recordsJson) as EventsMessage['records'] };

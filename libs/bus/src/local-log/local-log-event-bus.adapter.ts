@@ -18,6 +18,7 @@ import {
   decodeMessage,
   EventBus,
   type EncodedMessage,
+  encodedMessageJson,
   type BatchConsumer,
   type DeadLetter,
   type DeadLetterPage,
@@ -218,8 +219,7 @@ export class LocalLogEventBus extends EventBus {
   /** The line is the one publish writes, its records' JSON spliced in as it came. */
   override publishEncoded(message: EncodedMessage): Promise<void> {
     return this.append((seq) => {
-      const head = JSON.stringify({ seq, message: message.head });
-      const line = `${head.slice(0, -2)},"records":${message.recordsJson}}}\n`;
+      const line = `{"seq":${seq},"message":${encodedMessageJson(message)}}\n`;
       const entry: Entry = {
         seq,
         message,

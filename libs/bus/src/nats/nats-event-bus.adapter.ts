@@ -28,6 +28,7 @@ import {
   type EncodedMessage,
   type Settlement,
   decodeMessage,
+  encodedMessageJson,
 } from '../event-bus.port.js';
 import { AccountHolds, DEFAULT_RETRY, RetryPolicy } from '../retry-policy.js';
 import { decodeIngest, encodeIngest, encodeIngestText, type EncodedPart } from './ingest-codec.js';
@@ -188,8 +189,7 @@ export class NatsEventBus extends EventBus {
    */
   override async publishEncoded(message: EncodedMessage): Promise<void> {
     this.refuseWhileDisconnected();
-    const json = `${JSON.stringify(message.head).slice(0, -1)},"records":${message.recordsJson}}`;
-    const whole = encodeIngestText(message.head.id, json, this.maxPayload);
+    const whole = encodeIngestText(message.head.id, encodedMessageJson(message), this.maxPayload);
     if (whole) await this.publishParts(message.head, [whole]);
     else await this.publish(decodeMessage(message));
   }
@@ -252,10 +252,10 @@ export class NatsEventBus extends EventBus {
     claim.unref(); // a loop that failed mid-batch must not keep the process alive through it
     try {
       while (!this.stopping) {
-        const fetched = await arrivals.take();
-        // The store looks away: wait before taking more (what was taken is handed over below).
+        // The store looks away: wait before taking more (what arrives meanwhile is held, and claimed).
         const pause = this.pausedUntil - Date.now();
         if (pause > 0 && !this.stopping) await sleep(pause);
+        const fetched = await arrivals.take();
         const batch = this.withoutHeld(fetched, unsettled);
         if (batch.length === 0) continue;
         for (const m of batch) unsettled.add(m);
