@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FileMetadataStore } from './file/index.js';
 import { Lease, PollLoop } from './leased-work.js';
+import { MetadataConflictError } from './metadata-store.port.js';
 
 interface Job {
   state: string;
@@ -42,9 +43,17 @@ describe('PollLoop and Lease (the export worker and the bulk loader share them)'
     await lease.write((j) => ({ ...j, state: 'half-way' }));
     expect(lease.latest.value.state).toBe('half-way');
 
-    // Another worker writes the entry: the next change meets its revision.
-    const current = (await metadata.get<Job>('jobs', 'j1'))!;
-    await metadata.update('jobs', 'j1', { state: 'running', heartbeat: 99 }, current.revision);
+    // Another worker writes the entry: the next change meets its revision. Like a real worker, it reads
+    // again when the lease's heartbeat landed between its read and its write.
+    for (;;) {
+      const current = (await metadata.get<Job>('jobs', 'j1'))!;
+      try {
+        await metadata.update('jobs', 'j1', { state: 'running', heartbeat: 99 }, current.revision);
+        break;
+      } catch (err) {
+        if (!(err instanceof MetadataConflictError)) throw err;
+      }
+    }
     await expect(lease.write((j) => ({ ...j, state: 'done' }))).rejects.toThrow();
     expect(abort.signal.aborted).toBe(true);
     expect(String(abort.signal.reason)).toContain('lost it');
