@@ -190,7 +190,9 @@ export class ExportRunner {
         manifest.errors = errors;
       }
       signal.throwIfAborted();
-      await this.buckets.write('export', `${prefix}/complete.json`, `${JSON.stringify(manifest, null, 2)}\n`);
+      await inStep('place', () =>
+        this.buckets.write('export', `${prefix}/complete.json`, `${JSON.stringify(manifest, null, 2)}\n`),
+      );
       return manifest;
     } finally {
       stager.close();
