@@ -578,6 +578,19 @@ describe('console in a browser (embedded)', () => {
       });
       return ((await res.json()) as { state: string }).state === 'completed';
     });
+    // Every object: a long list of files (one per object and the manifest) under a long path.
+    const everything = await fetch(`${base}/v3/exports`, {
+      method: 'POST',
+      headers: { 'x-api-key': account.privateKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ format: 'parquet' }),
+    });
+    const everythingId = ((await everything.json()) as { id: string }).id;
+    await eventually(async () => {
+      const res = await fetch(`${base}/v3/exports/${everythingId}`, {
+        headers: { 'x-api-key': account.privateKey },
+      });
+      return ((await res.json()) as { state: string }).state === 'completed';
+    });
     await go('lists');
     await page
       .getByTestId('lists')
@@ -593,6 +606,16 @@ describe('console in a browser (embedded)', () => {
     const files = await finished.getByTestId('export-files').locator('li').allTextContents();
     expect(files).toContain('complete.json');
     expect(files.some((f) => /events.*\.csv/.test(f))).toBe(true);
+    // A long file list reads one file a line: its column is not squeezed to a character a line.
+    const long = page
+      .locator('[data-testid=export][data-state=completed]')
+      .filter({ hasText: 'line_items_00000.parquet' });
+    const heights = await long
+      .getByTestId('export-files')
+      .locator('li')
+      .evaluateAll((items) => items.map((li) => li.getBoundingClientRect().height));
+    expect(heights.length).toBeGreaterThanOrEqual(6);
+    for (const h of heights) expect(h).toBeLessThan(30);
     await screenshot(page, 'console-exports-1280');
     // The activity log: the two files dropped earlier, one loaded, one rejected with its reason and errors.
     await go('activity');

@@ -1,12 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { tableFromIPC } from 'apache-arrow';
 import { parse } from 'csv-parse/sync';
 import fc from 'fast-check';
-import { readParquet } from 'parquet-wasm';
 import { parseTimestamp } from '@cdp/domain';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
+import { parquetRows } from './support/parquet.js';
 
 /**
  * "Accepted means storable", as a property: generated records with hostile values (lone surrogates,
@@ -352,13 +351,6 @@ describe('accepted means storable (property, embedded)', () => {
     return out;
   }
 });
-
-/** Parquet rows (Arrow reads a timestamp of any unit as milliseconds). */
-function parquetRows(bytes: Buffer): Row[] {
-  return tableFromIPC(readParquet(bytes).intoIPCStream())
-    .toArray()
-    .map((r) => (r as { toJSON(): Row }).toJSON());
-}
 
 /** A value read from a file, in the form of the value expected of it (numbers, times, booleans). */
 function readAs(format: 'CSV' | 'Parquet', want: unknown, raw: unknown): unknown {

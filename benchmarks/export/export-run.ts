@@ -4,6 +4,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { LocalDirBuckets } from '@cdp/buckets/local';
 import { BuiltInExportCatalogs, type ExportFormat, type ExportJob } from '@cdp/exports';
 import { ExportRunner } from '@cdp/exports/worker';
+import { createLogger } from '@cdp/logger';
 import { ChdbTransport } from '@cdp/store/chdb';
 import { ClickHouseStore } from '@cdp/store';
 import { args } from '../lib/stats.js';
@@ -57,19 +58,25 @@ if (opt.mode === 'raw') {
     scratch: join(dir, 'scratch'),
     export: join(dir, 'export'),
   });
-  const runner = new ExportRunner(store, buckets, new BuiltInExportCatalogs(), {
-    tmpDir: join(dir, 'tmp'),
-    rowsPerFile: Number(opt.rowsPerFile),
-    memoryLimitMb: Number(opt.memoryMb),
-    threads: Number(opt.threads),
-  });
+  const runner = new ExportRunner(
+    store,
+    buckets,
+    new BuiltInExportCatalogs(),
+    {
+      tmpDir: join(dir, 'tmp'),
+      rowsPerFile: Number(opt.rowsPerFile),
+      memoryLimitMb: Number(opt.memoryMb),
+      threads: Number(opt.threads),
+    },
+    createLogger('warn'),
+  );
   const job: ExportJob = {
     account: 'bench',
     trackerId: 'bench',
     attempts: 1,
     record: {
       id: `bench-${format}`,
-      path: '',
+      path: `export/bench/data-exports/bench-${format}`,
       state: 'running',
       requested_at: new Date().toISOString(),
       definition_id: 'bench',

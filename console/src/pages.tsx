@@ -410,7 +410,7 @@ export function ExportsPage() {
   if (data.length === 0) return <p class="empty">No export yet. POST /v3/exports starts one.</p>;
   return (
     <section aria-label="Exports">
-      <table class="table" data-testid="exports">
+      <table class="table exports" data-testid="exports">
         <thead>
           <tr>
             <th>Requested</th>

@@ -6,6 +6,7 @@ import {
   PRODUCTS,
   quotedName,
   storeColumns,
+  type ColumnSpec,
   type ExportType,
   type StoreColumn,
   type TableDeclaration,
@@ -36,6 +37,18 @@ export interface ExportRelation {
 }
 
 /**
+ * Columns the account's schema declares for an object, which the store may not hold yet: the store
+ * gets a field's column with its first value, an account object's table with its first record. The
+ * export has them added first, so a declared field is a column (empty) from the moment it exists.
+ */
+export interface DeclaredColumns {
+  /** `fields`: custom fields of a built-in table; `object`: an account object's own table. */
+  kind: 'fields' | 'object';
+  table: string;
+  columns: ColumnSpec[];
+}
+
+/**
  * One exportable object: where its current rows come from in the account's database, its columns,
  * and the relations selects may follow.
  */
@@ -50,6 +63,7 @@ export interface ExportObject {
    */
   pageKey: string[];
   relations: ExportRelation[];
+  declared?: DeclaredColumns;
 }
 
 /**

@@ -36,18 +36,15 @@ export class ExportWorkerLifecycle implements OnApplicationBootstrap, BeforeAppl
     metrics: Metrics,
   ) {
     const { rowsPerFile, memoryLimitMb, threads, leaseMs, pollMs } = config.exports;
-    const runner = new ExportRunner(store, buckets, catalogs, {
-      tmpDir: join(config.dataDir, 'tmp', 'exports'),
-      rowsPerFile,
-      memoryLimitMb,
-      threads,
-    });
-    this.worker = new ExportWorker(
-      metadata,
-      runner,
-      { leaseMs, pollMs, metrics },
-      logger.child({ role: 'exporter' }),
+    const exporterLogger = logger.child({ role: 'exporter' });
+    const runner = new ExportRunner(
+      store,
+      buckets,
+      catalogs,
+      { tmpDir: join(config.dataDir, 'tmp', 'exports'), rowsPerFile, memoryLimitMb, threads },
+      exporterLogger,
     );
+    this.worker = new ExportWorker(metadata, runner, { leaseMs, pollMs, metrics }, exporterLogger);
   }
 
   onApplicationBootstrap(): void {

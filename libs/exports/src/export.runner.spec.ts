@@ -4,12 +4,14 @@ import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { LocalDirBuckets } from '@cdp/buckets/local';
 import { ChdbTransport } from '@cdp/store/chdb';
+import { createLogger } from '@cdp/logger';
 import { ClickHouseStore, type StoreBatch } from '@cdp/store';
 import { BuiltInExportCatalogs } from './export-objects.js';
 import type { ExportJob } from './export-record.js';
 import type { ExportDetail } from './export-request.js';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { DUCKDB_SETUP, ExportRunner, pageQuery, plainNumber } from './export.runner.js';
+import { DUCKDB_SETUP, ExportRunner, pageQuery, plainDecimal, plainNumber } from './export.runner.js';
+import { DECIMAL_TYPE } from './select.compiler.js';
 import { BUILT_IN_CATALOG, CUSTOMERS_OBJECT, EVENTS_OBJECT, ExportCatalogs } from './export-objects.js';
 
 /** The data path on the real engines: chDB pages → DuckDB → files in a local bucket. */
@@ -30,12 +32,7 @@ describe('ExportRunner on chDB and DuckDB', () => {
       scratch: join(dir, 'scratch'),
       export: join(dir, 'export'),
     });
-    runner = new ExportRunner(store, buckets, new BuiltInExportCatalogs(), {
-      tmpDir: join(dir, 'tmp'),
-      rowsPerFile: 7,
-      memoryLimitMb: 128,
-      threads: 1,
-    });
+    runner = runnerOf(new BuiltInExportCatalogs());
     const batch: StoreBatch = { identityLinks: [], merges: [], conflicts: [], customers: [], events: [] };
     for (let c = 0; c < 3; c++) {
       batch.customers.push({
@@ -66,13 +63,22 @@ describe('ExportRunner on chDB and DuckDB', () => {
   });
   afterAll(() => store.close());
 
+  const runnerOf = (catalogs: ExportCatalogs) =>
+    new ExportRunner(
+      store,
+      buckets,
+      catalogs,
+      { tmpDir: join(dir, 'tmp'), rowsPerFile: 7, memoryLimitMb: 128, threads: 1 },
+      createLogger('silent'),
+    );
+
   const job = (id: string, detail: Partial<ExportDetail>): ExportJob => ({
     account,
     trackerId: 'trk',
     attempts: 1,
     record: {
       id,
-      path: '',
+      path: `export/trk/data-exports/${id}`,
       state: 'running',
       requested_at: new Date().toISOString(),
       definition_id: 'd',
@@ -84,8 +90,12 @@ describe('ExportRunner on chDB and DuckDB', () => {
     const manifest = await runner.run(job('x1', { objects: ['events'] }), new AbortController().signal);
     expect(manifest.state).toBe('completed');
     expect(manifest.files.map((f) => f.rows)).toEqual([7, 7, 6]);
+    // Named as the record names the location: the bucket first.
+    expect(manifest.files.map((f) => f.path)).toEqual(
+      [0, 1, 2].map((n) => `export/trk/data-exports/x1/events_0000${n}.csv`),
+    );
     const ids = manifest.files.flatMap((f) => {
-      const rows = readCsv(join(dir, 'export', f.path));
+      const rows = readCsv(join(dir, f.path));
       return rows.map((r) => r.event_id);
     });
     expect(ids.sort()).toEqual(Array.from({ length: 20 }, (_, i) => `e${String(i).padStart(2, '0')}`));
@@ -134,12 +144,7 @@ describe('ExportRunner on chDB and DuckDB', () => {
   it('completes with errors when an object fails: the record of it, none of its files, the rest exported', async () => {
     const broken = { ...EVENTS_OBJECT, name: 'broken', from: '{db}.no_such_table' };
     const catalogs: ExportCatalogs = { forAccount: () => Promise.resolve(BUILT_IN_CATALOG.with(broken)) };
-    const withBroken = new ExportRunner(store, buckets, catalogs, {
-      tmpDir: join(dir, 'tmp'),
-      rowsPerFile: 7,
-      memoryLimitMb: 128,
-      threads: 1,
-    });
+    const withBroken = runnerOf(catalogs);
     // Left by an earlier attempt of the same job: a resumed job starts from an empty location.
     await buckets.write('export', 'trk/data-exports/x3/stale.csv', 'old');
     const manifest = await withBroken.run(
@@ -147,7 +152,14 @@ describe('ExportRunner on chDB and DuckDB', () => {
       new AbortController().signal,
     );
     expect(manifest.state).toBe('completed_with_errors');
-    expect(manifest.errors).toEqual([{ object: 'broken', reason: expect.stringMatching(/no_such_table/) }]);
+    // Which object and which step, for the user; the engine's text (SQL, database, table) only in the log.
+    expect(manifest.errors).toEqual([
+      {
+        object: 'broken',
+        reason:
+          'could not export broken: its records could not be read from the store; the export can be requested again',
+      },
+    ]);
     expect(manifest.files.map((f) => f.object)).toEqual(['customers']);
     const written = JSON.parse(
       readFileSync(join(dir, 'export', 'trk/data-exports/x3/complete.json'), 'utf8'),
@@ -157,6 +169,57 @@ describe('ExportRunner on chDB and DuckDB', () => {
       'complete.json',
       'customers_00000.csv',
     ]);
+  });
+
+  it('exports what the schema declares before any data: a field with no column yet, an object with no table', async () => {
+    const events = {
+      ...EVENTS_OBJECT,
+      columns: [...EVENTS_OBJECT.columns, { name: 'budget', type: 'decimal' as const }],
+      declared: {
+        kind: 'fields' as const,
+        table: 'events',
+        columns: [{ name: 'budget', type: 'number' as const }],
+      },
+    };
+    const stores = {
+      name: 'stores',
+      from: '(SELECT * FROM {db}.obj_stores FINAL)',
+      columns: [
+        { name: 'store_id', type: 'string' as const },
+        { name: 'size', type: 'decimal' as const },
+      ],
+      pageKey: ['store_id'],
+      relations: [],
+      declared: {
+        kind: 'object' as const,
+        table: 'obj_stores',
+        columns: [
+          { name: 'store_id', type: 'string' as const, primary: true },
+          { name: 'size', type: 'number' as const },
+        ],
+      },
+    };
+    const declared = runnerOf({ forAccount: () => Promise.resolve(BUILT_IN_CATALOG.with(events, stores)) });
+    for (const format of ['CSV', 'Parquet'] as const) {
+      const id = `x5-${format}`;
+      const manifest = await declared.run(
+        job(id, { format, objects: ['events', 'stores'] }),
+        new AbortController().signal,
+      );
+      expect(manifest.state).toBe('completed');
+      expect(manifest.columns.stores).toEqual({ store_id: 'string', size: 'decimal' });
+      expect(manifest.columns.events).toMatchObject({ budget: 'decimal' });
+      expect(manifest.files.filter((f) => f.object === 'stores').map((f) => f.rows)).toEqual([0]);
+      if (format === 'CSV') {
+        const eventRows = manifest.files
+          .filter((f) => f.object === 'events')
+          .flatMap((f) => readCsv(join(dir, f.path)));
+        expect(eventRows).toHaveLength(20);
+        expect(eventRows.every((r) => r.budget === '')).toBe(true);
+        const storesFile = manifest.files.find((f) => f.object === 'stores')!;
+        expect(readFileSync(join(dir, storesFile.path), 'utf8')).toBe('store_id,size\n');
+      }
+    }
   });
 
   it('stops between pages when aborted, writing no complete.json', async () => {
@@ -184,7 +247,7 @@ describe('ExportRunner on chDB and DuckDB', () => {
       }),
       new AbortController().signal,
     );
-    const rows = manifest.files.flatMap((f) => readCsv(join(dir, 'export', f.path)));
+    const rows = manifest.files.flatMap((f) => readCsv(join(dir, f.path)));
     expect(rows.length).toBeGreaterThan(0);
     for (const r of rows) expect(['c0@x.com', 'c2@x.com']).toContain(r['customer.email']);
     expect(manifest.columns.events).toEqual({
@@ -216,6 +279,31 @@ describe('CSV numbers', () => {
     for (const [value, text] of values) {
       const stmt = await db.prepare(`SELECT ${plainNumber('CAST($1 AS DOUBLE)')} AS v`);
       stmt.bind([value === null ? null : String(value)]);
+      const got = (await stmt.runAndReadAll()).getRowsJS()[0]![0];
+      expect({ value, got }).toEqual({ value, got: text });
+    }
+    db.closeSync();
+  });
+});
+
+describe('CSV decimals', () => {
+  it('are written with every digit they hold and no padding of the scale, never as doubles', async () => {
+    const db = await (await DuckDBInstance.create(':memory:')).connect();
+    for (const statement of DUCKDB_SETUP) await db.run(statement);
+    const values: [string | null, string | null][] = [
+      ['99999999999999.9999', '99999999999999.9999'],
+      ['123456789012345678', '123456789012345678'],
+      ['-123456789012345678', '-123456789012345678'],
+      ['0.0001', '0.0001'],
+      ['-0.5', '-0.5'],
+      ['120.50', '120.5'],
+      ['80', '80'],
+      ['0', '0'],
+      [null, null],
+    ];
+    for (const [value, text] of values) {
+      const stmt = await db.prepare(`SELECT ${plainDecimal(`CAST($1 AS ${DECIMAL_TYPE})`)} AS v`);
+      stmt.bind([value]);
       const got = (await stmt.runAndReadAll()).getRowsJS()[0]![0];
       expect({ value, got }).toEqual({ value, got: text });
     }

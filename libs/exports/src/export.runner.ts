@@ -3,7 +3,10 @@ import { mkdir, open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import type { Buckets } from '@cdp/buckets';
-import type { AnalyticStore } from '@cdp/store';
+import { ApiError } from '@cdp/contracts';
+import type { Logger } from '@cdp/logger';
+import { storeType, type AnalyticStore } from '@cdp/store';
+import { failureReason, inStep } from './export-failure.js';
 import type { ColumnType, ExportCatalogs, ExportObject } from './export-objects.js';
 import { exportPrefix, type ExportJob, type ExportState, type ObjectFailure } from './export-record.js';
 import type { ExportDelimiter, ExportFormat } from './export-request.js';
@@ -18,6 +21,7 @@ import {
 } from './select.compiler.js';
 
 export interface ExportFile {
+  /** Where the file is, in the form of the record's `path`: `<bucket>/<tracker_id>/data-exports/<export_id>/<name>`. */
   path: string;
   object: string;
   rows: number;
@@ -33,6 +37,12 @@ export interface CompleteManifest {
   /** Per object, each column's type, in file order. */
   columns: Record<string, Record<string, ColumnType>>;
   errors?: ObjectFailure[];
+}
+
+/** A file placed in the export bucket: its key there, and what complete.json says of it. */
+interface PlacedFile {
+  key: string;
+  file: ExportFile;
 }
 
 interface StagedPage {
@@ -87,15 +97,32 @@ export const DUCKDB_SETUP = [
       regexp_extract(t, '^(-?)(\\d+)\\.?(\\d*)e([+-]?\\d+)$', ['s', 'i', 'f', 'e']),
       len(regexp_extract(t, '^-?(\\d+)', 1)) + CAST(regexp_extract(t, 'e([+-]?\\d+)$', 1) AS INTEGER))
     END)`,
+  `CREATE OR REPLACE TEMP MACRO cdp_trim_scale(t) AS (
+    CASE WHEN contains(t, '.') THEN rtrim(rtrim(t, '0'), '.') ELSE t END)`,
 ];
 
 export function plainNumber(sql: string): string {
   return `cdp_plain(CAST(${sql} AS VARCHAR))`;
 }
 
+/**
+ * An exact decimal as CSV text: every digit it holds, without the zeros its fixed scale pads it with
+ * (`99999999999999.9999`, `123456789012345678`, `0.5`), never an exponent.
+ */
+export function plainDecimal(sql: string): string {
+  return `cdp_trim_scale(CAST(${sql} AS VARCHAR))`;
+}
+
 function outputColumn(c: CompiledColumn, format: ExportFormat): string {
   const typed = `CAST(${c.sql} AS ${duckType(c.type)})`;
-  const value = format === 'CSV' && c.type === 'number' ? plainNumber(typed) : typed;
+  const value =
+    format !== 'CSV'
+      ? typed
+      : c.type === 'number'
+        ? plainNumber(typed)
+        : c.type === 'decimal'
+          ? plainDecimal(typed)
+          : typed;
   return `${value} AS ${quoteIdent(c.name)}`;
 }
 
@@ -112,6 +139,7 @@ export class ExportRunner {
     private readonly buckets: Buckets,
     private readonly catalogs: ExportCatalogs,
     private readonly options: ExportRunnerOptions,
+    private readonly logger: Logger,
   ) {}
 
   async run(job: ExportJob, signal: AbortSignal): Promise<CompleteManifest> {
@@ -133,23 +161,28 @@ export class ExportRunner {
             object: name,
             plan: () => {
               const object = catalog.object(name);
-              if (!object) throw new Error(`unable to locate object ${name}`);
+              if (!object) throw ApiError.notFound(`unable to locate object ${name}`);
               return compileObject(object);
             },
           }));
       for (const { object, plan } of plans) {
         signal.throwIfAborted();
-        const files: ExportFile[] = [];
+        const placed: PlacedFile[] = [];
         try {
           const compiled = plan();
-          await this.exportObject(job, compiled, stager.db, work, signal, files);
-          manifest.files.push(...files);
+          await this.exportObject(job, compiled, stager.db, work, signal, placed);
+          manifest.files.push(...placed.map((p) => p.file));
           manifest.columns[object] = Object.fromEntries(compiled.columns.map((c) => [c.name, c.type]));
         } catch (err) {
           if (signal.aborted) throw err;
           // The export location holds only what complete.json lists: a failed object leaves no files.
-          for (const f of files) await this.buckets.remove('export', f.path).catch(() => undefined);
-          errors.push({ object, reason: err instanceof Error ? err.message : String(err) });
+          for (const p of placed) await this.buckets.remove('export', p.key).catch(() => undefined);
+          // The user reads which object and which step failed; the engine's own text stays here.
+          this.logger.error(
+            { export: record.id, account: job.account, object, err },
+            'export of an object failed',
+          );
+          errors.push({ object, reason: failureReason(object, record.detail.format, err) });
         }
       }
       if (errors.length) {
@@ -157,7 +190,9 @@ export class ExportRunner {
         manifest.errors = errors;
       }
       signal.throwIfAborted();
-      await this.buckets.write('export', `${prefix}/complete.json`, `${JSON.stringify(manifest, null, 2)}\n`);
+      await inStep('place', () =>
+        this.buckets.write('export', `${prefix}/complete.json`, `${JSON.stringify(manifest, null, 2)}\n`),
+      );
       return manifest;
     } finally {
       stager.close();
@@ -173,21 +208,24 @@ export class ExportRunner {
     work: string,
     signal: AbortSignal,
     /** Receives each file as it lands in the bucket. */
-    files: ExportFile[],
+    files: PlacedFile[],
   ): Promise<void> {
     const { object } = plan;
     const { format, delimiter } = job.record.detail;
     const ext = format === 'CSV' ? 'csv' : 'parquet';
     const prefix = exportPrefix(job.trackerId, job.record.id);
+    for (const o of [object, ...plan.joins.map((j) => j.object)]) await this.declare(job.account, o);
     // Related objects are staged whole, once per object exported.
     const staged = new Map<string, string>();
     for (const j of plan.joins) {
       const path = join(work, `${object.name}-${j.alias}.parquet`);
-      await this.store.writeParquet(
-        job.account,
-        `SELECT ${storeColumns(j.object)} FROM ${j.object.from}`,
-        {},
-        path,
+      await inStep('read', () =>
+        this.store.writeParquet(
+          job.account,
+          `SELECT ${storeColumns(j.object)} FROM ${j.object.from}`,
+          {},
+          path,
+        ),
       );
       staged.set(j.alias, path);
     }
@@ -195,7 +233,7 @@ export class ExportRunner {
       signal.throwIfAborted();
       const path = join(work, `${object.name}-page-${page}.parquet`);
       const { sql, params } = pageQuery(object, after, this.options.rowsPerFile);
-      await this.store.writeParquet(job.account, sql, params, path);
+      await inStep('read', () => this.store.writeParquet(job.account, sql, params, path));
       const counted = await stageDb.runAndReadAll(
         `SELECT count(*)::BIGINT AS n FROM read_parquet(${literal(path)})`,
       );
@@ -233,20 +271,27 @@ export class ExportRunner {
           (plan.where ? ` WHERE ${plan.where}` : '') +
           (plan.orderBy ? ` ORDER BY ${plan.orderBy}` : '');
         // One DuckDB per page: what it allocated for a page is given back before the next one.
-        const writer = await this.duckdb(work);
-        let rows: number;
-        try {
-          const copy = await writer.db.prepare(`COPY (${select}) TO ${literal(out)} (${options})`);
-          if (plan.params.length) copy.bind(plan.params);
-          const result = await copy.runAndReadAll();
-          rows = Number(result.getRowsJS()[0]?.[0] ?? 0);
-        } finally {
-          writer.close();
-        }
+        const rows = await inStep('write', async () => {
+          const writer = await this.duckdb(work);
+          try {
+            const copy = await writer.db.prepare(`COPY (${select}) TO ${literal(out)} (${options})`);
+            if (plan.params.length) copy.bind(plan.params);
+            const result = await copy.runAndReadAll();
+            return Number(result.getRowsJS()[0]?.[0] ?? 0);
+          } finally {
+            writer.close();
+          }
+        });
         await rm(current.path, { force: true });
         // An object with no matching rows still gets one file, so its columns are there to read.
         if (rows > 0 || (current.last && files.length === 0)) {
-          files.push({ ...(await this.moveIn(`${prefix}/${name}`, out)), object: object.name, rows });
+          const key = `${prefix}/${name}`;
+          const { bytes, sha256 } = await inStep('place', () => this.moveIn(key, out));
+          // Named as the record names the location (spec "Export record": `<bucket>/<tracker_id>/…`).
+          files.push({
+            key,
+            file: { path: `${job.record.path}/${name}`, object: object.name, rows, bytes, sha256 },
+          });
         } else {
           await rm(out, { force: true });
         }
@@ -255,6 +300,21 @@ export class ExportRunner {
       await next?.catch(() => undefined);
     }
     for (const path of staged.values()) await rm(path, { force: true });
+  }
+
+  /**
+   * Has the store hold every column the schema declares for the object (the schema leads, the data
+   * follows): a field with no value yet, or an object with no record yet, exports as empty columns.
+   * Idempotent, so a crash or a concurrent processor adding the same column changes nothing.
+   */
+  private async declare(account: string, object: ExportObject): Promise<void> {
+    const declared = object.declared;
+    if (!declared) return;
+    await inStep('read', () =>
+      declared.kind === 'object'
+        ? this.store.ensureObjectTable(account, declared.table, declared.columns)
+        : this.store.addColumns(account, declared.table, declared.columns),
+    );
   }
 
   private async duckdb(work: string): Promise<{ db: DuckDBConnection; close(): void }> {
@@ -285,7 +345,7 @@ export class ExportRunner {
   }
 
   /** Hashes a finished file, then moves it into the export bucket. */
-  private async moveIn(key: string, file: string): Promise<Omit<ExportFile, 'object' | 'rows'>> {
+  private async moveIn(key: string, file: string): Promise<{ bytes: number; sha256: string }> {
     const hash = createHash('sha256');
     let bytes = 0;
     // One buffer, reused: a stream's fresh chunk per read would leave the memory to the GC's pace.
@@ -302,7 +362,7 @@ export class ExportRunner {
       await handle.close();
     }
     await this.buckets.moveIn('export', key, file);
-    return { path: key, bytes, sha256: hash.digest('hex') };
+    return { bytes, sha256: hash.digest('hex') };
   }
 }
 /**
@@ -323,6 +383,8 @@ export function pageQuery(
       params[`k${i}`] = after[i];
       if (type === 'timestamp') return `fromUnixTimestamp64Milli({k${i}:Int64}, 'UTC')`;
       if (type === 'integer') return `{k${i}:Int64}`;
+      // A custom object's number key: its exact text, read back as the column's own decimal type.
+      if (type === 'decimal') return `{k${i}:${storeType('number')}}`;
       return `{k${i}:String}`;
     });
     // The tuple comparison alone does not narrow the primary-key range (ClickHouse reads every granule
@@ -346,7 +408,13 @@ async function lastKey(
 ): Promise<(string | number)[]> {
   const exprs = object.pageKey.map((name, i) => {
     const type = object.columns.find((c) => c.name === name)!.type;
-    return `${type === 'timestamp' ? `epoch_ms(${quoteIdent(name)})` : quoteIdent(name)} AS k${i}`;
+    const value =
+      type === 'timestamp'
+        ? `epoch_ms(${quoteIdent(name)})`
+        : type === 'decimal'
+          ? `CAST(${quoteIdent(name)} AS VARCHAR)`
+          : quoteIdent(name);
+    return `${value} AS k${i}`;
   });
   const result = await db.runAndReadAll(
     `SELECT ${exprs.join(', ')} FROM read_parquet(${literal(pagePath)}, file_row_number = true) ORDER BY file_row_number DESC LIMIT 1`,

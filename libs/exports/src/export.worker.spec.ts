@@ -117,15 +117,19 @@ describe('export worker', () => {
     });
   });
 
-  it('marks every object failed when the run itself fails', async () => {
+  it("marks every object failed when the run itself fails, in the user's words, not the engine's", async () => {
     await metadata.create(EXPORTS_BUCKET, 'j3', job('j3'));
-    const failing: JobRunner = { run: () => Promise.reject(new Error('bucket unwritable')) };
+    const failing: JobRunner = {
+      run: () => Promise.reject(new Error('Code: 60. DB::Exception: Table acc_x.events does not exist')),
+    };
     await worker(failing).tick();
+    const reason = (object: string) =>
+      `could not export ${object}: an unexpected error stopped it; the export can be requested again`;
     expect((await stored('j3')).record).toMatchObject({
       state: 'completed_with_errors',
       errors: [
-        { object: 'events', reason: 'bucket unwritable' },
-        { object: 'customers', reason: 'bucket unwritable' },
+        { object: 'events', reason: reason('events') },
+        { object: 'customers', reason: reason('customers') },
       ],
     });
   });

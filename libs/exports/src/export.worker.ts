@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '@cdp/logger';
 import type { Metrics } from '@cdp/metrics';
 import { Lease, MetadataConflictError, PollLoop, type MetadataStore, type Versioned } from '@cdp/metadata';
+import { failureReason } from './export-failure.js';
 import { EXPORTS_BUCKET, type ExportJob } from './export-record.js';
 import type { CompleteManifest } from './export.runner.js';
 
@@ -143,7 +144,6 @@ export class ExportWorker {
         return;
       }
       // A failure outside any one object (the bucket, the scratch space): every object failed.
-      const reason = err instanceof Error ? err.message : String(err);
       this.logger.error({ ...log, err }, 'export failed');
       await write((job) => ({
         ...job,
@@ -151,7 +151,10 @@ export class ExportWorker {
           ...job.record,
           state: 'completed_with_errors',
           completed_at: new Date(this.now()).toISOString(),
-          errors: job.record.detail.objects.map((object) => ({ object, reason })),
+          errors: job.record.detail.objects.map((object) => ({
+            object,
+            reason: failureReason(object, job.record.detail.format, err),
+          })),
         },
         owner: undefined,
       })).catch(() => undefined);

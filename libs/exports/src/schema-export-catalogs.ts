@@ -13,7 +13,8 @@ import {
 const TYPES: Record<CustomFieldType, ColumnType> = {
   string: 'string',
   text: 'string',
-  number: 'number',
+  // Exact decimals (CUSTOM_DECIMAL), never doubles.
+  number: 'decimal',
   timestamp: 'timestamp',
   boolean: 'boolean',
 };
@@ -49,6 +50,15 @@ export class SchemaExportCatalogs extends ExportCatalogs {
         ...builtIn,
         columns: [...builtIn.columns, ...added.map((f) => ({ name: f.name, type: TYPES[f.type] }))],
         relations: [...builtIn.relations, ...own],
+        ...(added.length
+          ? {
+              declared: {
+                kind: 'fields' as const,
+                table: def.table,
+                columns: added.map((f) => ({ name: f.name, type: f.type })),
+              },
+            }
+          : {}),
       });
     }
     for (const def of schema.objects()) {
@@ -59,6 +69,11 @@ export class SchemaExportCatalogs extends ExportCatalogs {
         columns: def.fields.map((f) => ({ name: f.name, type: TYPES[f.type] })),
         pageKey: def.fields.filter((f) => f.primary).map((f) => f.name),
         relations: relations(def),
+        declared: {
+          kind: 'object',
+          table: def.table,
+          columns: def.fields.map((f) => ({ name: f.name, type: f.type, primary: f.primary })),
+        },
       });
     }
     return BUILT_IN_CATALOG.with(...objects);

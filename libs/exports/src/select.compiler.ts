@@ -1,4 +1,5 @@
 import { ApiError } from '@cdp/contracts';
+import { CUSTOM_DECIMAL } from '@cdp/store';
 import type { ColumnType, ExportCatalog, ExportObject, ExportRelation } from './export-objects.js';
 import type { Comparison, ExportSelect, Filter, FilterValue } from './export-request.js';
 
@@ -41,12 +42,24 @@ export function quoteIdent(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
 
+/** The store's exact decimal of custom numbers, as DuckDB (and so Parquet's DECIMAL) spells it. */
+export const DECIMAL_TYPE = `DECIMAL(${CUSTOM_DECIMAL.precision}, ${CUSTOM_DECIMAL.scale})`;
+
+/**
+ * What a decimal column is compared with: a filter value of any scale or size the comparison can
+ * hold exactly (a value past the field's own 4 decimals still compares right, `x > 1.00005`).
+ */
+const DECIMAL_FILTER_TYPE = 'DECIMAL(38, 10)';
+const DECIMAL_FILTER_TEXT = /^-?\d{1,28}(\.\d{1,10})?$/;
+
 export function duckType(type: ColumnType): string {
   switch (type) {
     case 'integer':
       return 'BIGINT';
     case 'number':
       return 'DOUBLE';
+    case 'decimal':
+      return DECIMAL_TYPE;
     case 'boolean':
       return 'BOOLEAN';
     case 'timestamp':
@@ -190,9 +203,14 @@ function typedValue(c: Comparison, type: ColumnType, bind: Bind): string {
       if (typeof value === 'boolean') throw wrong('text');
       return `CAST(${bind(String(value))} AS VARCHAR)`;
     case 'integer':
-    case 'number': {
+    case 'number':
+    case 'decimal': {
       const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
       if (typeof n !== 'number' || !Number.isFinite(n)) throw wrong('a number');
+      // Exact against an exact decimal: numeric text keeps every digit it was sent with.
+      const text = typeof value === 'string' ? value.trim() : String(n);
+      if (type === 'decimal' && DECIMAL_FILTER_TEXT.test(text))
+        return `CAST(${bind(text)} AS ${DECIMAL_FILTER_TYPE})`;
       // As text: DuckDB binds a whole JS number as BIGINT, which 1e20 overflows.
       return `CAST(${bind(String(n))} AS DOUBLE)`;
     }

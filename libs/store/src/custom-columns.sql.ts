@@ -15,13 +15,17 @@ export function sqlName(name: string): string {
 }
 
 /**
- * The store type of a schema type. Numbers: spec "Data types" allows 18 digits with at most 4 after
- * the point, so up to 18 before it — Decimal(22, 4) holds all of them exactly.
+ * A custom number field's exact decimal: spec "Data types" allows 18 digits with at most 4 after the
+ * point, so up to 18 before it — 22 digits, 4 of them after the point, hold all of them exactly.
+ * Exports write the same type (Parquet DECIMAL).
  */
+export const CUSTOM_DECIMAL = { precision: 22, scale: 4 } as const;
+
+/** The store type of a schema type. */
 export function storeType(type: CustomFieldType): string {
   switch (type) {
     case 'number':
-      return 'Decimal(22, 4)';
+      return `Decimal(${CUSTOM_DECIMAL.precision}, ${CUSTOM_DECIMAL.scale})`;
     case 'timestamp':
       return "DateTime64(3, 'UTC')";
     case 'boolean':

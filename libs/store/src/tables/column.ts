@@ -1,7 +1,10 @@
 import type { FieldType } from '@cdp/domain';
 
-/** How an exported column is written: the Parquet type, and how CSV spells the value. */
-export type ExportType = 'string' | 'number' | 'integer' | 'boolean' | 'timestamp';
+/**
+ * How an exported column is written: the Parquet type, and how CSV spells the value. `decimal` is a
+ * custom number field's exact decimal (CUSTOM_DECIMAL); `number` a built-in amount's double.
+ */
+export type ExportType = 'string' | 'number' | 'decimal' | 'integer' | 'boolean' | 'timestamp';
 
 /**
  * One column of a store table: its ClickHouse type, and (as a phantom) the TypeScript type of its
@@ -79,7 +82,8 @@ export function exportTypeOf(sql: string): ExportType {
   const inner = sql.replace(/^Nullable\((.*)\)$/, '$1');
   if (inner.startsWith('DateTime')) return 'timestamp';
   if (/^U?Int\d+$/.test(inner)) return 'integer';
-  if (/^Float\d+$/.test(inner) || inner.startsWith('Decimal')) return 'number';
+  if (inner.startsWith('Decimal')) return 'decimal';
+  if (/^Float\d+$/.test(inner)) return 'number';
   if (inner === 'Bool') return 'boolean';
   return 'string';
 }
