@@ -77,6 +77,9 @@ async function* csvItems(
   const parser = input.pipe(
     parse({
       bom: true,
+      // Any of the three line ends, mixed in one file: left to detection, the first one found would be
+      // the only one, and records ending in another would run together.
+      record_delimiter: ['\r\n', '\n', '\r'],
       info: true,
       raw: true,
       relax_column_count: true,
