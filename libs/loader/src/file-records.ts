@@ -14,6 +14,7 @@ import {
   type LoadedRecord,
   type RecordProblem,
 } from './record-rules.js';
+import { keepExactNumbers } from '@cdp/contracts';
 import type { EventInput } from '@cdp/domain';
 
 /**
@@ -206,7 +207,7 @@ function jsonRecord(
 ): LoadedRecord | RecordProblem[] {
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = JSON.parse(keepExactNumbers(text));
   } catch {
     return [{ field: 'line', reason: 'is not a JSON object' }];
   }
