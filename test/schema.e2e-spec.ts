@@ -312,7 +312,7 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
           {
             type: 'visit',
             identifiers: { vuid: 'x3' },
-            data: { score: 1.23456, promo: 'yes', seen_at: '2024-01-01' },
+            data: { score: 1.23456, promo: 'yes', seen_at: 'soon' },
           },
         ],
         acc.publicKey,
@@ -340,7 +340,7 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
         {
           event: 2,
           field: 'data.seen_at',
-          reason: 'must be a unix timestamp in seconds',
+          reason: expect.stringContaining('ISO 8601 date and time or unix epoch seconds'),
           message: expect.any(String),
         },
       ]);

@@ -374,7 +374,8 @@ const time = (ms: number) => ({ ms: ms === 0 ? 0 : ms });
 function profileValues(a: Gen<typeof profileArb>): Row {
   const out: Row = {};
   for (const f of ['name', 'city', 'phone', 'nick'] as const) {
-    if (a[f] !== undefined) out[f] = a[f] === '' && f !== 'nick' ? null : a[f];
+    // "" is no value for built-in and custom (`nick`) fields alike (spec "Data types": null is empty).
+    if (a[f] !== undefined) out[f] = a[f] === '' ? null : a[f];
   }
   if (a.score !== undefined) out.score = num(Number(a.score));
   if (a.seen_at !== undefined) out.seen_at = time(parseTimestamp(a.seen_at)!);
@@ -396,9 +397,11 @@ function orderValues(o: Gen<typeof orderArb>): Row {
   const itemsSubtotal = o.items?.some((i) => typeof i.subtotal === 'number')
     ? o.items.reduce((sum, i) => sum + Math.round(((i.subtotal as number) ?? 0) * 10_000), 0) / 10_000
     : 0;
+  // An order's running tally counts in 1/10000 units: more decimals count rounded (README "API notes").
+  const tally = (amount: number) => Math.round(amount * 10_000) / 10_000;
   const out: Row = {
-    total: num((o.total as number | undefined) ?? 0),
-    subtotal: num((o.subtotal as number | undefined) ?? itemsSubtotal),
+    total: num(tally((o.total as number | undefined) ?? 0)),
+    subtotal: num(o.subtotal === undefined ? itemsSubtotal : tally(o.subtotal as number)),
     discount: o.discount === undefined ? null : num(o.discount as number),
     tax: o.tax === undefined ? null : num(o.tax as number),
     coupon_code: o.coupon_code === undefined || o.coupon_code === '' ? null : o.coupon_code,

@@ -202,7 +202,12 @@ describe('BatchValidator', () => {
           { event: 0, field: 'type', reason: 'must be string', message: expect.any(String) },
           { event: 0, field: 'identifiers.email', reason: expect.any(String), message: expect.any(String) },
           { event: 0, field: 'data.page', reason: 'must be string', message: expect.any(String) },
-          { event: 0, field: 'data.landing', reason: 'must be boolean', message: expect.any(String) },
+          {
+            event: 0,
+            field: 'data.landing',
+            reason: 'must be one of 0, 1, true, false',
+            message: expect.any(String),
+          },
           {
             event: 0,
             field: 'data.days_since_last_visit',
@@ -241,7 +246,12 @@ describe('BatchValidator', () => {
       expect(invalids).toHaveLength(3);
       expect(invalids).toEqual(
         expect.arrayContaining([
-          { event: 0, field: 'attributes.opted_in', reason: 'must be boolean', message: expect.any(String) },
+          {
+            event: 0,
+            field: 'attributes.opted_in',
+            reason: 'must be one of 0, 1, true, false',
+            message: expect.any(String),
+          },
           { event: 0, field: 'attributes.city', reason: 'must be string', message: expect.any(String) },
           { event: 0, field: 'attributes.email', reason: 'must be string', message: expect.any(String) },
         ]),
@@ -379,14 +389,30 @@ describe('numbers the store keeps exactly', () => {
     ]);
   });
 
-  it('takes amounts of at most 4 decimals within ±99,999,999,999.9999', () => {
+  it('takes built-in amounts of any decimals within ±99,999,999,999.9999 (the 4-decimal rule is for custom fields)', () => {
     expect(
-      fieldsOf(order({ total: 99_999_999_999.9999, subtotal: -99_999_999_999.9999, tax: 0.0001 })),
+      fieldsOf(
+        order({ total: 99_999_999_999.9999, subtotal: -99_999_999_999.9999, tax: 0.0001, discount: 3.14159 }),
+      ),
     ).toEqual([]);
-    expect(fieldsOf(order({ total: 100_000_000_000, discount: 0.12345 }))).toEqual([
+    expect(fieldsOf(order({ total: 100_000_000_000 }))).toEqual([
       'data.order.total: must be <= 99999999999.9999',
-      'data.order.discount: must have at most 4 digits after the decimal point',
     ]);
+  });
+
+  it('reads a built-in boolean in every form of the data types table', () => {
+    for (const landing of [true, 0, '1', 'false', 'TRUE'])
+      expect(fieldsOf(event({ data: { landing } }))).toEqual([]);
+    expect(fieldsOf(event({ data: { landing: 'yes' } }))).toEqual([
+      'data.landing: must be one of 0, 1, true, false',
+    ]);
+  });
+
+  it('refuses an array for an identifier other than push tokens', () => {
+    expect(fieldsOf(event({ identifiers: { email: ['a@x.com', 'b@x.com'] } }))).toEqual([
+      'identifiers.email: must be string',
+    ]);
+    expect(fieldsOf(event({ identifiers: { ios_push_tokens: ['t1', 't2'] } }))).toEqual([]);
   });
 
   it('takes integers a double holds exactly', () => {

@@ -1,7 +1,7 @@
 import { Ajv, type ErrorObject } from 'ajv';
-import { isExactAmount } from '@cdp/domain';
+import { BOOLEAN_REASON, readBoolean } from '@cdp/domain';
 import { ApiError, type Invalid } from './errors.js';
-import { AMOUNT_KEYWORD, MAX_BATCH } from './schemas.js';
+import { BOOLEAN_KEYWORD, MAX_BATCH } from './schemas.js';
 
 /**
  * Validates a batch body (one record or an array of at most 1000) with a schema compiled once, then a
@@ -21,11 +21,10 @@ export class BatchValidator<In, Out, Ctx = void> {
     // strictNumbers: JSON's 1e400 parses to Infinity, which `type: number` would otherwise let through.
     const ajv = new Ajv({ allErrors: true, strict: false, strictNumbers: true });
     ajv.addKeyword({
-      keyword: AMOUNT_KEYWORD,
-      type: 'number',
+      keyword: BOOLEAN_KEYWORD,
       schemaType: 'boolean',
-      error: { message: 'must have at most 4 digits after the decimal point' },
-      validate: (on: boolean, value: number) => !on || isExactAmount(value),
+      error: { message: BOOLEAN_REASON },
+      validate: (on: boolean, value: unknown) => !on || readBoolean(value) !== undefined,
     });
     this.validate = ajv.compile(schema);
     this.check = this.validate;

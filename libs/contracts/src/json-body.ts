@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { ApiError, type Invalid } from './errors.js';
+import { keepExactNumbers } from './exact-numbers.js';
 
 /**
  * Reads a request body as JSON, refusing what the store could not keep or the code must not meet:
@@ -13,7 +14,7 @@ export function parseJsonBody(body: Buffer): unknown {
   const utf8 = isUtf8(body);
   let value: unknown;
   try {
-    value = JSON.parse(utf8 ? body.toString('utf8') : markInvalidBytes(body));
+    value = JSON.parse(keepExactNumbers(utf8 ? body.toString('utf8') : markInvalidBytes(body)));
   } catch {
     throw ApiError.badRequest('request body is not valid JSON');
   }

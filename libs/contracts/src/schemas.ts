@@ -16,8 +16,11 @@ export const MAX_BATCH = 1000; // spec "Limits": 1000 events / profiles per requ
 
 type Schema = Record<string, unknown>;
 
-/** Marks a number that must be an exact amount (at most 4 decimals); the batch validator defines it. */
-export const AMOUNT_KEYWORD = 'x-amount';
+/**
+ * Marks a boolean of the data types table (0, 1, true, false, as JSON values or text: readBoolean); the
+ * batch validator defines it, and the domain's normalizers read the value with the same rule.
+ */
+export const BOOLEAN_KEYWORD = 'x-boolean';
 
 export const str: Schema = { type: 'string', maxLength: MAX_STRING };
 export const nullable = (s: Schema): Schema => ({ anyOf: [s, { type: 'null' }] });
@@ -30,10 +33,11 @@ export function schemaOf(type: FieldType | 'boolean'): Schema {
       // Integers a double holds exactly, so the value stored (Int64) is the value sent.
       return { type: 'integer', minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER };
     case 'number':
-      // Every number of the built-in objects is an amount kept in 1/10000 units (orders.ts).
-      return { type: 'number', minimum: -MAX_AMOUNT, maximum: MAX_AMOUNT, [AMOUNT_KEYWORD]: true };
+      // Built-in amounts take any finite decimal (spec "Data types": `3.14159`); the 4-decimal limit is
+      // for custom fields. The range keeps an order's running tally exact (orders.ts MAX_AMOUNT).
+      return { type: 'number', minimum: -MAX_AMOUNT, maximum: MAX_AMOUNT };
     case 'boolean':
-      return { type: 'boolean' };
+      return { [BOOLEAN_KEYWORD]: true };
     case 'object':
       return { type: 'object' };
     case 'timestamp':
@@ -41,20 +45,23 @@ export function schemaOf(type: FieldType | 'boolean'): Schema {
   }
 }
 
-/** Identifier values are strings; push-token fields may carry several tokens. */
-const identifierValue: Schema = nullable({
+/** Identifier values are strings; only a push-token field (`*_push_tokens`, plural) may carry several. */
+const identifierValue: Schema = nullable(str);
+const pushTokensValue: Schema = nullable({
   anyOf: [str, { type: 'array', items: str, maxItems: 100 }],
 });
+const PUSH_TOKENS = '^.+_push_tokens$';
 
 export const identifiersSchema: Schema = {
   type: 'object',
+  patternProperties: { [PUSH_TOKENS]: pushTokensValue },
   additionalProperties: identifierValue,
 };
 
 /** Identifier fields among other fields (profile attributes): checked by name; other names pass. */
 export const identifierProperties = {
   properties: { vuid: identifierValue },
-  patternProperties: { '^svc_alias_.+$': identifierValue, '^.+_push_tokens$': identifierValue },
+  patternProperties: { '^svc_alias_.+$': identifierValue, [PUSH_TOKENS]: pushTokensValue },
 };
 
 /** Typed fields of a field table, each nullable (every type allows null, spec "Data types"). */

@@ -42,7 +42,7 @@ describe('custom field values (spec "Data types")', () => {
     });
 
     it('refuses what is not a decimal number', () => {
-      for (const v of ['', 'abc', '1e5', '1,5', '0x10', true, {}, [1], Number.NaN, Infinity])
+      for (const v of ['abc', '1e5', '1,5', '0x10', true, {}, [1], Number.NaN, Infinity])
         expect(ok('number', v)).toHaveProperty('reason');
     });
 
@@ -61,22 +61,27 @@ describe('custom field values (spec "Data types")', () => {
       [0, false],
       ['0', false],
       ['false', false],
+      ['TRUE', true],
+      ['False', false],
     ])('reads %p as %p', (sent, value) => {
       expect(ok('boolean', sent)).toEqual({ value });
     });
-    it.each(['yes', 'TRUE', 2, '', 'no'])('refuses %p', (sent) => {
+    it.each(['yes', 2, 'no', 'truthy'])('refuses %p', (sent) => {
       expect(ok('boolean', sent)).toEqual({ reason: 'must be one of 0, 1, true, false' });
     });
   });
 
-  describe('timestamp: unix seconds', () => {
+  describe('timestamp: ISO 8601 or unix seconds', () => {
     it('accepts seconds as a number or text', () => {
       expect(ok('timestamp', 1700000000)).toEqual({ value: 1700000000 });
       expect(ok('timestamp', '1700000000')).toEqual({ value: 1700000000 });
       expect(ok('timestamp', 1700000000.5)).toEqual({ value: 1700000000.5 });
     });
-    it('refuses ISO dates and times the store cannot hold', () => {
-      expect(ok('timestamp', '2024-01-01')).toHaveProperty('reason');
+    it('accepts ISO 8601 as every timestamp of the data types table does, kept as unix seconds', () => {
+      expect(ok('timestamp', '2024-01-01')).toEqual({ value: Date.UTC(2024, 0, 1) / 1000 });
+      expect(ok('timestamp', '2023-11-14T22:13:20.5Z')).toEqual({ value: 1700000000.5 });
+    });
+    it('refuses what is no timestamp and times the store cannot hold', () => {
       expect(ok('timestamp', 'soon')).toHaveProperty('reason');
       expect(ok('timestamp', 99999999999)).toHaveProperty('reason'); // year 5138
     });
@@ -88,6 +93,11 @@ describe('custom field values (spec "Data types")', () => {
       expect(ok('text', 'x'.repeat(1025))).toEqual({ reason: expect.stringContaining('1024') });
       expect(ok('text', 5)).toEqual({ reason: 'must be string' });
     });
+  });
+
+  it('reads an empty text as null for every type (null or "" unsets)', () => {
+    for (const type of ['string', 'text', 'number', 'timestamp', 'boolean'] as const)
+      expect(readCustomValue(type, '')).toEqual({ value: null });
   });
 
   it('every type allows null', () => {

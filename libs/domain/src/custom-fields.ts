@@ -24,16 +24,32 @@ export const MAX_CUSTOM_STRING = 1024;
 export const MAX_NUMBER_DIGITS = 18;
 export const MAX_NUMBER_DECIMALS = 4;
 const DECIMAL_TEXT = /^[+-]?(\d+)(?:\.(\d+))?$/;
+const TIMESTAMP_REASON = 'must be an ISO 8601 date and time or unix epoch seconds, 1900 to 2299';
+
+/** Spec "Data types": a boolean is one of 0, 1, true, false (as JSON values or as text, any case). */
+export const BOOLEAN_REASON = 'must be one of 0, 1, true, false';
+
+/** The boolean a value of the data types table stands for, or undefined when it is none. */
+export function readBoolean(value: unknown): boolean | undefined {
+  if (value === true || value === 1) return true;
+  if (value === false || value === 0) return false;
+  if (typeof value !== 'string') return undefined;
+  const text = value.trim().toLowerCase();
+  if (text === '1' || text === 'true') return true;
+  if (text === '0' || text === 'false') return false;
+  return undefined;
+}
 
 /**
  * Reads a value sent for a custom field: the value to keep, or why it is not one of the type.
- * null means "no value" (every type allows null).
+ * null means "no value": every type allows null, and an empty text is null (spec "Data types": null is an
+ * empty field in bulk files; "Entities (v2)": null or "" unsets), so every entry path unsets alike.
  */
 export function readCustomValue(
   type: CustomFieldType,
   value: unknown,
 ): { value: CustomValue | null } | { reason: string } {
-  if (value === null) return { value: null };
+  if (value === null || value === '') return { value: null };
   switch (type) {
     case 'string':
     case 'text':
@@ -43,16 +59,15 @@ export function readCustomValue(
       return { value };
     case 'number':
       return readNumber(value);
-    case 'boolean':
-      // Spec "Data types": one of 0, 1, true, false.
-      if (value === true || value === 1 || value === '1' || value === 'true') return { value: true };
-      if (value === false || value === 0 || value === '0' || value === 'false') return { value: false };
-      return { reason: 'must be one of 0, 1, true, false' };
+    case 'boolean': {
+      const read = readBoolean(value);
+      return read === undefined ? { reason: BOOLEAN_REASON } : { value: read };
+    }
     case 'timestamp': {
-      // Spec "Data types": a custom timestamp field is a unix timestamp (seconds).
-      const text = typeof value === 'number' ? String(value) : typeof value === 'string' ? value.trim() : '';
-      const ms = DECIMAL_TEXT.test(text) ? parseTimestamp(text) : undefined;
-      if (ms === undefined) return { reason: 'must be a unix timestamp in seconds' };
+      // The table's timestamp rule (ISO 8601 or epoch seconds) for every timestamp: the "unix timestamp"
+      // of custom fields is how it is kept and read back (spec/NOTES.md "Timestamps").
+      const ms = parseTimestamp(value);
+      if (ms === undefined) return { reason: TIMESTAMP_REASON };
       // The store keeps milliseconds: the value travels as the one it will read back.
       return { value: ms / 1000 };
     }

@@ -1,7 +1,7 @@
 import { collectIdentifiers, type CustomIdentifierNames } from './identifiers.js';
 import { keptOrder, normalizeOrder } from './orders.js';
 import { parseTimestamp } from './timestamps.js';
-import type { CustomValue } from './custom-fields.js';
+import { readBoolean, type CustomValue } from './custom-fields.js';
 import type { FieldType } from './field-types.js';
 
 /** The `data` fields of an event and their types, as the spec's event table lists them. */
@@ -106,7 +106,8 @@ export function normalizeEvent(
       order = kept.order;
       dropped.push(...kept.dropped);
     } else {
-      data[name] = value as string | number | boolean;
+      // A boolean arrives in any form of the data types table (the schema checked it: readBoolean).
+      data[name] = type === 'boolean' ? readBoolean(value)! : (value as string | number | boolean);
     }
   }
   const identifiers = collectIdentifiers(input.identifiers, customIds);

@@ -122,8 +122,9 @@ export function orderSubtotal(order: Pick<OrderData, 'subtotal' | 'items'>): num
 }
 
 /**
- * Amounts are kept as integers of 1/10000 (custom numbers have at most 4 decimals, spec "Data types"),
- * so that a running tally of many events stays exact and the Redis driver can add with HINCRBY.
+ * An order's running tally counts in integers of 1/10000, so that it stays exact over many events and the
+ * Redis driver can add with HINCRBY: a built-in amount with more decimals (which the API accepts, spec
+ * "Data types") counts in the tally rounded to 4 of them (README "API notes").
  */
 export const AMOUNT_SCALE = 10_000;
 export const toUnits = (amount: number): number => Math.round(amount * AMOUNT_SCALE);
@@ -134,14 +135,6 @@ export const fromUnits = (units: number): number => units / AMOUNT_SCALE;
  * double (up to 2^53) and in the store's Int64 units.
  */
 export const MAX_AMOUNT = 99_999_999_999.9999;
-
-/**
- * Whether a number is an amount the platform keeps exactly: finite, at most 4 digits after the point
- * (units of 1/10000), within ±MAX_AMOUNT. Every number field of the built-in objects is one.
- */
-export function isExactAmount(value: number): boolean {
-  return Number.isFinite(value) && Math.abs(value) <= MAX_AMOUNT && fromUnits(toUnits(value)) === value;
-}
 
 /** One input to an order's state: an order event, or a `POST /v2/entities` order update. */
 export interface OrderChange {

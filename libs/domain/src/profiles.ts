@@ -1,5 +1,5 @@
 import { canonicalCustomerValue } from './customer-fields.js';
-import type { CustomValue } from './custom-fields.js';
+import { readBoolean, type CustomValue } from './custom-fields.js';
 import {
   collectIdentifiers,
   isIdentifierField,
@@ -71,9 +71,11 @@ export function normalizeProfile(
       attributes[field] =
         value === '' || value === null
           ? null
-          : typeof value === 'string'
-            ? canonicalCustomerValue(field, value)
-            : (value as AttributeValue);
+          : CUSTOMER_FIELDS[field] === 'boolean'
+            ? readBoolean(value)!
+            : typeof value === 'string'
+              ? canonicalCustomerValue(field, value)
+              : (value as AttributeValue);
     } else if (Object.hasOwn(custom, field)) {
       attributes[field] = custom[field]!;
     } else if (!isIdentifierField(field, customIds)) {

@@ -2,6 +2,7 @@ import type { EventInput } from '@cdp/domain';
 import type { Column } from './csv-columns.js';
 import { fromText } from './field-text.js';
 import {
+  asSent,
   customerRecord,
   eventRecord,
   productRecord,
@@ -77,7 +78,9 @@ export function lineRecord(
         data: { ...line.fields, ...line.custom },
       };
       if (line.top.action !== undefined) input.action = line.top.action;
-      return eventRecord(input, context);
+      const record = eventRecord(input, context);
+      // A CSV line's columns are flat: a problem names the column, not the API body's path to it.
+      return Array.isArray(record) ? asSent(record, 'identifiers.', 'data.') : record;
     }
   }
 }

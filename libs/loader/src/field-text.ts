@@ -1,4 +1,4 @@
-import type { FieldType } from '@cdp/domain';
+import { BOOLEAN_REASON, readBoolean, type FieldType } from '@cdp/domain';
 
 /**
  * A CSV value as the spec's data types table reads it (spec "Data types"): numbers in standard decimal
@@ -12,10 +12,8 @@ export function fromText(type: FieldType, text: string): { value: unknown } | { 
     case 'integer':
       return INTEGER.test(text) ? { value: Number(text) } : { reason: 'must be an integer' };
     case 'boolean': {
-      const lower = text.toLowerCase();
-      if (lower === '1' || lower === 'true') return { value: true };
-      if (lower === '0' || lower === 'false') return { value: false };
-      return { reason: 'must be one of 0, 1, true, false' };
+      const value = readBoolean(text);
+      return value === undefined ? { reason: BOOLEAN_REASON } : { value };
     }
     default:
       return { value: text };

@@ -48,7 +48,7 @@ describe('CSV files', () => {
     expect((record(read[0]!).data as Record<string, unknown>).page).toBe('/a, "quoted"');
     expect(problems(read[1]!)).toEqual([{ field: 'line', reason: 'has 4 fields; the header has 3' }]);
     expect(problems(read[2]!)).toEqual([{ field: 'email', reason: expect.stringContaining('newline') }]);
-    expect(problems(read[4]!)).toEqual([{ field: 'identifiers.email', reason: expect.any(String) }]);
+    expect(problems(read[4]!)).toEqual([{ field: 'email', reason: expect.any(String) }]);
   });
 
   it('reads gzip, values by the data types table, and drops unknown columns', async () => {
@@ -59,7 +59,7 @@ describe('CSV files', () => {
     expect(dropped).toEqual(['shoe']);
     expect(record(read[0]!)).toMatchObject({ attributes: { customer_id: 'c1', tier: 3.5, opted_in: true } });
     expect(read[0]!.dropped).toBe(true);
-    expect(problems(read[1]!)).toEqual([{ field: 'attributes.tier', reason: expect.any(String) }]);
+    expect(problems(read[1]!)).toEqual([{ field: 'tier', reason: expect.any(String) }]);
     expect(read[1]!.dropped).toBe(false);
   });
 
@@ -70,6 +70,19 @@ describe('CSV files', () => {
     );
     expect(record(read[0]!).ts).toBe(Date.UTC(2024, 2, 2));
     expect(record(read[1]!).ts).toBe(context.nowMs);
+  });
+
+  it('reads every record of a file whose lines end in a mix of CRLF, LF and CR', async () => {
+    const { items: read } = await items(
+      'svc_customers.csv',
+      'customer_id,tier\r\nc1,1\nc2,2\r\nc3,"3"\rc4,4\n',
+    );
+    expect(read.map((i) => [i.line, (record(i).attributes as Record<string, unknown>).customer_id])).toEqual([
+      [2, 'c1'],
+      [3, 'c2'],
+      [4, 'c3'],
+      [5, 'c4'],
+    ]);
   });
 
   it('refuses a header that names a column twice', async () => {
@@ -148,5 +161,16 @@ describe('JSON-lines files', () => {
       { field: 'type', reason: 'must be event or order in a events file' },
     ]);
     expect(problems(read[3]!)).toEqual([{ field: 'line', reason: 'is not a JSON object' }]);
+  });
+
+  it('names a problem by the field the line holds', async () => {
+    const { items: read } = await items(
+      'x_customers.svc',
+      JSON.stringify({ type: 'customer', data: { email: 'not-an-email', tier: 'x' } }),
+    );
+    expect(problems(read[0]!)).toEqual(
+      expect.arrayContaining([{ field: 'data.tier', reason: expect.any(String) }]),
+    );
+    expect(problems(read[0]!).map((p) => p.field)).not.toContain('data.attributes.tier');
   });
 });

@@ -14,6 +14,7 @@ import {
   type LoadedRecord,
   type RecordProblem,
 } from './record-rules.js';
+import { keepExactNumbers } from '@cdp/contracts';
 import type { EventInput } from '@cdp/domain';
 
 /**
@@ -77,6 +78,9 @@ async function* csvItems(
   const parser = input.pipe(
     parse({
       bom: true,
+      // Any of the three line ends, mixed in one file: left to detection, the first one found would be
+      // the only one, and records ending in another would run together.
+      record_delimiter: ['\r\n', '\n', '\r'],
       info: true,
       raw: true,
       relax_column_count: true,
@@ -203,7 +207,7 @@ function jsonRecord(
 ): LoadedRecord | RecordProblem[] {
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = JSON.parse(keepExactNumbers(text));
   } catch {
     return [{ field: 'line', reason: 'is not a JSON object' }];
   }

@@ -45,6 +45,17 @@ function through<T>(parse: () => T[]): T | RecordProblem[] {
   }
 }
 
+/**
+ * A record's problems named by the fields as the file holds them: `prefix` is the part of the API call's
+ * field path the file does not have (a customer line has no `attributes`).
+ */
+export function asSent(problems: RecordProblem[], ...prefixes: string[]): RecordProblem[] {
+  return problems.map((p) => {
+    const prefix = prefixes.find((x) => p.field.startsWith(x));
+    return prefix ? { ...p, field: p.field.slice(prefix.length) } : p;
+  });
+}
+
 function problem(invalid: Invalid): RecordProblem {
   return {
     field: Array.isArray(invalid.field) ? invalid.field.join('|') : invalid.field,
@@ -62,7 +73,7 @@ export function customerRecord(
       { custom: context.customers, customIds: context.identifiers ?? new Set() },
     ),
   );
-  return Array.isArray(record) ? record : { kind: 'profiles', record };
+  return Array.isArray(record) ? asSent(record, 'attributes.') : { kind: 'profiles', record };
 }
 
 export function productRecord(

@@ -120,7 +120,12 @@ describe('entities and objects', () => {
         ),
       ),
     ).toEqual([
-      { event: 0, field: 'data.opted_in', reason: 'must be boolean', message: expect.any(String) },
+      {
+        event: 0,
+        field: 'data.opted_in',
+        reason: 'must be one of 0, 1, true, false',
+        message: expect.any(String),
+      },
       { event: 1, field: 'data.product_id', reason: 'is required', message: expect.any(String) },
       { event: 1, field: 'data.price', reason: 'must be number', message: expect.any(String) },
       { event: 2, field: 'data.order_id', reason: 'is required', message: expect.any(String) },

@@ -7,11 +7,9 @@ import {
   type Invalid,
 } from '@cdp/contracts';
 import {
-  IDENTIFIER_REQUIRED_REASON,
   isIdentifierField,
   normalizeOrderUpdate,
   normalizeProduct,
-  normalizeProfile,
   readCustomFields,
   type CustomFields,
   type CustomIdentifierNames,
@@ -23,6 +21,9 @@ import {
 } from '@cdp/domain';
 import { eventRule, type EventsContext } from '../events/events.validator.js';
 import { BatchValidationPipe, noContext } from '../ingest/batch-validation.pipe.js';
+import { customerRule } from '../profiles/profiles.validator.js';
+
+const NO_IDS: CustomIdentifierNames = new Set();
 
 type Fields = Record<string, unknown>;
 
@@ -91,12 +92,8 @@ export const entitiesValidator = new BatchValidator<
   EntitiesContext
 >(entitySchema, 'entity record', (input, index, context): EntityRecord | Invalid[] => {
   if (input.type === 'customer') {
-    const custom = readCustomFields(input.data, context.customers, 'data.');
-    if (custom.invalids.length) return custom.invalids.map((invalid) => ({ event: index, ...invalid }));
-    const record = normalizeProfile(input.data, custom.values);
-    if (Object.keys(record.identifiers).length === 0)
-      return [{ event: index, field: 'data', reason: IDENTIFIER_REQUIRED_REASON }];
-    return { kind: 'profiles', record };
+    const record = customerRule(input.data, index, { custom: context.customers, customIds: NO_IDS }, 'data.');
+    return Array.isArray(record) ? record : { kind: 'profiles', record };
   }
   if (input.type === 'product') {
     const record = productRule(input.data, index, context.products, 'data.');
@@ -131,6 +128,18 @@ export function v2ToV3(input: V2EventIn, customIds?: CustomIdentifierNames): Eve
   return event;
 }
 
+/** The field of a v2 event as the caller sent it, for an invalid named by the v3 event's path. */
+function v2Field(input: V2EventIn, field: Invalid['field']): Invalid['field'] {
+  if (field === 'identifiers') return 'data';
+  if (field === 'action') return 'data.action';
+  // An identifier lifted out of `data` is named where it was sent.
+  if (typeof field === 'string' && field.startsWith('identifiers.')) {
+    const name = field.slice('identifiers.'.length);
+    if (Object.hasOwn(input.data, name)) return `data.${name}`;
+  }
+  return field;
+}
+
 /** `POST /v2/events` records: converted to v3, then the rules of `POST /v3/events`; invalids name v2 paths. */
 export const v2EventsValidator = new BatchValidator<V2EventIn, EventRecord, EventsContext>(
   v2EventSchema,
@@ -138,13 +147,7 @@ export const v2EventsValidator = new BatchValidator<V2EventIn, EventRecord, Even
   (input, index, context) => {
     const result = eventRule(v2ToV3(input, context.customIds), index, context);
     if (!Array.isArray(result)) return result;
-    return result.map((invalid) =>
-      invalid.field === 'identifiers'
-        ? { ...invalid, field: 'data' }
-        : invalid.field === 'action'
-          ? { ...invalid, field: 'data.action' }
-          : invalid,
-    );
+    return result.map((invalid) => ({ ...invalid, field: v2Field(input, invalid.field) }));
   },
 );
 

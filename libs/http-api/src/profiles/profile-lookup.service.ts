@@ -1,10 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { ApiError } from '@cdp/contracts';
+import { ApiError, ExactNumber } from '@cdp/contracts';
 import {
   ALIAS_PREFIX,
   NAMED_IDENTIFIERS,
   extractIdentifiers,
   isIdentifierField,
+  type AttributeValue,
   type Attributes,
 } from '@cdp/domain';
 import { IdentityIndex, ProfileState } from '@cdp/identity';
@@ -19,7 +20,23 @@ export class ProfileLookup {
     private readonly schema: SchemaRegistry,
   ) {}
 
-  async find(account: string, query: Record<string, unknown>): Promise<Attributes> {
+  /**
+   * The profile's attributes as a read answers them: a custom number kept as its exact decimal text (a
+   * double would round it, readCustomValue) is an ExactNumber, written as a JSON number by exactJson.
+   */
+  async find(
+    account: string,
+    query: Record<string, unknown>,
+  ): Promise<Record<string, AttributeValue | ExactNumber>> {
+    const attributes = await this.attributes(account, query);
+    const fields = (await this.schema.read(account)).customFields('customers');
+    const out: Record<string, AttributeValue | ExactNumber> = { ...attributes };
+    for (const [name, value] of Object.entries(attributes))
+      if (fields[name] === 'number' && typeof value === 'string') out[name] = new ExactNumber(value);
+    return out;
+  }
+
+  private async attributes(account: string, query: Record<string, unknown>): Promise<Attributes> {
     // The account's custom identifiers find customers too; the schema is read only when one may be asked.
     const custom = Object.keys(query).some((k) => !isIdentifierField(k))
       ? (await this.schema.read(account)).identifierNames

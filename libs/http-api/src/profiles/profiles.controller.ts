@@ -1,9 +1,9 @@
-import { Controller, Get, HttpCode, Post, Query, Req } from '@nestjs/common';
+import { Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
-import { accepted, batchOf, profileSchema, type AcceptedBody } from '@cdp/contracts';
-import type { Attributes, ProfileRecord } from '@cdp/domain';
+import { accepted, batchOf, exactJson, profileSchema, type AcceptedBody } from '@cdp/contracts';
+import type { ProfileRecord } from '@cdp/domain';
 import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
@@ -58,7 +58,11 @@ export class ProfilesController {
   async get(
     @Query() query: Record<string, unknown>,
     @CurrentPrincipal() principal: Principal,
-  ): Promise<{ attributes: Attributes }> {
-    return { attributes: await this.lookup.find(principal.account, query) };
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<string> {
+    // Custom numbers of 16 to 18 digits are JSON numbers with every digit (exactJson), not doubles.
+    const attributes = await this.lookup.find(principal.account, query);
+    void reply.type('application/json');
+    return exactJson({ attributes });
   }
 }

@@ -23,23 +23,35 @@ export interface ProfilesContext {
   customIds: CustomIdentifierNames;
 }
 
+/**
+ * A customer's fields by the rules of `POST /v3/profiles`: the customer table's field rules, the custom
+ * fields by their types, at least one usable identifier. Problems are named under `prefix` (where the
+ * caller's body holds the fields: `attributes.` here, `data.` in `POST /v2/entities`).
+ */
+export function customerRule(
+  fields: Record<string, unknown>,
+  index: number,
+  { custom, customIds }: ProfilesContext,
+  prefix: string,
+): ProfileRecord | Invalid[] {
+  const invalids: Invalid[] = customerFieldProblems(fields).map(({ field, reason }) => ({
+    event: index,
+    field: `${prefix}${field}`,
+    reason,
+  }));
+  const customValues = readCustomFields(fields, custom, prefix);
+  for (const invalid of customValues.invalids) invalids.push({ event: index, ...invalid });
+  const record = normalizeProfile(fields, customValues.values, customIds);
+  if (Object.keys(record.identifiers).length === 0) {
+    invalids.push({ event: index, field: prefix.slice(0, -1), reason: IDENTIFIER_REQUIRED_REASON });
+  }
+  return invalids.length ? invalids : record;
+}
+
 export const profilesValidator = new BatchValidator<ProfileIn, ProfileRecord, ProfilesContext>(
   profileSchema,
   'profile',
-  (input, index, { custom, customIds }) => {
-    const invalids: Invalid[] = customerFieldProblems(input.attributes).map(({ field, reason }) => ({
-      event: index,
-      field: `attributes.${field}`,
-      reason,
-    }));
-    const customValues = readCustomFields(input.attributes, custom, 'attributes.');
-    for (const invalid of customValues.invalids) invalids.push({ event: index, ...invalid });
-    const record = normalizeProfile(input.attributes, customValues.values, customIds);
-    if (Object.keys(record.identifiers).length === 0) {
-      invalids.push({ event: index, field: 'attributes', reason: IDENTIFIER_REQUIRED_REASON });
-    }
-    return invalids.length ? invalids : record;
-  },
+  (input, index, context) => customerRule(input.attributes, index, context, 'attributes.'),
 );
 
 /** The pipe of `POST /v3/profiles`: the account's custom customer fields. */
