@@ -1,0 +1,78 @@
+import { connectRedis, type RedisConnection } from '@cdp/redis';
+import { RedisConsentState, RedisIdentifierState } from '@cdp/consent/redis';
+import { RedisIdempotencyStore } from '@cdp/idempotency/redis';
+import { RedisIdentityIndex, RedisProfileState } from '@cdp/identity/redis';
+import { RedisOrderState } from '@cdp/orders/redis';
+import { RedisRateLimiter } from '@cdp/rate-limits/redis';
+import { consentStateContract } from '../libs/consent/src/consent-state.contract.js';
+import { identifierStateContract } from '../libs/consent/src/identifier-state.contract.js';
+import { idempotencyStoreContract } from '../libs/idempotency/src/idempotency-store.contract.js';
+import {
+  graphRows,
+  identityIndexContract,
+  profileStateContract,
+} from '../libs/identity/src/identity.contract.js';
+import { ORDER_CONTRACT_ACCOUNTS, orderStateContract } from '../libs/orders/src/order-state.contract.js';
+import { rateLimiterContract } from '../libs/rate-limits/src/rate-limiter.contract.js';
+import { RedisClusterRig } from './support/redis-cluster.js';
+
+/**
+ * The Redis drivers' contract suites on a Redis Cluster (3 primaries, 3 replicas on loopback), through
+ * the same connection factory the roles use, given the cluster's seed list: every account's keys go to
+ * the primary of its slot, and the function libraries are on every primary.
+ */
+let cluster: RedisClusterRig;
+let redis: RedisConnection;
+beforeAll(async () => {
+  cluster = await RedisClusterRig.start();
+  redis = await connectRedis(cluster.seeds);
+}, 60_000);
+afterAll(async () => {
+  await redis?.close();
+  await cluster?.stop();
+});
+
+async function* none<T>(): AsyncIterable<T> {}
+
+identityIndexContract('redis cluster', async (accounts) => {
+  const index = new RedisIdentityIndex(redis);
+  for (const account of accounts) {
+    await index.beginRebuild(account);
+    await index.load(account, graphRows([]));
+  }
+  return index;
+});
+profileStateContract('redis cluster', () =>
+  Promise.resolve(new RedisProfileState(redis, { requireLoaded: false })),
+);
+consentStateContract('redis cluster', () => Promise.resolve(new RedisConsentState(redis)));
+identifierStateContract('redis cluster', () => Promise.resolve(new RedisIdentifierState(redis)));
+orderStateContract('redis cluster', async () => {
+  const state = new RedisOrderState(redis, 400 * 86_400_000);
+  for (const account of ORDER_CONTRACT_ACCOUNTS) {
+    await state.beginRebuild(account);
+    await state.load(account, none());
+  }
+  return state;
+});
+idempotencyStoreContract('redis cluster', () => {
+  const clock = { now: Date.now() };
+  return Promise.resolve({ store: new RedisIdempotencyStore(redis, () => clock.now), clock });
+});
+rateLimiterContract('redis cluster', (now) => Promise.resolve(new RedisRateLimiter(redis, now)));
+
+describe('the Redis connection on a cluster', () => {
+  it('finds the cluster from its seed list and reports every primary healthy', async () => {
+    expect(redis.isCluster).toBe(true);
+    expect(await redis.health()).toEqual({ driver: 'redis-cluster', ready: true });
+  });
+
+  it('loads a library again on every primary when a node lost it, and the call goes through', async () => {
+    const limiter = new RedisRateLimiter(redis);
+    await limiter.take('reload', 'profiles', { rate: 5, burst: 5 });
+    await redis.onEveryPrimary(['FUNCTION', 'DELETE', 'cdp_rate']);
+    // Accounts on every primary: each call meets a node without the library.
+    for (let i = 0; i < 12; i++)
+      expect((await limiter.take(`reload${i}`, 'profiles', { rate: 5, burst: 5 })).allowed).toBe(true);
+  });
+});
