@@ -11,6 +11,7 @@ import {
   graphRows,
   identityIndexContract,
   profileStateContract,
+  record,
 } from '../libs/identity/src/identity.contract.js';
 import { ORDER_CONTRACT_ACCOUNTS, orderStateContract } from '../libs/orders/src/order-state.contract.js';
 import { rateLimiterContract } from '../libs/rate-limits/src/rate-limiter.contract.js';
@@ -75,4 +76,46 @@ describe('the Redis connection on a cluster', () => {
     for (let i = 0; i < 12; i++)
       expect((await limiter.take(`reload${i}`, 'profiles', { rate: 5, burst: 5 })).allowed).toBe(true);
   });
+
+  it('acknowledges a batch only once a replica holds it (WAIT 1), and says what that costs a batch', async () => {
+    const index = new RedisIdentityIndex(redis);
+    const account = `wait${Math.random().toString(36).slice(2, 8)}`;
+    await index.beginRebuild(account);
+    await index.load(account, graphRows([]));
+    const waitsBefore = await waitCalls();
+    const batches = 200;
+    let resolving = 0;
+    let settling = 0;
+    for (let b = 0; b < batches; b++) {
+      const records = Array.from({ length: 20 }, (_, i) =>
+        record([{ kind: 'email', value: `c${b}-${i}@x.com` }], `s${b}-${i}`, `m${b}`, i),
+      );
+      const t0 = performance.now();
+      await index.resolve(account, records);
+      const t1 = performance.now();
+      await index.settle(account, [`m${b}`]);
+      resolving += t1 - t0;
+      settling += performance.now() - t1;
+    }
+    expect((await waitCalls()) - waitsBefore).toBeGreaterThanOrEqual(batches);
+    let waiting = 0;
+    for (let b = 0; b < batches; b++) {
+      const t0 = performance.now();
+      await redis.waitForReplica(`cdp:{${account}}:ready`, 2000);
+      waiting += performance.now() - t0;
+    }
+    console.info(
+      `per batch of 20 records: resolve ${(resolving / batches).toFixed(2)} ms, settle with WAIT ` +
+        `${(settling / batches).toFixed(2)} ms, of which WAIT alone ${(waiting / batches).toFixed(2)} ms`,
+    );
+  });
 });
+
+/** WAIT commands the primaries have run (INFO commandstats). */
+async function waitCalls(): Promise<number> {
+  const stats = await redis.onEveryPrimary(['INFO', 'commandstats']);
+  return stats.reduce<number>(
+    (sum, text) => sum + Number(/cmdstat_wait:calls=(\d+)/.exec(String(text))?.[1] ?? 0),
+    0,
+  );
+}

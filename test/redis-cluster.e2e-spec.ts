@@ -73,6 +73,13 @@ describe('scaled-out roles on a Redis Cluster', () => {
       written.set(acc, new Map(profiles.map((x) => [x.email, x.city])));
     }
     await everyProfileReadsBack(written);
+    // The processor acknowledged its batches only after a replica confirmed them.
+    let waits = 0;
+    for (const { port } of await cluster.primaries())
+      waits += Number(
+        /cmdstat_wait:calls=(\d+)/.exec(await cluster.cli(port, 'INFO', 'commandstats'))?.[1] ?? 0,
+      );
+    expect(waits).toBeGreaterThan(0);
     for (const base of [p.api.baseUrl, p.processor!.baseUrl]) {
       const ready = await fetch(`${base}/health/ready`);
       expect(ready.status).toBe(200);

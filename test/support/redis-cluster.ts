@@ -50,6 +50,12 @@ export class RedisClusterRig {
         '--cluster-yes',
       ]);
       await rig.waitUntilOk();
+      // Every primary's replica has its first copy: from now on WAIT 1 is answered.
+      await eventually(async () => {
+        for (const { port } of await rig.primaries())
+          if (!/state=online/.test(await rig.cli(port, 'INFO', 'replication'))) return false;
+        return true;
+      }, 30_000);
       return rig;
     } catch (err) {
       await rig.stop();

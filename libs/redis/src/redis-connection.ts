@@ -207,11 +207,12 @@ export class RedisConnection {
     }
   }
 
-  /** Whether the primary has a connected replica, looked up at most every REPLICA_CHECK_MS. */
+  /** Whether the primary has an online replica, looked up at most every REPLICA_CHECK_MS. */
   private async hasReplica(node: SingleClient): Promise<boolean> {
     const seen = this.replicaSeen.get(node);
     if (seen && Date.now() - seen.at < REPLICA_CHECK_MS) return seen.has;
-    const has = /connected_slaves:[1-9]/.test(await node.info('replication'));
+    // Online only: a replica still loading its first copy confirms nothing until it has caught up.
+    const has = /^slave\d+:.*state=online/m.test(await node.info('replication'));
     this.replicaSeen.set(node, { has, at: Date.now() });
     return has;
   }
