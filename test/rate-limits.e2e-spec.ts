@@ -221,7 +221,7 @@ describe.each(WIRINGS)('rate limits per account and API family (%s)', (_wiring, 
             const res = await fetch(`${base}/v3/profiles?email=n${i}@x.com`, {
               headers: { 'x-api-key': acc.privateKey },
             });
-            const state = await redis.hGetAll(`cdp:{${acc.id}}:rl:profiles`);
+            const state = await redis.commands.hGetAll(`cdp:{${acc.id}}:rl:profiles`);
             bucket.push({ m: Number(state.m), at: Number(state.at) });
             return {
               status: res.status,
@@ -230,7 +230,7 @@ describe.each(WIRINGS)('rate limits per account and API family (%s)', (_wiring, 
             };
           });
         } finally {
-          await redis.quit();
+          await redis.close();
         }
         expectEdge(result, 10);
         // Each process takes from what the other left: the state after a request is the state after

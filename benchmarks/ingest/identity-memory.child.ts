@@ -17,7 +17,7 @@ import {
   MemoryProfileState,
 } from '@cdp/identity/memory';
 import { RedisIdentityIndex, RedisProfileState, loadIdentityFunctions } from '@cdp/identity/redis';
-import { connectRedis, type RedisClient } from '@cdp/redis';
+import { connectRedis, type RedisConnection } from '@cdp/redis';
 import { ClickHouseStore, databaseName } from '@cdp/store';
 import { ChdbTransport } from '@cdp/store/chdb';
 import { median } from '../lib/stats.js';
@@ -162,11 +162,13 @@ export function measureSpeed(customers: number, rounds: number) {
 }
 
 /** A private redis-server (no persistence) on `port`, so that used_memory counts this run alone. */
-export async function startRedis(port: number): Promise<{ client: RedisClient; stop: () => Promise<void> }> {
+export async function startRedis(
+  port: number,
+): Promise<{ client: RedisConnection; stop: () => Promise<void> }> {
   const server = spawn('redis-server', ['--port', String(port), '--save', '', '--appendonly', 'no'], {
     stdio: 'ignore',
   });
-  let client: RedisClient | undefined;
+  let client: RedisConnection | undefined;
   for (let tries = 0; !client; tries++) {
     try {
       client = await connectRedis(`redis://127.0.0.1:${port}`, false);
@@ -179,7 +181,7 @@ export async function startRedis(port: number): Promise<{ client: RedisClient; s
   return {
     client,
     stop: async () => {
-      await client.quit();
+      await client.close();
       server.kill();
     },
   };
@@ -187,9 +189,9 @@ export async function startRedis(port: number): Promise<{ client: RedisClient; s
 
 async function* none(): AsyncIterable<never> {}
 
-async function usedMemory(client: RedisClient): Promise<number> {
-  const info = await client.info('memory');
-  return Number(/used_memory:(\d+)/.exec(info)![1]);
+async function usedMemory(client: RedisConnection): Promise<number> {
+  const [info] = await client.onEveryPrimary(['INFO', 'memory']);
+  return Number(/used_memory:(\d+)/.exec(String(info))![1]);
 }
 
 /** Redis `used_memory` a customer of the index, and of its hot profile, resolved as the processor does. */

@@ -45,7 +45,10 @@ export interface AppConfig {
   /** Accounts, keys and other metadata: a file in the data dir, or JetStream key-value buckets. */
   metadata: MetadataDriver;
   natsUrl: string;
+  /** One Redis server, or a comma-separated seed list of a Redis Cluster (found out at connect). */
   redisUrl: string;
+  /** An order's hot state (Redis) expires this long after its last change (CDP_ORDER_RETENTION_DAYS). */
+  orderRetentionMs: number;
   /** `named` tells whether CLICKHOUSE_URL was set (the default points at a local server). */
   clickhouse: { url: string; user: string; password: string; named: boolean };
   /** Names of this deployment's streams (`<prefix>_INGEST`) and KV buckets (`<prefix>_accounts`). */
@@ -161,6 +164,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     metadata: oneOf(env, 'CDP_METADATA', METADATA_DRIVERS, bus === 'nats' ? 'nats' : 'file'),
     natsUrl: env.NATS_URL || 'nats://127.0.0.1:4222',
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
+    orderRetentionMs: integer(env, 'CDP_ORDER_RETENTION_DAYS', 400, 1, 36_500) * 86_400_000,
     clickhouse: {
       url: env.CLICKHOUSE_URL || 'http://127.0.0.1:8123',
       user: env.CLICKHOUSE_USER || 'default',

@@ -2,7 +2,7 @@ import { Inject, Injectable, Optional, type OnApplicationShutdown } from '@nestj
 import type { NatsConnection } from '@nats-io/transport-node';
 import { EventBus } from '@cdp/bus';
 import { IdentityIndex, ProfileState } from '@cdp/identity';
-import { type RedisClient } from '@cdp/redis';
+import { type RedisConnection } from '@cdp/redis';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { IdempotencyStore } from '@cdp/idempotency';
 import { MetadataStore } from '@cdp/metadata';
@@ -29,7 +29,7 @@ export class DriversLifecycle implements OnApplicationShutdown {
     @Optional() private readonly store?: AnalyticStore,
     @Optional() private readonly inspector?: Inspector,
     @Optional() @Inject(NATS_CONNECTION) private readonly nats?: NatsConnection,
-    @Optional() @Inject(REDIS_CLIENT) private readonly redis?: RedisClient,
+    @Optional() @Inject(REDIS_CLIENT) private readonly redis?: RedisConnection,
   ) {}
 
   async onApplicationShutdown(): Promise<void> {
@@ -45,7 +45,7 @@ export class DriversLifecycle implements OnApplicationShutdown {
     this.logger.debug('closing the store');
     await this.store?.close();
     await this.nats?.drain().catch(() => undefined);
-    await this.redis?.quit().catch(() => undefined);
+    await this.redis?.close();
     this.logger.debug('drivers closed');
   }
 }

@@ -4,7 +4,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { Buckets } from '@cdp/buckets';
 import { EventBus } from '@cdp/bus';
 import { APP_CONFIG, type AppConfig } from '@cdp/config';
-import type { RedisClient } from '@cdp/redis';
+import type { RedisConnection } from '@cdp/redis';
 import { IdentityIndex, ProfileState } from '@cdp/identity';
 import { ConsentState, IdentifierState } from '@cdp/consent';
 import { LOGGER, type Logger } from '@cdp/logger';
@@ -65,7 +65,7 @@ export class DriversModule {
       },
       {
         provide: REDIS_CLIENT,
-        useFactory: async (): Promise<RedisClient | undefined> => {
+        useFactory: async (): Promise<RedisConnection | undefined> => {
           if (config.identity !== 'redis') return undefined;
           const { connectRedis } = await import('@cdp/redis');
           const { loadIdentityFunctions } = await import('@cdp/identity/redis');
@@ -116,7 +116,7 @@ export class DriversModule {
       {
         provide: IdentityIndex,
         inject: [REDIS_CLIENT],
-        useFactory: async (redis?: RedisClient): Promise<IdentityIndex> =>
+        useFactory: async (redis?: RedisConnection): Promise<IdentityIndex> =>
           config.identity === 'redis'
             ? new (await import('@cdp/identity/redis')).RedisIdentityIndex(redis!)
             : new (await import('@cdp/identity/memory')).MemoryIdentityIndex(),
@@ -124,7 +124,7 @@ export class DriversModule {
       {
         provide: ProfileState,
         inject: [REDIS_CLIENT],
-        useFactory: async (redis?: RedisClient): Promise<ProfileState> =>
+        useFactory: async (redis?: RedisConnection): Promise<ProfileState> =>
           config.identity === 'redis'
             ? new (await import('@cdp/identity/redis')).RedisProfileState(redis!)
             : new (await import('@cdp/identity/memory')).MemoryProfileState(),
@@ -132,7 +132,7 @@ export class DriversModule {
       {
         provide: ConsentState,
         inject: [REDIS_CLIENT],
-        useFactory: async (redis?: RedisClient): Promise<ConsentState> =>
+        useFactory: async (redis?: RedisConnection): Promise<ConsentState> =>
           config.identity === 'redis'
             ? new (await import('@cdp/consent/redis')).RedisConsentState(redis!)
             : new (await import('@cdp/consent/memory')).MemoryConsentState(),
@@ -140,7 +140,7 @@ export class DriversModule {
       {
         provide: IdentifierState,
         inject: [REDIS_CLIENT],
-        useFactory: async (redis?: RedisClient): Promise<IdentifierState> =>
+        useFactory: async (redis?: RedisConnection): Promise<IdentifierState> =>
           config.identity === 'redis'
             ? new (await import('@cdp/consent/redis')).RedisIdentifierState(redis!)
             : new (await import('@cdp/consent/memory')).MemoryIdentifierState(),
@@ -149,7 +149,7 @@ export class DriversModule {
         // Shared by every API replica in Redis (spec/NOTES.md "Limits": per account, not per replica).
         provide: RateLimiter,
         inject: [REDIS_CLIENT],
-        useFactory: async (redis?: RedisClient): Promise<RateLimiter> =>
+        useFactory: async (redis?: RedisConnection): Promise<RateLimiter> =>
           config.identity === 'redis'
             ? new (await import('@cdp/rate-limits/redis')).RedisRateLimiter(redis!)
             : new (await import('@cdp/rate-limits/memory')).MemoryRateLimiter(),
@@ -158,7 +158,7 @@ export class DriversModule {
         // Redis when the API runs beside other replicas; a durable log in the data dir otherwise.
         provide: IdempotencyStore,
         inject: [REDIS_CLIENT],
-        useFactory: async (redis?: RedisClient): Promise<IdempotencyStore> =>
+        useFactory: async (redis?: RedisConnection): Promise<IdempotencyStore> =>
           config.identity === 'redis'
             ? new (await import('@cdp/idempotency/redis')).RedisIdempotencyStore(redis!)
             : new (await import('@cdp/idempotency/file')).FileIdempotencyStore(
@@ -168,9 +168,9 @@ export class DriversModule {
       {
         provide: OrderState,
         inject: [REDIS_CLIENT],
-        useFactory: async (redis?: RedisClient): Promise<OrderState> =>
+        useFactory: async (redis?: RedisConnection): Promise<OrderState> =>
           config.identity === 'redis'
-            ? new (await import('@cdp/orders/redis')).RedisOrderState(redis!)
+            ? new (await import('@cdp/orders/redis')).RedisOrderState(redis!, config.orderRetentionMs)
             : new (await import('@cdp/orders/memory')).MemoryOrderState(),
       },
       {

@@ -1,5 +1,5 @@
 import type { DriverHealth } from '@cdp/contracts';
-import { redisHealth, type RedisClient } from '@cdp/redis';
+import type { RedisCommands, RedisConnection } from '@cdp/redis';
 import {
   IdentifierState,
   replayIdentifierChanges,
@@ -19,17 +19,21 @@ const METADATA_PREFIX = 'm:';
 /** Key layout: the account as hash tag (one cluster slot per account); the field name holds no `:`. */
 export const identifierStateKeys = {
   identifier: (account: string, field: string, value: string) => `cdp:{${account}}:idstate:${field}:${value}`,
-  pattern: (account: string) => `cdp:{${account}}:idstate:*`,
+  /** `<field>:<value>` of every identifier with a state hash: a rebuild finds the keys from it, never by SCAN. */
+  index: (account: string) => `cdp:{${account}}:idstates`,
 };
 
 /**
  * Identifier state in Redis: one hash per identifier value. Every part of a change is a blind write
  * (the latest consent or reachability replaces the one before; a metadata field is set or deleted),
- * so a batch is one MULTI: atomic, in order, each change answered with the identifier's counter.
+ * so a batch is one MULTI: atomic, in order, each change answered with the identifier's counter. The
+ * same MULTI adds the identifier to the account's index, so no hash exists unindexed.
  */
 export class RedisIdentifierState extends IdentifierState {
-  constructor(private readonly redis: RedisClient) {
+  private readonly redis: RedisCommands;
+  constructor(private readonly connection: RedisConnection) {
     super();
+    this.redis = connection.commands;
   }
 
   async apply(account: string, changes: IdentifierChange[]): Promise<number[]> {
@@ -41,7 +45,8 @@ export class RedisIdentifierState extends IdentifierState {
       const key = identifierStateKeys.identifier(account, c.field, c.value);
       versionAt.push(replies);
       multi.hIncrBy(key, VERSION, 1);
-      replies++;
+      multi.sAdd(identifierStateKeys.index(account), `${c.field}:${c.value}`);
+      replies += 2;
       for (const [field, value] of Object.entries(hashFields(c))) {
         if (value === null) multi.hDel(key, field);
         else multi.hSet(key, field, value);
@@ -70,29 +75,32 @@ export class RedisIdentifierState extends IdentifierState {
   }
 
   async load(account: string, changes: AsyncIterable<StoredIdentifierChange>): Promise<number> {
-    for await (const key of this.redis.scanIterator({
-      MATCH: identifierStateKeys.pattern(account),
-      COUNT: 1000,
-    })) {
-      const batch = Array.isArray(key) ? key : [key];
-      if (batch.length) await this.redis.unlink(batch);
+    const index = identifierStateKeys.index(account);
+    const prefix = identifierStateKeys.identifier(account, '', '').slice(0, -1);
+    for await (const members of this.connection.setMembers(index)) {
+      await this.redis
+        .multi()
+        .unlink(members.map((m) => prefix + m))
+        .sRem(index, members)
+        .exec();
     }
     let count = 0;
     let pipeline = this.redis.multi();
     for await (const { field, value, status } of replayIdentifierChanges(changes)) {
       const key = identifierStateKeys.identifier(account, field, value);
       pipeline.hSet(key, { [VERSION]: String(status.version), ...statusFields(status) });
+      pipeline.sAdd(index, `${field}:${value}`);
       if (++count % 1000 === 0) {
-        await pipeline.execAsPipeline();
+        await pipeline.exec();
         pipeline = this.redis.multi();
       }
     }
-    await pipeline.execAsPipeline();
+    await pipeline.exec();
     return count;
   }
 
   health(): Promise<DriverHealth> {
-    return redisHealth(this.redis);
+    return this.connection.health();
   }
 
   close(): Promise<void> {

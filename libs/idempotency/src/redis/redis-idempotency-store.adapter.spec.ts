@@ -1,15 +1,15 @@
 import { loadConfig } from '@cdp/config';
-import { connectRedis, type RedisClient } from '@cdp/redis';
+import { connectRedis, type RedisConnection } from '@cdp/redis';
 import { idempotencyStoreContract } from '../idempotency-store.contract.js';
 import { RedisIdempotencyStore } from './redis-idempotency-store.adapter.js';
 
 /** Runs against the Redis of the machine (REDIS_URL or 127.0.0.1:6379); it must be up under CI. */
-let redis: RedisClient;
+let redis: RedisConnection;
 beforeAll(async () => {
   redis = await connectRedis(loadConfig().redisUrl);
 });
 afterAll(async () => {
-  await redis.quit();
+  await redis.close();
 });
 
 // The rules read the test's clock; Redis expires entries on its own, from the TTL given.
@@ -28,14 +28,14 @@ describe('RedisIdempotencyStore', () => {
       expect(await a.compareAndSet(account, 'k', undefined, '{"x":1}', Date.now() + 86_400_000)).toBe(true);
       expect(await b.compareAndSet(account, 'k', undefined, '{"x":2}', Date.now() + 86_400_000)).toBe(false);
       expect(await b.get(account, 'k')).toBe('{"x":1}');
-      const ttl = await redis.pTTL(RedisIdempotencyStore.key(account, 'k'));
+      const ttl = await redis.commands.pTTL(RedisIdempotencyStore.key(account, 'k'));
       expect(ttl).toBeGreaterThan(86_000_000);
       expect(ttl).toBeLessThanOrEqual(86_400_000);
       // Deleting leaves nothing behind either.
       expect(await b.compareAndSet(account, 'k', '{"x":1}', undefined, Date.now() + 86_400_000)).toBe(true);
-      expect(await redis.exists(RedisIdempotencyStore.key(account, 'k'))).toBe(0);
+      expect(await redis.commands.exists(RedisIdempotencyStore.key(account, 'k'))).toBe(0);
     } finally {
-      await other.quit();
+      await other.close();
     }
   });
 });

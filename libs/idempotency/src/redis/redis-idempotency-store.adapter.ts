@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { DriverHealth } from '@cdp/contracts';
-import { redisHealth, type RedisClient } from '@cdp/redis';
+import type { RedisCommands, RedisConnection } from '@cdp/redis';
 import { IdempotencyStore } from '../idempotency-store.port.js';
 
 /** Compare-and-set in one atomic call; the entry expires on Redis's own clock (PX), so nothing piles up. */
@@ -21,11 +21,13 @@ return 1
  * carry the account as hash tag and the client's key hashed (up to 255 characters of anything).
  */
 export class RedisIdempotencyStore extends IdempotencyStore {
+  private readonly redis: RedisCommands;
   constructor(
-    private readonly redis: RedisClient,
+    private readonly connection: RedisConnection,
     private readonly clock: () => number = Date.now,
   ) {
     super();
+    this.redis = connection.commands;
   }
 
   static key(account: string, key: string): string {
@@ -45,20 +47,15 @@ export class RedisIdempotencyStore extends IdempotencyStore {
   ): Promise<boolean> {
     // An empty string is never a record (records are JSON), so '' stands for "none" in the script.
     const ttl = Math.max(1, Math.ceil(expiresAtMs - this.clock()));
-    const done = await this.redis.sendCommand([
-      'EVAL',
-      COMPARE_AND_SET,
-      '1',
-      RedisIdempotencyStore.key(account, key),
-      expected ?? '',
-      next ?? '',
-      String(ttl),
-    ]);
+    const done = await this.redis.eval(COMPARE_AND_SET, {
+      keys: [RedisIdempotencyStore.key(account, key)],
+      arguments: [expected ?? '', next ?? '', String(ttl)],
+    });
     return Number(done) === 1;
   }
 
   health(): Promise<DriverHealth> {
-    return redisHealth(this.redis);
+    return this.connection.health();
   }
 
   close(): Promise<void> {

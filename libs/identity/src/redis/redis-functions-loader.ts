@@ -1,32 +1,19 @@
-import type { RedisClient } from '@cdp/redis';
-import { LIBRARY, LIBRARY_NAME, LIBRARY_VERSION } from './redis-functions.js';
+import type { RedisConnection, RedisLibrary } from '@cdp/redis';
+import { LIBRARY, LIBRARY_NAME } from './redis-functions.js';
 
-/** Makes sure the server has this version of the identity functions library. */
-export async function loadFunctions(client: RedisClient): Promise<void> {
-  const listed: unknown = await client.sendCommand([
-    'FUNCTION',
-    'LIST',
-    'LIBRARYNAME',
-    LIBRARY_NAME,
-    'WITHCODE',
-  ]);
-  const code = JSON.stringify(listed);
-  if (code.includes(`-- version ${LIBRARY_VERSION}`)) return;
-  await client.sendCommand(['FUNCTION', 'LOAD', 'REPLACE', LIBRARY]);
+const IDENTITY_LIBRARY: RedisLibrary = { name: LIBRARY_NAME, code: LIBRARY };
+
+/** Makes sure every primary has this version of the identity functions library. */
+export function loadFunctions(connection: RedisConnection): Promise<void> {
+  return connection.loadLibrary(IDENTITY_LIBRARY);
 }
 
-/** Runs a function, loading the library again if the server lost it (a restart without persistence). */
-export async function fcall(
-  client: RedisClient,
+/** Runs an identity function, loading the library again where a node lost it (a restart without persistence). */
+export function fcall(
+  connection: RedisConnection,
   fn: string,
   keys: string[],
   args: string[],
 ): Promise<string> {
-  try {
-    return (await client.fCall(fn, { keys, arguments: args })) as string;
-  } catch (err) {
-    if (!/Function not found/i.test(String(err))) throw err;
-    await loadFunctions(client);
-    return (await client.fCall(fn, { keys, arguments: args })) as string;
-  }
+  return connection.fcall(IDENTITY_LIBRARY, fn, keys, args);
 }

@@ -4,13 +4,15 @@ import { identityKey, type Identifier } from '@cdp/domain';
 import { IdentityIndex, IdentityNotWarmError, type IdentityGraphRows } from '../identity-index.port.js';
 import { AccountGraph } from '../memory/account-graph.js';
 import { MAX_MERGE, type ResolveInput, type Resolution } from '../resolution.js';
-import { redisHealth, type RedisClient } from '@cdp/redis';
+import type { RedisCommands, RedisConnection } from '@cdp/redis';
 import { fcall } from './redis-functions-loader.js';
 import { FN } from './redis-functions.js';
 import { keys } from './redis-keys.js';
 
 /** How long a rebuild may hold its lock before another process may take over. */
 const REBUILD_LOCK_MS = 10 * 60 * 1000;
+/** How long a batch waits for a replica to confirm its writes before it fails (and is redelivered). */
+const REPLICA_WAIT_MS = 2000;
 
 type RawResolution = [
   string,
@@ -44,13 +46,15 @@ const list = <T>(v: T[] | object): T[] => (Array.isArray(v) ? (v as T[]) : []);
  * store; a missing ready marker (flushed or fresh Redis) makes `resolve` refuse until it is.
  */
 export class RedisIdentityIndex extends IdentityIndex {
+  private readonly redis: RedisCommands;
   readonly persistent = true;
   private readonly owner = randomUUID();
   /** Accounts whose rebuild this instance began (beginRebuild) and has not loaded yet. */
   private readonly rebuilding = new Set<string>();
 
-  constructor(private readonly redis: RedisClient) {
+  constructor(private readonly connection: RedisConnection) {
     super();
+    this.redis = connection.commands;
   }
 
   async resolve(account: string, records: ResolveInput[]): Promise<Resolution[]> {
@@ -75,7 +79,7 @@ export class RedisIdentityIndex extends IdentityIndex {
     let raw: string;
     try {
       raw = await fcall(
-        this.redis,
+        this.connection,
         FN.resolve,
         [keys.identities(account), keys.ready(account)],
         [keys.prefix(account), String(MAX_MERGE), JSON.stringify({ m: messages, r })],
@@ -100,6 +104,11 @@ export class RedisIdentityIndex extends IdentityIndex {
     );
   }
 
+  /**
+   * Settling is the batch's last write of the account's state (resolutions, profiles, consent and
+   * orders came before it, on the same node): it also waits until those writes reached a replica, so
+   * the bus is acknowledged only for what a failover of that primary cannot lose.
+   */
   async settle(account: string, messages: string[]): Promise<void> {
     if (messages.length === 0) return;
     await this.redis
@@ -107,6 +116,7 @@ export class RedisIdentityIndex extends IdentityIndex {
       .unlink(messages.map((m) => keys.unsettled(account, m)))
       .sRem(keys.unsettledMessages(account), messages)
       .execAsPipeline();
+    await this.connection.waitForReplica(keys.ready(account), REPLICA_WAIT_MS);
   }
 
   async lookup(account: string, id: Identifier): Promise<string | undefined> {
@@ -187,17 +197,10 @@ export class RedisIdentityIndex extends IdentityIndex {
     await flush(true);
     const ready = new Date().toISOString();
     if (this.rebuilding.delete(account)) {
-      const opened = await this.redis.sendCommand([
-        'EVAL',
-        OPEN_IF_STILL_LOCKED,
-        '3',
-        keys.rebuilding(account),
-        keys.mergeSeq(account),
-        keys.ready(account),
-        this.owner,
-        String(graph.mergeSeq),
-        ready,
-      ]);
+      const opened = await this.redis.eval(OPEN_IF_STILL_LOCKED, {
+        keys: [keys.rebuilding(account), keys.mergeSeq(account), keys.ready(account)],
+        arguments: [this.owner, String(graph.mergeSeq), ready],
+      });
       // Lost its lock (Redis flushed meanwhile): the account stays closed, the next batch rebuilds again.
       if (Number(opened) !== 1) throw new IdentityNotWarmError(account);
       return graph.owners.size;
@@ -223,8 +226,8 @@ export class RedisIdentityIndex extends IdentityIndex {
         doomed = [];
       }
     };
-    for await (const entries of this.redis.hScanIterator(keys.born(account), { COUNT: 1000 })) {
-      for (const { field } of Array.isArray(entries) ? entries : [entries]) {
+    for await (const entries of this.connection.hashEntries(keys.born(account))) {
+      for (const { field } of entries) {
         doomed.push(keys.members(account, field), keys.absorbed(account, field));
       }
       await flush();
@@ -237,7 +240,7 @@ export class RedisIdentityIndex extends IdentityIndex {
   }
 
   health(): Promise<DriverHealth> {
-    return redisHealth(this.redis);
+    return this.connection.health();
   }
 
   close(): Promise<void> {

@@ -7,7 +7,7 @@ import {
   type StoredProfile,
 } from '../profile-state.port.js';
 import { IdentityNotWarmError } from '../identity-index.port.js';
-import { redisHealth, type RedisClient } from '@cdp/redis';
+import type { RedisCommands, RedisConnection } from '@cdp/redis';
 import { fcall } from './redis-functions-loader.js';
 import { FN } from './redis-functions.js';
 import { keys } from './redis-keys.js';
@@ -22,8 +22,9 @@ const poolMember = (id: Identifier) => `${id.kind}:${id.value}`;
  * and a version counter. A batch of updates is applied by one function call, atomically.
  */
 export class RedisProfileState extends ProfileState {
+  private readonly redis: RedisCommands;
   constructor(
-    private readonly redis: RedisClient,
+    private readonly connection: RedisConnection,
     /**
      * Refuse updates (IdentityNotWarmError) to an account the identity index does not hold as loaded:
      * after a flush, a batch resolved before it must not write partial profiles. Off only where
@@ -32,6 +33,7 @@ export class RedisProfileState extends ProfileState {
     private readonly options: { requireLoaded: boolean } = { requireLoaded: true },
   ) {
     super();
+    this.redis = connection.commands;
   }
 
   async apply(account: string, updates: ProfileUpdate[]): Promise<ProfileSnapshot[]> {
@@ -55,7 +57,7 @@ export class RedisProfileState extends ProfileState {
     let raw: string;
     try {
       raw = await fcall(
-        this.redis,
+        this.connection,
         FN.apply,
         customers.map((c) => keys.profile(account, c)),
         [
@@ -108,9 +110,8 @@ export class RedisProfileState extends ProfileState {
    * keyspace that may hold many accounts.
    */
   private async forget(account: string): Promise<void> {
-    for await (const members of this.redis.sScanIterator(keys.profiles(account), { COUNT: 1000 })) {
-      const profiles = (Array.isArray(members) ? members : [members]).map((c) => keys.profile(account, c));
-      if (profiles.length === 0) continue;
+    for await (const members of this.connection.setMembers(keys.profiles(account))) {
+      const profiles = members.map((c) => keys.profile(account, c));
       const reads = this.redis.multi();
       for (const key of profiles) reads.hGet(key, 'phone');
       const phones: unknown[] = await reads.execAsPipeline();
@@ -145,7 +146,7 @@ export class RedisProfileState extends ProfileState {
   }
 
   health(): Promise<DriverHealth> {
-    return redisHealth(this.redis);
+    return this.connection.health();
   }
 
   close(): Promise<void> {

@@ -1,6 +1,6 @@
 import { graphRows, identityIndexContract, profileStateContract, record } from '../identity.contract.js';
 import { IdentityNotWarmError } from '../identity-index.port.js';
-import { connectRedis, type RedisClient } from '@cdp/redis';
+import { connectRedis, type RedisConnection } from '@cdp/redis';
 import { RedisIdentityIndex } from './redis-identity-index.adapter.js';
 import { RedisProfileState } from './redis-profile-state.adapter.js';
 import { keys } from './redis-keys.js';
@@ -9,20 +9,35 @@ import { loadConfig } from '@cdp/config';
 
 /** Runs against the Redis of the machine (REDIS_URL or 127.0.0.1:6379); it must be up under CI. */
 const url = loadConfig().redisUrl;
-let redis: RedisClient;
+let redis: RedisConnection;
 
 beforeAll(async () => {
   redis = await connectRedis(url);
 });
+/** Deletes every key of an account (a test's stand-in for FLUSHALL on a Redis shared by other tests). */
+const FORGET_ACCOUNT = `
+local cursor = '0'
+repeat
+  local page = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', 1000)
+  cursor = page[1]
+  for _, key in ipairs(page[2]) do redis.call('UNLINK', key) end
+until cursor == '0'`;
+async function forgetAccount(account: string): Promise<void> {
+  await redis.commands.eval(FORGET_ACCOUNT, {
+    keys: [keys.ready(account)],
+    arguments: [`cdp:{${account}}:*`],
+  });
+}
+
 /** The property suite's accounts, deleted afterwards: a shared Redis outlives the run. */
 const propertyAccounts: string[] = [];
 afterAll(async () => {
   const index = new RedisIdentityIndex(redis);
   for (const account of propertyAccounts) {
     await index.load(account, graphRows([]));
-    await redis.del([keys.ready(account), keys.rebuilding(account)]);
+    await redis.commands.del([keys.ready(account), keys.rebuilding(account)]);
   }
-  await redis.quit();
+  await redis.close();
 });
 
 identityIndexContract('redis', async (accounts) => {
@@ -39,7 +54,7 @@ identityProperties(
   async (account) => {
     // A new account holds nothing, so there is nothing to rebuild: open it.
     propertyAccounts.push(account);
-    await redis.set(keys.ready(account), 'new');
+    await redis.commands.set(keys.ready(account), 'new');
     return new RedisIdentityIndex(redis);
   },
   1000,
@@ -76,8 +91,7 @@ describe('RedisIdentityIndex specifics', () => {
     );
 
     // What a FLUSHALL does to this account (the scaled e2e suite flushes a whole Redis of its own).
-    for await (const found of redis.scanIterator({ MATCH: `cdp:{${account}}:*`, COUNT: 1000 }))
-      if (found.length) await redis.unlink(found);
+    await forgetAccount(account);
     await expect(index.resolve(account, [record([id('p1@x.com')], 'new')])).rejects.toBeInstanceOf(
       IdentityNotWarmError,
     );
@@ -106,8 +120,7 @@ describe('RedisIdentityIndex specifics', () => {
     await index.load(acc, graphRows([]));
     await profiles.apply(acc, [{ customerId: 'c1', update: { email: 'c1@x.com', city: 'Oslo' } }]);
     // What a FLUSHALL leaves: nothing of the account, no ready marker.
-    for await (const found of redis.scanIterator({ MATCH: `cdp:{${acc}}:*`, COUNT: 1000 }))
-      if (found.length) await redis.unlink(found);
+    await forgetAccount(acc);
     await expect(
       profiles.apply(acc, [{ customerId: 'c1', update: { city: 'Rome' } }]),
     ).rejects.toBeInstanceOf(IdentityNotWarmError);
@@ -119,7 +132,7 @@ describe('RedisIdentityIndex specifics', () => {
     const acc = `${account}f`;
     expect(await index.beginRebuild(acc)).toBe(true);
     // A FLUSHALL in the middle of the rebuild takes the lock (and whatever was loaded) with it.
-    await redis.del(keys.rebuilding(acc));
+    await redis.commands.del(keys.rebuilding(acc));
     await expect(index.load(acc, graphRows([]))).rejects.toBeInstanceOf(IdentityNotWarmError);
     await expect(index.resolve(acc, [record([id('f@x.com')], 'f')])).rejects.toBeInstanceOf(
       IdentityNotWarmError,
@@ -130,8 +143,8 @@ describe('RedisIdentityIndex specifics', () => {
     ).toBe(1);
     const [again] = await index.resolve(acc, [record([id('f@x.com')], 'g')]);
     expect(again!.customerId).toBe('cf');
-    expect(await redis.exists(keys.rebuilding(acc))).toBe(0);
+    expect(await redis.commands.exists(keys.rebuilding(acc))).toBe(0);
     await index.load(acc, graphRows([]));
-    await redis.del(keys.ready(acc));
+    await redis.commands.del(keys.ready(acc));
   });
 });

@@ -1,23 +1,25 @@
 import { loadConfig } from '@cdp/config';
 import { toUnits } from '@cdp/domain';
-import { connectRedis, type RedisClient } from '@cdp/redis';
+import { connectRedis, type RedisConnection } from '@cdp/redis';
 import { OrdersNotWarmError } from '../order-state.port.js';
 import { ORDER_CONTRACT_ACCOUNTS, orderStateContract } from '../order-state.contract.js';
 import { orderKeys, RedisOrderState } from './redis-order-state.adapter.js';
 
 /** Runs against the Redis of the machine (REDIS_URL or 127.0.0.1:6379); it must be up under CI. */
-let redis: RedisClient;
+let redis: RedisConnection;
 beforeAll(async () => {
   redis = await connectRedis(loadConfig().redisUrl);
 });
 afterAll(async () => {
-  await redis.quit();
+  await redis.close();
 });
+
+const RETENTION_MS = 400 * 86_400_000;
 
 async function* none<T>(): AsyncIterable<T> {}
 
 orderStateContract('redis', async () => {
-  const state = new RedisOrderState(redis);
+  const state = new RedisOrderState(redis, RETENTION_MS);
   for (const account of ORDER_CONTRACT_ACCOUNTS) {
     await state.beginRebuild(account);
     await state.load(account, none());
@@ -28,7 +30,7 @@ orderStateContract('redis', async () => {
 describe('RedisOrderState specifics', () => {
   const account = `orx${Math.random().toString(36).slice(2, 8)}`;
   it('refuses an account it does not hold, rather than forget purchases and applied ids', async () => {
-    const state = new RedisOrderState(redis);
+    const state = new RedisOrderState(redis, RETENTION_MS);
     const change = { id: 'e', orderId: 'o', kind: 'event', action: 'purchase', ts: 1, fields: {} } as const;
     await expect(state.apply(account, [{ ...change, fields: {} }])).rejects.toBeInstanceOf(
       OrdersNotWarmError,
@@ -38,11 +40,11 @@ describe('RedisOrderState specifics', () => {
     await state.load(account, none());
     const { outcomes } = await state.apply(account, [{ ...change, fields: {}, subtotal: toUnits(1.5) }]);
     expect(outcomes[0]!.applied).toBe(true);
-    expect(await redis.exists(orderKeys.order(account, 'o'))).toBe(1);
+    expect(await redis.commands.exists(orderKeys.order(account, 'o'))).toBe(1);
   });
 
   it('keeps large tallies exact (amounts as integer units)', async () => {
-    const state = new RedisOrderState(redis);
+    const state = new RedisOrderState(redis, RETENTION_MS);
     await state.beginRebuild(`${account}b`);
     await state.load(`${account}b`, none());
     const changes = Array.from({ length: 10 }, (_, i) => ({
@@ -63,7 +65,7 @@ describe('RedisOrderState specifics', () => {
   it('two processor replicas applying the same order concurrently, with redeliveries, count each change once', async () => {
     const second = await connectRedis(loadConfig().redisUrl);
     try {
-      const replicas = [new RedisOrderState(redis), new RedisOrderState(second)];
+      const replicas = [new RedisOrderState(redis, RETENTION_MS), new RedisOrderState(second, RETENTION_MS)];
       const acc = `${account}c`;
       await replicas[0]!.beginRebuild(acc);
       await replicas[0]!.load(acc, none());
@@ -85,7 +87,41 @@ describe('RedisOrderState specifics', () => {
       expect(state).toMatchObject({ version: 100, subtotal: toUnits(1000 - 99), adjustments: 99 });
       expect(state.fields.ship_address!.value).toBe('a99');
     } finally {
-      await second.quit();
+      await second.close();
     }
+  });
+
+  it('expires an order its retention after its last change, and a rebuild deletes the orders it indexed', async () => {
+    const acc = `${account}d`;
+    const shortLived = new RedisOrderState(redis, 60_000);
+    await shortLived.beginRebuild(acc);
+    await shortLived.load(acc, none());
+    const purchase = {
+      id: 'p',
+      orderId: 'o1',
+      kind: 'event',
+      action: 'purchase',
+      ts: 1,
+      fields: {},
+    } as const;
+    await shortLived.apply(acc, [purchase, { ...purchase, id: 'p2', orderId: 'o2' }]);
+    for (const key of [orderKeys.order(acc, 'o1'), orderKeys.applied(acc, 'o1')]) {
+      const ttl = await redis.commands.pTTL(key);
+      expect(ttl).toBeGreaterThan(50_000);
+      expect(ttl).toBeLessThanOrEqual(60_000);
+    }
+    expect((await redis.commands.zRange(orderKeys.index(acc), 0, -1)).sort()).toEqual(['o1', 'o2']);
+    // A rebuild from a store that holds only o2: o1's keys go, found from the index.
+    await shortLived.beginRebuild(acc);
+    await shortLived.load(
+      acc,
+      (async function* () {
+        yield await Promise.resolve({ ...purchase, id: 'p2', orderId: 'o2' });
+      })(),
+    );
+    expect(await redis.commands.exists(orderKeys.order(acc, 'o1'))).toBe(0);
+    expect(await redis.commands.exists(orderKeys.applied(acc, 'o1'))).toBe(0);
+    expect((await shortLived.get(acc, 'o2'))!.purchaseEventId).toBe('p2');
+    expect(await redis.commands.zRange(orderKeys.index(acc), 0, -1)).toEqual(['o2']);
   });
 });

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { DriverHealth } from '@cdp/contracts';
-import { redisHealth, type RedisClient } from '@cdp/redis';
+import type { RedisCommands, RedisConnection } from '@cdp/redis';
 import type { OrderChange, OrderSnapshot, OrderValue } from '@cdp/domain';
 import { OrdersNotWarmError, OrderState, type ApplyResult } from '../order-state.port.js';
-import { ORDER_LIBRARY, ORDER_LIBRARY_NAME, ORDER_LIBRARY_VERSION } from './redis-order-functions.js';
+import { ORDER_LIBRARY } from './redis-order-functions.js';
 
 /** Every key carries `{<account>}`, so an account's orders share one cluster slot with its identities. */
 export const orderKeys = {
@@ -11,7 +11,8 @@ export const orderKeys = {
   rebuilding: (account: string) => `cdp:{${account}}:orders-rebuilding`,
   order: (account: string, orderId: string) => `cdp:{${account}}:o:${orderId}`,
   applied: (account: string, orderId: string) => `cdp:{${account}}:oa:${orderId}`,
-  patterns: (account: string) => [`cdp:{${account}}:o:*`, `cdp:{${account}}:oa:*`],
+  /** Sorted set: order id -> when its keys expire (redis-order-functions.ts). */
+  index: (account: string) => `cdp:{${account}}:orders`,
 };
 
 const REBUILD_LOCK_MS = 10 * 60 * 1000;
@@ -20,12 +21,17 @@ const LOAD_CHUNK = 500;
 
 /** The order state in Redis: one hash per order and one of applied change ids, a batch per function call. */
 export class RedisOrderState extends OrderState {
+  private readonly redis: RedisCommands;
   readonly persistent = true;
   private readonly owner = randomUUID();
-  private loaded: Promise<void> | undefined;
 
-  constructor(private readonly redis: RedisClient) {
+  /** `retentionMs`: an order's keys expire this long after its last applied change. */
+  constructor(
+    private readonly connection: RedisConnection,
+    private readonly retentionMs: number,
+  ) {
     super();
+    this.redis = connection.commands;
   }
 
   apply(account: string, changes: OrderChange[]): Promise<ApplyResult> {
@@ -47,11 +53,17 @@ export class RedisOrderState extends OrderState {
       if (c.total !== undefined) wire.t = String(c.total);
       return [i, wire];
     });
-    const keys = [orderKeys.ready(account)];
+    const keys = [orderKeys.ready(account), orderKeys.index(account)];
     for (const id of orderIds) keys.push(orderKeys.order(account, id), orderKeys.applied(account, id));
+    const args = [
+      JSON.stringify(encoded),
+      rebuilding ? '1' : '0',
+      String(this.retentionMs),
+      JSON.stringify(orderIds),
+    ];
     let raw: string;
     try {
-      raw = await this.fcall(keys, [JSON.stringify(encoded), rebuilding ? '1' : '0']);
+      raw = await this.connection.fcall(ORDER_LIBRARY, 'cdp_orders_apply', keys, args);
     } catch (err) {
       if (/CDP_ORDERS_NOT_WARM/.test(String(err))) throw new OrdersNotWarmError(account);
       throw err;
@@ -86,12 +98,7 @@ export class RedisOrderState extends OrderState {
   }
 
   async load(account: string, changes: AsyncIterable<OrderChange>): Promise<number> {
-    for (const pattern of orderKeys.patterns(account)) {
-      for await (const found of this.redis.scanIterator({ MATCH: pattern, COUNT: 1000 })) {
-        const batch = Array.isArray(found) ? found : [found];
-        if (batch.length) await this.redis.unlink(batch);
-      }
-    }
+    await this.forget(account);
     let count = 0;
     let chunk: OrderChange[] = [];
     for await (const change of changes) {
@@ -110,37 +117,22 @@ export class RedisOrderState extends OrderState {
     return count;
   }
 
-  /** Runs the function, loading the library when the server does not have this version (new or restarted). */
-  private async fcall(keys: string[], args: string[]): Promise<string> {
-    this.loaded ??= this.loadLibrary().catch((err: unknown) => {
-      this.loaded = undefined;
-      throw err;
-    });
-    await this.loaded;
-    try {
-      return (await this.redis.fCall('cdp_orders_apply', { keys, arguments: args })) as string;
-    } catch (err) {
-      if (!/Function not found/i.test(String(err))) throw err;
-      this.loaded = undefined;
-      await this.loadLibrary();
-      return (await this.redis.fCall('cdp_orders_apply', { keys, arguments: args })) as string;
+  /**
+   * Deletes the account's orders, found from its index a page at a time; a page leaves the index only
+   * with its keys (one MULTI), so a crash in between leaves nothing unindexed.
+   */
+  private async forget(account: string): Promise<void> {
+    const index = orderKeys.index(account);
+    for (;;) {
+      const page = await this.redis.zRange(index, 0, 999);
+      if (page.length === 0) return;
+      const doomed = page.flatMap((id) => [orderKeys.order(account, id), orderKeys.applied(account, id)]);
+      await this.redis.multi().unlink(doomed).zRem(index, page).exec();
     }
   }
 
-  private async loadLibrary(): Promise<void> {
-    const listed: unknown = await this.redis.sendCommand([
-      'FUNCTION',
-      'LIST',
-      'LIBRARYNAME',
-      ORDER_LIBRARY_NAME,
-      'WITHCODE',
-    ]);
-    if (JSON.stringify(listed).includes(`-- version ${ORDER_LIBRARY_VERSION}\\n`)) return;
-    await this.redis.sendCommand(['FUNCTION', 'LOAD', 'REPLACE', ORDER_LIBRARY]);
-  }
-
   health(): Promise<DriverHealth> {
-    return redisHealth(this.redis);
+    return this.connection.health();
   }
 
   close(): Promise<void> {

@@ -1,15 +1,15 @@
 import { loadConfig } from '@cdp/config';
-import { connectRedis, type RedisClient } from '@cdp/redis';
+import { connectRedis, type RedisConnection } from '@cdp/redis';
 import { rateLimiterContract } from '../rate-limiter.contract.js';
 import { RedisRateLimiter } from './redis-rate-limiter.adapter.js';
 
 /** Runs against the Redis of the machine (REDIS_URL or 127.0.0.1:6379); it must be up under CI. */
-let redis: RedisClient;
+let redis: RedisConnection;
 beforeAll(async () => {
   redis = await connectRedis(loadConfig().redisUrl);
 });
 afterAll(async () => {
-  await redis.quit();
+  await redis.close();
 });
 
 rateLimiterContract('redis', (now) => Promise.resolve(new RedisRateLimiter(redis, now)));
@@ -26,18 +26,18 @@ describe('RedisRateLimiter specifics', () => {
       expect((await b.take(account, 'profiles', allowance)).allowed).toBe(true);
       expect((await a.take(account, 'profiles', allowance)).allowed).toBe(false);
       expect((await b.take(account, 'profiles', allowance)).allowed).toBe(false);
-      const ttl = await redis.pTTL(RedisRateLimiter.key(account, 'profiles'));
+      const ttl = await redis.commands.pTTL(RedisRateLimiter.key(account, 'profiles'));
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(3000);
     } finally {
-      await other.quit();
+      await other.close();
     }
   });
 
   it('loads its library again when Redis has lost it', async () => {
     const limiter = new RedisRateLimiter(redis);
     await limiter.take('reload', 'profiles', { rate: 5, burst: 5 });
-    await redis.sendCommand(['FUNCTION', 'DELETE', 'cdp_rate']);
+    await redis.onEveryPrimary(['FUNCTION', 'DELETE', 'cdp_rate']);
     expect((await limiter.take('reload2', 'profiles', { rate: 5, burst: 5 })).allowed).toBe(true);
   });
 });

@@ -1,5 +1,5 @@
 import type { DriverHealth } from '@cdp/contracts';
-import { redisHealth, type RedisClient } from '@cdp/redis';
+import type { RedisConnection, RedisLibrary } from '@cdp/redis';
 import { RateLimiter, type Allowance, type Take } from '../rate-limiter.port.js';
 import { describeTake, idleTtlMs } from '../token-bucket.js';
 
@@ -10,7 +10,7 @@ const LIBRARY_VERSION = '2';
  * The token bucket as a Redis Function (the same steps as `takeToken`): read, refill, take and write
  * in one atomic call, on the server's clock, so API replicas with drifting clocks share one bucket.
  */
-const LIBRARY = `#!lua name=${LIBRARY_NAME}
+const CODE = `#!lua name=${LIBRARY_NAME}
 -- version ${LIBRARY_VERSION}
 
 -- KEYS[1] the bucket hash. ARGV: rate (tokens/s), burst (tokens), idle ttl (ms), and optionally the
@@ -43,17 +43,16 @@ end
 
 redis.register_function('cdp_rate_take', cdp_rate_take)
 `;
+const LIBRARY: RedisLibrary = { name: LIBRARY_NAME, code: CODE };
 
 /** Rate-limit buckets in Redis, shared by every API replica; keys carry the account as hash tag. */
 export class RedisRateLimiter extends RateLimiter {
-  private loaded: Promise<void> | undefined;
-
   /**
    * `now` (ms) replaces the server's clock, for tests that move time; replicas in service leave it
    * out so that they share the server's.
    */
   constructor(
-    private readonly redis: RedisClient,
+    private readonly connection: RedisConnection,
     private readonly now?: () => number,
   ) {
     super();
@@ -67,39 +66,13 @@ export class RedisRateLimiter extends RateLimiter {
     const args = [String(allowance.rate), String(allowance.burst), String(idleTtlMs(allowance))];
     if (this.now) args.push(String(Math.floor(this.now())));
     const keys = [RedisRateLimiter.key(account, family)];
-    await (this.loaded ??= this.load().catch((err: unknown) => {
-      this.loaded = undefined;
-      throw err;
-    }));
-    let reply: unknown;
-    try {
-      reply = await this.redis.fCall('cdp_rate_take', { keys, arguments: args });
-    } catch (err) {
-      // A Redis restarted without persistence has lost the library: load it again, once.
-      if (!/Function not found/i.test(String(err))) throw err;
-      await (this.loaded = this.load(true));
-      reply = await this.redis.fCall('cdp_rate_take', { keys, arguments: args });
-    }
+    const reply: unknown = await this.connection.fcall(LIBRARY, 'cdp_rate_take', keys, args);
     const [allowed, milliTokens] = reply as [number, number];
     return describeTake(allowed === 1, Number(milliTokens), allowance);
   }
 
-  private async load(force = false): Promise<void> {
-    if (!force) {
-      const listed: unknown = await this.redis.sendCommand([
-        'FUNCTION',
-        'LIST',
-        'LIBRARYNAME',
-        LIBRARY_NAME,
-        'WITHCODE',
-      ]);
-      if (JSON.stringify(listed).includes(`-- version ${LIBRARY_VERSION}`)) return;
-    }
-    await this.redis.sendCommand(['FUNCTION', 'LOAD', 'REPLACE', LIBRARY]);
-  }
-
   health(): Promise<DriverHealth> {
-    return redisHealth(this.redis);
+    return this.connection.health();
   }
 
   close(): Promise<void> {

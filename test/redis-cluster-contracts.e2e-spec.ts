@@ -1,0 +1,121 @@
+import { connectRedis, type RedisConnection } from '@cdp/redis';
+import { RedisConsentState, RedisIdentifierState } from '@cdp/consent/redis';
+import { RedisIdempotencyStore } from '@cdp/idempotency/redis';
+import { RedisIdentityIndex, RedisProfileState } from '@cdp/identity/redis';
+import { RedisOrderState } from '@cdp/orders/redis';
+import { RedisRateLimiter } from '@cdp/rate-limits/redis';
+import { consentStateContract } from '../libs/consent/src/consent-state.contract.js';
+import { identifierStateContract } from '../libs/consent/src/identifier-state.contract.js';
+import { idempotencyStoreContract } from '../libs/idempotency/src/idempotency-store.contract.js';
+import {
+  graphRows,
+  identityIndexContract,
+  profileStateContract,
+  record,
+} from '../libs/identity/src/identity.contract.js';
+import { ORDER_CONTRACT_ACCOUNTS, orderStateContract } from '../libs/orders/src/order-state.contract.js';
+import { rateLimiterContract } from '../libs/rate-limits/src/rate-limiter.contract.js';
+import { RedisClusterRig } from './support/redis-cluster.js';
+
+/**
+ * The Redis drivers' contract suites on a Redis Cluster (3 primaries, 3 replicas on loopback), through
+ * the same connection factory the roles use, given the cluster's seed list: every account's keys go to
+ * the primary of its slot, and the function libraries are on every primary.
+ */
+let cluster: RedisClusterRig;
+let redis: RedisConnection;
+beforeAll(async () => {
+  cluster = await RedisClusterRig.start();
+  redis = await connectRedis(cluster.seeds);
+}, 60_000);
+afterAll(async () => {
+  await redis?.close();
+  await cluster?.stop();
+});
+
+async function* none<T>(): AsyncIterable<T> {}
+
+identityIndexContract('redis cluster', async (accounts) => {
+  const index = new RedisIdentityIndex(redis);
+  for (const account of accounts) {
+    await index.beginRebuild(account);
+    await index.load(account, graphRows([]));
+  }
+  return index;
+});
+profileStateContract('redis cluster', () =>
+  Promise.resolve(new RedisProfileState(redis, { requireLoaded: false })),
+);
+consentStateContract('redis cluster', () => Promise.resolve(new RedisConsentState(redis)));
+identifierStateContract('redis cluster', () => Promise.resolve(new RedisIdentifierState(redis)));
+orderStateContract('redis cluster', async () => {
+  const state = new RedisOrderState(redis, 400 * 86_400_000);
+  for (const account of ORDER_CONTRACT_ACCOUNTS) {
+    await state.beginRebuild(account);
+    await state.load(account, none());
+  }
+  return state;
+});
+idempotencyStoreContract('redis cluster', () => {
+  const clock = { now: Date.now() };
+  return Promise.resolve({ store: new RedisIdempotencyStore(redis, () => clock.now), clock });
+});
+rateLimiterContract('redis cluster', (now) => Promise.resolve(new RedisRateLimiter(redis, now)));
+
+describe('the Redis connection on a cluster', () => {
+  it('finds the cluster from its seed list and reports every primary healthy', async () => {
+    expect(redis.isCluster).toBe(true);
+    expect(await redis.health()).toEqual({ driver: 'redis-cluster', ready: true });
+  });
+
+  it('loads a library again on every primary when a node lost it, and the call goes through', async () => {
+    const limiter = new RedisRateLimiter(redis);
+    await limiter.take('reload', 'profiles', { rate: 5, burst: 5 });
+    await redis.onEveryPrimary(['FUNCTION', 'DELETE', 'cdp_rate']);
+    // Accounts on every primary: each call meets a node without the library.
+    for (let i = 0; i < 12; i++)
+      expect((await limiter.take(`reload${i}`, 'profiles', { rate: 5, burst: 5 })).allowed).toBe(true);
+  });
+
+  it('acknowledges a batch only once a replica holds it (WAIT 1), and says what that costs a batch', async () => {
+    const index = new RedisIdentityIndex(redis);
+    const account = `wait${Math.random().toString(36).slice(2, 8)}`;
+    await index.beginRebuild(account);
+    await index.load(account, graphRows([]));
+    const waitsBefore = await waitCalls();
+    const batches = 200;
+    let resolving = 0;
+    let settling = 0;
+    for (let b = 0; b < batches; b++) {
+      const records = Array.from({ length: 20 }, (_, i) =>
+        record([{ kind: 'email', value: `c${b}-${i}@x.com` }], `s${b}-${i}`, `m${b}`, i),
+      );
+      const t0 = performance.now();
+      await index.resolve(account, records);
+      const t1 = performance.now();
+      await index.settle(account, [`m${b}`]);
+      resolving += t1 - t0;
+      settling += performance.now() - t1;
+    }
+    expect((await waitCalls()) - waitsBefore).toBeGreaterThanOrEqual(batches);
+    let waiting = 0;
+    for (let b = 0; b < batches; b++) {
+      const t0 = performance.now();
+      await redis.waitForReplica(`cdp:{${account}}:ready`, 2000);
+      waiting += performance.now() - t0;
+    }
+    console.info(
+      `per batch of 20 records: resolve ${(resolving / batches).toFixed(2)} ms, settle with WAIT ` +
+        `${(settling / batches).toFixed(2)} ms, of which WAIT alone ${(waiting / batches).toFixed(2)} ms`,
+    );
+  });
+});
+
+/** WAIT commands the primaries have run (INFO commandstats). */
+async function waitCalls(): Promise<number> {
+  const stats = await redis.onEveryPrimary(['INFO', 'commandstats']);
+  return stats.reduce<number>(
+    (sum, text) => sum + Number(/cmdstat_wait:calls=(\d+)/.exec(String(text))?.[1] ?? 0),
+    0,
+  );
+}
