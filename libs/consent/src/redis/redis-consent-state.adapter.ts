@@ -5,9 +5,35 @@ import {
   type AppliedConsentChange,
   type ConsentChange,
   type ConsentSnapshot,
+  type StoredConsent,
 } from '../consent-state.port.js';
 
 const VERSION_FIELD = '__v';
+
+/**
+ * Applies a batch of changes in one atomic call. A list's value is '1' or '0', followed by the \`at\` of
+ * the change that set it when it had one: a change whose \`at\` is not newer is skipped (it counts no
+ * version). KEYS: one consent hash per customer. ARGV[1] JSON [[key index, list, '1'|'0', at or ''], ...].
+ * Returns [[version after it, applied 1|0], ...].
+ */
+const APPLY = `
+local out = {}
+for i, c in ipairs(cjson.decode(ARGV[1])) do
+  local key = KEYS[c[1] + 1]
+  local at = tonumber(c[4])
+  local last = nil
+  if at then last = tonumber(string.sub(redis.call('HGET', key, c[2]) or '', 2)) end
+  if last and last >= at then
+    out[i] = {tonumber(redis.call('HGET', key, '__v')) or 0, 0}
+  else
+    out[i] = {redis.call('HINCRBY', key, '__v', 1), 1}
+    redis.call('HSET', key, c[2], c[3] .. c[4])
+  end
+end
+return out`;
+
+/** A list's stored value: membership, then the \`at\` of the change that set it, if it had one. */
+const stored = (subscribed: boolean, at: number | undefined) => (subscribed ? '1' : '0') + (at ?? '');
 
 /** Key layout: the account as hash tag (one cluster slot per account, as for identity and profiles). */
 export const consentKeys = {
@@ -16,8 +42,9 @@ export const consentKeys = {
 };
 
 /**
- * List memberships in Redis: one hash per customer (list id → 1 or 0) and a change counter. A batch
- * of changes is one MULTI: applied atomically, in order, each answered with the counter after it.
+ * List memberships in Redis: one hash per customer (list id → 1 or 0, and the \`at\` that set it) and a
+ * change counter. A batch of changes is one script call: applied atomically, in order, each answered
+ * with the counter after it.
  */
 export class RedisConsentState extends ConsentState {
   constructor(private readonly redis: RedisClient) {
@@ -26,14 +53,26 @@ export class RedisConsentState extends ConsentState {
 
   async apply(account: string, changes: ConsentChange[]): Promise<AppliedConsentChange[]> {
     if (changes.length === 0) return [];
-    const multi = this.redis.multi();
-    for (const c of changes) {
-      const key = consentKeys.customer(account, c.customerId);
-      multi.hIncrBy(key, VERSION_FIELD, 1);
-      multi.hSet(key, c.listId, c.subscribed ? '1' : '0');
-    }
-    const replies = (await multi.exec()) as unknown[];
-    return changes.map((c, i) => ({ ...c, version: Number(replies[i * 2]) }));
+    const customers: string[] = [];
+    const slot = new Map<string, number>();
+    const encoded = changes.map((c) => {
+      let i = slot.get(c.customerId);
+      if (i === undefined) slot.set(c.customerId, (i = customers.push(c.customerId) - 1));
+      return [i, c.listId, c.subscribed ? '1' : '0', c.at === undefined ? '' : String(c.at)];
+    });
+    // EVAL, not a Functions library: the script is short, and a Redis restarted without persistence
+    // needs nothing loaded again.
+    const replies = await this.redis.sendCommand<[number, number][]>([
+      'EVAL',
+      APPLY,
+      String(customers.length),
+      ...customers.map((c) => consentKeys.customer(account, c)),
+      JSON.stringify(encoded),
+    ]);
+    return changes.map((c, i) => {
+      const [version, applied] = replies[i]!;
+      return applied ? { ...c, version } : { ...c, version, stale: true };
+    });
   }
 
   async get(account: string, customerId: string): Promise<ConsentSnapshot | undefined> {
@@ -56,10 +95,7 @@ export class RedisConsentState extends ConsentState {
     }
   }
 
-  async load(
-    account: string,
-    states: AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number }>,
-  ): Promise<number> {
+  async load(account: string, states: AsyncIterable<StoredConsent>): Promise<number> {
     for await (const key of this.redis.scanIterator({ MATCH: consentKeys.pattern(account), COUNT: 1000 })) {
       const batch = Array.isArray(key) ? key : [key];
       if (batch.length) await this.redis.unlink(batch);
@@ -69,7 +105,7 @@ export class RedisConsentState extends ConsentState {
     let pipeline = this.redis.multi();
     for await (const s of states) {
       const key = consentKeys.customer(account, s.svc_id);
-      pipeline.hSet(key, s.list_id, s.subscribed ? '1' : '0');
+      pipeline.hSet(key, s.list_id, stored(s.subscribed, s.at));
       versions.set(key, Math.max(versions.get(key) ?? 0, s.version));
       if (++count % 1000 === 0) {
         await pipeline.execAsPipeline();
@@ -94,7 +130,7 @@ function snapshotOf(customerId: string, hash: Record<string, string>): ConsentSn
   if (!hash[VERSION_FIELD]) return undefined;
   const lists: Record<string, boolean> = {};
   for (const [field, value] of Object.entries(hash)) {
-    if (field !== VERSION_FIELD) lists[field] = value === '1';
+    if (field !== VERSION_FIELD) lists[field] = value.startsWith('1');
   }
   return { customerId, version: Number(hash[VERSION_FIELD]), lists };
 }
