@@ -494,8 +494,8 @@ describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
         records,
       });
       const first = message('redo-1', [orderEvent('purchase', 'oR', 100), orderEvent('return', 'oR', 10)]);
-      await pipeline.process([{ handle: 'h1', message: first, deliveryCount: 1 }]);
-      await pipeline.process([{ handle: 'h2', message: first, deliveryCount: 2 }]);
+      await pipeline.process([{ handle: 'h1', message: first, deliveryCount: 1, sequence: 1 }]);
+      await pipeline.process([{ handle: 'h2', message: first, deliveryCount: 2, sequence: 1 }]);
 
       // The order state moves, then the store write fails (a crash): the redelivery must still store it.
       const second = message('redo-2', [orderEvent('return', 'oR', 5)]);
@@ -503,12 +503,14 @@ describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
       const write = analytic.write.bind(analytic);
       analytic.write = () => Promise.reject(new Error('the store went away'));
       expect(
-        (await pipeline.process([{ handle: 'h3', message: second, deliveryCount: 1 }])).map((r) => r.result),
+        (await pipeline.process([{ handle: 'h3', message: second, deliveryCount: 1, sequence: 2 }])).map(
+          (r) => r.result,
+        ),
       ).toEqual([{ type: 'retry', reason: 'Error: the store went away' }]);
       analytic.write = write;
       await pipeline.process([
-        { handle: 'h4', message: first, deliveryCount: 3 },
-        { handle: 'h5', message: second, deliveryCount: 2 },
+        { handle: 'h4', message: first, deliveryCount: 3, sequence: 1 },
+        { handle: 'h5', message: second, deliveryCount: 2, sequence: 2 },
       ]);
 
       store = await readStore();

@@ -13,6 +13,7 @@ class Unstorable extends Error {
 const delivery = (id: string, account = 'acct1'): Delivery => ({
   handle: id,
   deliveryCount: 1,
+  sequence: 1,
   message: message(id, 1, account),
 });
 const outcomes = (s: Settlement[]) =>

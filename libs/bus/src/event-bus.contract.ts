@@ -147,6 +147,24 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       await second.close();
     });
 
+    it('numbers messages in acceptance order; a redelivery carries the same number', async () => {
+      const bus = await harness().open({ retryBaseMs: 20, retryCapMs: 50 });
+      let failuresLeft = 1;
+      const c = collector((d) => (d.message.id === 's2' && failuresLeft-- > 0 ? 'retry' : 'ack'));
+      bus.consume(c.consumer);
+      for (let i = 0; i < 5; i++) await bus.publish(message(`s${i}`));
+      await until(() => c.acked.length === 5);
+      // Every delivery of a message (a retried one, and those held behind it) carries its number.
+      const numbers = new Map<string, Set<number>>();
+      for (const d of c.seen)
+        numbers.set(d.message.id, (numbers.get(d.message.id) ?? new Set()).add(d.sequence));
+      expect([...numbers.values()].every((n) => n.size === 1)).toBe(true);
+      expect(c.seen.filter((d) => d.message.id === 's2').length).toBeGreaterThan(1);
+      const sequences = ['s0', 's1', 's2', 's3', 's4'].map((id) => [...numbers.get(id)!][0]!);
+      expect(sequences.every((s, i) => Number.isInteger(s) && (i === 0 || s > sequences[i - 1]!))).toBe(true);
+      await bus.close();
+    });
+
     it('dead-letters a deterministic failure at once, with its reason and account', async () => {
       const bus = await harness().open();
       const c = collector((d) => (d.message.id === 'poison' ? 'dead-letter' : 'ack'));

@@ -1,4 +1,4 @@
-import type { DriverHealth, EventsMessage, IngestMessage } from '@cdp/contracts';
+import { MAX_BATCH, type DriverHealth, type EventsMessage, type IngestMessage } from '@cdp/contracts';
 import type { BusBacklog } from '@cdp/metrics';
 
 /** One delivery of a message to the processor. */
@@ -8,6 +8,22 @@ export interface Delivery {
   readonly message: IngestMessage;
   /** 1 on the first delivery; more after a failure, a restart or a crashed consumer. */
   readonly deliveryCount: number;
+  /**
+   * The message's place in the order the bus accepted it: grows with every message accepted, and is the
+   * same on every delivery of the message (the JetStream stream sequence; the local log's sequence).
+   */
+  readonly sequence: number;
+}
+
+/**
+ * A record's place in the order the bus accepted it: its message's sequence, then its index in the
+ * message. Every delivery of the record gives the same number, and a record accepted later a larger one
+ * (a message holds at most MAX_BATCH records: requests, and the loader's messages).
+ */
+export function acceptanceOrder(delivery: Delivery, index: number): number {
+  if (!Number.isInteger(index) || index < 0 || index >= MAX_BATCH)
+    throw new RangeError(`record index ${index} is outside a message`);
+  return delivery.sequence * MAX_BATCH + index;
 }
 
 /**

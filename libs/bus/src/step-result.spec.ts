@@ -18,6 +18,7 @@ import {
 const delivery = (id: string, records = 1): Delivery => ({
   handle: id,
   deliveryCount: 1,
+  sequence: 1,
   message: message(id, records),
 });
 

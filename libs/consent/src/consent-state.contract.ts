@@ -34,6 +34,71 @@ export function consentStateContract(name: string, open: () => Promise<ConsentSt
       await state.close();
     });
 
+    it('orders changes by `at`: a late or redelivered older change of a list never undoes a newer one', async () => {
+      const state = await open();
+      const account = `at${run}`;
+      // Processors took the toggles in any order; acceptance order is `at`.
+      const applied = await state.apply(account, [
+        { customerId: 'c', listId: 'news', subscribed: false, at: 40_000 },
+        { customerId: 'c', listId: 'news', subscribed: true, at: 39_000 },
+        { customerId: 'c', listId: 'promo', subscribed: true, at: 1_000 },
+        { customerId: 'c', listId: 'news', subscribed: false, at: 40_000 },
+      ]);
+      expect(applied.map((a) => [a.version, a.stale ?? false])).toEqual([
+        [1, false],
+        [1, true],
+        [2, false],
+        [2, true],
+      ]);
+      await state.apply(account, [
+        { customerId: 'c', listId: 'news', subscribed: true, at: 12_345_678_901_234 },
+      ]);
+      const [late] = await state.apply(account, [
+        { customerId: 'c', listId: 'news', subscribed: false, at: 12_345_678_901_233 },
+      ]);
+      expect(late).toMatchObject({ version: 3, stale: true });
+      expect(await state.get(account, 'c')).toEqual({
+        customerId: 'c',
+        version: 3,
+        lists: { news: true, promo: true },
+      });
+      await state.close();
+    });
+
+    it('any order of the same changes ends in the same memberships', async () => {
+      const state = await open();
+      const changes = Array.from({ length: 40 }, (_, i) => ({
+        customerId: `c${i % 4}`,
+        listId: i % 3 ? 'news' : 'promo',
+        subscribed: i % 2 === 0,
+        at: (i + 1) * 1000 + (i % 7),
+      }));
+      const shuffled = [...changes].sort((a, b) => ((a.at * 7919) % 101) - ((b.at * 7919) % 101));
+      await state.apply(`inorder${run}`, changes);
+      for (const change of shuffled) await state.apply(`shuffled${run}`, [change]);
+      for (let c = 0; c < 4; c++) {
+        const inOrder = await state.get(`inorder${run}`, `c${c}`);
+        const reordered = await state.get(`shuffled${run}`, `c${c}`);
+        expect(reordered!.lists).toEqual(inOrder!.lists);
+      }
+      await state.close();
+    });
+
+    it('keeps the `at` of what it loads: an older change after a rebuild is still stale', async () => {
+      const state = await open();
+      const account = `ldat${run}`;
+      await state.load(
+        account,
+        from([{ svc_id: 'c', list_id: 'news', subscribed: false, version: 5, at: 9_000 }]),
+      );
+      const [old] = await state.apply(account, [
+        { customerId: 'c', listId: 'news', subscribed: true, at: 8_000 },
+      ]);
+      expect(old!.stale).toBe(true);
+      expect((await state.get(account, 'c'))!.lists).toEqual({ news: false });
+      await state.close();
+    });
+
     it('walks every customer of an account with its own memberships', async () => {
       const state = await open();
       const account = `walk${run}`;

@@ -5,11 +5,31 @@ export interface ConsentChange {
   customerId: string;
   listId: string;
   subscribed: boolean;
+  /**
+   * The change's place in the order the bus accepted it (a number that grows with the acceptance order,
+   * the same for a redelivery). Given, the change is applied only if it is newer than the last change of
+   * the customer's list applied with one: a change redelivered after a crash, or applied late by another
+   * processor, never undoes a newer one, so the memberships end as acceptance order gives them.
+   */
+  at?: number;
 }
 
-/** A change as applied: `version` counts the changes of the customer's consent, so replays can be ordered. */
+/**
+ * A change as applied: `version` counts the changes of the customer's consent, so replays can be
+ * ordered. `stale`: a newer change of the list (by `at`) was applied already; this one changed nothing.
+ */
 export interface AppliedConsentChange extends ConsentChange {
   version: number;
+  stale?: true;
+}
+
+/** A membership as the store holds it, read back to rebuild the state (`at` as the change carried it). */
+export interface StoredConsent {
+  svc_id: string;
+  list_id: string;
+  subscribed: boolean;
+  version: number;
+  at?: number;
 }
 
 export interface ConsentSnapshot {
@@ -26,7 +46,10 @@ export interface ConsentSnapshot {
  * `POST /v3/profiles` may change too.
  */
 export abstract class ConsentState {
-  /** Applies changes in order, atomically; returns each with the customer's version after it. */
+  /**
+   * Applies changes in order, atomically (a change older by \`at\` than its list's last is skipped as
+   * stale); returns each with the customer's version after it.
+   */
   abstract apply(account: string, changes: ConsentChange[]): Promise<AppliedConsentChange[]>;
   abstract get(account: string, customerId: string): Promise<ConsentSnapshot | undefined>;
   /**
@@ -36,10 +59,7 @@ export abstract class ConsentState {
    */
   abstract customers(account: string): AsyncIterable<ConsentSnapshot>;
   /** Replaces what the state holds of an account with the latest membership of each customer and list. */
-  abstract load(
-    account: string,
-    states: AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number }>,
-  ): Promise<number>;
+  abstract load(account: string, states: AsyncIterable<StoredConsent>): Promise<number>;
   abstract health(): Promise<DriverHealth>;
   abstract close(): Promise<void>;
 }

@@ -268,6 +268,39 @@ export function profileStateContract(name: string, open: () => Promise<ProfileSt
       await state.close();
     });
 
+    it('a read given the customers merged into one answers the whole merge, folded or not yet', async () => {
+      const state = await open();
+      const a = `rdm${run}`;
+      await state.apply(a, [
+        { customerId: 's', update: { email: 's@x.com', city: 'Oslo' } },
+        { customerId: 'l', update: { email: 'l@x.com', phone: '123', city: 'Rome', zip: '1' } },
+        { customerId: 'r', update: { email: 'r@x.com' }, redact: true },
+      ]);
+      const whole = { email: 's@x.com', city: 'Oslo', phone: '123', zip: '1' };
+      // The identity index has merged l into s; the fold is not applied yet.
+      expect(await state.get(a, 's', ['l', 'never-seen'])).toEqual({
+        customerId: 's',
+        version: 1,
+        attributes: whole,
+      });
+      expect(await state.get(a, 's')).toEqual({
+        customerId: 's',
+        version: 1,
+        attributes: { email: 's@x.com', city: 'Oslo' },
+      });
+      expect(await state.get(a, 's', ['l', 'r'])).toEqual({
+        customerId: 's',
+        version: 1,
+        attributes: { opted_in: false },
+        redacted: true,
+      });
+      const [, folded] = await state.apply(a, [{ customerId: 's', update: {}, absorb: ['l'] }]);
+      expect(folded!.attributes).toEqual(whole);
+      expect(await state.get(a, 's', ['l'])).toEqual(folded);
+      expect(await state.get(a, 'never-seen', ['l'])).toBeUndefined();
+      await state.close();
+    });
+
     it('absorbing a profile merged away already (a retried write) gives the same merged row again', async () => {
       const state = await open();
       const a = `mrg2${run}`;

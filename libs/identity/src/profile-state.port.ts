@@ -51,7 +51,18 @@ export abstract class ProfileState {
    * snapshot of every profile merged away.
    */
   abstract apply(account: string, updates: ProfileUpdate[]): Promise<ProfileSnapshot[]>;
-  abstract get(account: string, customerId: string): Promise<ProfileSnapshot | undefined>;
+  /**
+   * A customer's profile as a reader must see it. A merge is visible in the identity index once it is
+   * resolved, but its profiles are folded only when the batch's updates are applied: `absorbed` (the
+   * customers merged into this one, IdentityIndex.absorbedBy) that still hold a profile are folded into
+   * the answer as `apply` will fold them, read in one atomic step with the survivor's. So no read
+   * answers the survivor of a merge without the merged customer's fields.
+   */
+  abstract get(
+    account: string,
+    customerId: string,
+    absorbed?: readonly string[],
+  ): Promise<ProfileSnapshot | undefined>;
   abstract load(account: string, profiles: AsyncIterable<StoredProfile>): Promise<number>;
   /**
    * The customers whose profile's \`phone\` is exactly this value (spec "Compliance opt-out": phone must

@@ -75,6 +75,7 @@ describe('IdentifierUpdatesStep', () => {
   ): Delivery & { message: IdentifierUpdatesMessage } => ({
     handle: id,
     deliveryCount,
+    sequence: 1,
     message: { id, account, kind: 'identifier-updates', receivedAt: Date.now(), key: 'public', records },
   });
 

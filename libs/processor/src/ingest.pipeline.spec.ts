@@ -36,7 +36,7 @@ function delivery(id: string, account: string): Delivery {
     receivedAt: Date.now(),
     records: [{ identifiers: { customer_id: id }, attributes: { first_name: id } }],
   } as unknown as IngestMessage;
-  return { handle: id, message, deliveryCount: 1 };
+  return { handle: id, message, deliveryCount: 1, sequence: 1 };
 }
 
 /**

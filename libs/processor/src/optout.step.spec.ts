@@ -83,6 +83,7 @@ describe('OptOutStep', () => {
   ): Delivery & { message: OptOutMessage } => ({
     handle: id,
     deliveryCount,
+    sequence: 1,
     message: { id, account, kind: 'optout', receivedAt: Date.now(), key: 'private:k1', records: [record] },
   });
 

@@ -4,6 +4,7 @@ import { processOncePerMessage } from './repeated-messages.js';
 const delivery = (handle: string, id: string, resend?: true): Delivery => ({
   handle,
   deliveryCount: 1,
+  sequence: 1,
   message: {
     id,
     account: 'a',

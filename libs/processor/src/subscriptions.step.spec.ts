@@ -65,6 +65,7 @@ describe('SubscriptionsStep', () => {
   ): Delivery & { message: SubscriptionsMessage } => ({
     handle: id,
     deliveryCount,
+    sequence: 1,
     message: { id, account, kind: 'subscriptions', receivedAt: Date.now(), key: 'private:k1', records },
   });
 

@@ -134,6 +134,28 @@ describe('ClickHouseStore on chDB', () => {
     expect(profiles).toEqual([{ svc_id: 'c1', version: 2, attributes: { email: 'c1@x.com', city: 'Oslo' } }]);
   });
 
+  it('keeps the latest profile snapshot by version, whatever order the rows of several writers arrive in', async () => {
+    // Three processors stored one customer's snapshots: the newest insert is not the newest version.
+    const snapshot = (msg: string, version: number, city: string): StoreBatch => {
+      const b = batch(msg, 'c1', 0);
+      b.identityLinks = [];
+      b.customers[0] = { ...b.customers[0]!, version, attributes: { email: 'c1@x.com', city } };
+      return b;
+    };
+    await store.write('acc9', snapshot('m3', 3, 'Rome'), false);
+    await store.write('acc9', snapshot('m1', 1, 'Oslo'), false);
+    await store.write('acc9', snapshot('m2', 2, 'Lima'), false);
+    const profiles = [];
+    for await (const p of store.currentProfiles('acc9')) profiles.push(p);
+    expect(profiles).toEqual([{ svc_id: 'c1', version: 3, attributes: { email: 'c1@x.com', city: 'Rome' } }]);
+    // What exports and reads of the table's current rows see.
+    const current = await store.query<{ version: string; city: string }>(
+      'acc9',
+      'SELECT version, city FROM {db}.customers FINAL',
+    );
+    expect(current.map((r) => [Number(r.version), r.city])).toEqual([[3, 'Rome']]);
+  });
+
   it('leaves the rows of a message begun and not committed out of every rebuild read, until it commits', async () => {
     const a = 'acccut';
     await store.begin(a, ['k1']);

@@ -314,6 +314,7 @@ export class LocalLogEventBus extends EventBus {
         handle: String(e.seq),
         message: messageOf(e),
         deliveryCount: e.deliveryCount,
+        sequence: e.seq,
       }));
       let settlements: Settlement[];
       try {

@@ -272,6 +272,7 @@ export class NatsEventBus extends EventBus {
               handle,
               message: decodeIngest(m.data, m.headers?.get('Content-Encoding') === 'gzip'),
               deliveryCount: m.info.deliveryCount,
+              sequence: m.seq,
             });
           } catch (err) {
             await this.deadLetter(m, `undecodable message: ${describe(err)}`);

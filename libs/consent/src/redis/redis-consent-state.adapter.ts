@@ -5,9 +5,38 @@ import {
   type AppliedConsentChange,
   type ConsentChange,
   type ConsentSnapshot,
+  type StoredConsent,
 } from '../consent-state.port.js';
 
 const VERSION_FIELD = '__v';
+
+/**
+ * Applies a batch of changes in one atomic call. A list's value is '1' or '0', followed by the \`at\` of
+ * the change that set it when it had one: a change whose \`at\` is not newer is skipped (it counts no
+ * version). KEYS: one consent hash per customer, then the account's index of customers. ARGV[1] JSON
+ * [[key index, list, '1'|'0', at or ''], ...]; ARGV[2] JSON [customer id, ...] in KEYS' order.
+ * Returns [[version after it, applied 1|0], ...].
+ */
+const APPLY = `
+local out = {}
+for i, c in ipairs(cjson.decode(ARGV[1])) do
+  local key = KEYS[c[1] + 1]
+  local at = tonumber(c[4])
+  local last = nil
+  if at then last = tonumber(string.sub(redis.call('HGET', key, c[2]) or '', 2)) end
+  if last and last >= at then
+    out[i] = {tonumber(redis.call('HGET', key, '__v')) or 0, 0}
+  else
+    out[i] = {redis.call('HINCRBY', key, '__v', 1), 1}
+    redis.call('HSET', key, c[2], c[3] .. c[4])
+  end
+end
+local index = KEYS[#KEYS]
+for _, customer in ipairs(cjson.decode(ARGV[2])) do redis.call('SADD', index, customer) end
+return out`;
+
+/** A list's stored value: membership, then the \`at\` of the change that set it, if it had one. */
+const stored = (subscribed: boolean, at: number | undefined) => (subscribed ? '1' : '0') + (at ?? '');
 
 /** Key layout: the account as hash tag (one cluster slot per account, as for identity and profiles). */
 export const consentKeys = {
@@ -17,9 +46,10 @@ export const consentKeys = {
 };
 
 /**
- * List memberships in Redis: one hash per customer (list id → 1 or 0) and a change counter. A batch
- * of changes is one MULTI: applied atomically, in order, each answered with the counter after it; the
- * same MULTI adds the customer to the account's index, so no hash exists unindexed.
+ * List memberships in Redis: one hash per customer (list id → 1 or 0, and the \`at\` that set it) and a
+ * change counter. A batch of changes is one script call: applied atomically, in order, each answered
+ * with the counter after it; the same call adds the customer to the account's index, so no hash exists
+ * unindexed.
  */
 export class RedisConsentState extends ConsentState {
   private readonly redis: RedisCommands;
@@ -30,15 +60,23 @@ export class RedisConsentState extends ConsentState {
 
   async apply(account: string, changes: ConsentChange[]): Promise<AppliedConsentChange[]> {
     if (changes.length === 0) return [];
-    const multi = this.redis.multi();
-    for (const c of changes) {
-      const key = consentKeys.customer(account, c.customerId);
-      multi.hIncrBy(key, VERSION_FIELD, 1);
-      multi.hSet(key, c.listId, c.subscribed ? '1' : '0');
-      multi.sAdd(consentKeys.index(account), c.customerId);
-    }
-    const replies = (await multi.exec()) as unknown[];
-    return changes.map((c, i) => ({ ...c, version: Number(replies[i * 3]) }));
+    const customers: string[] = [];
+    const slot = new Map<string, number>();
+    const encoded = changes.map((c) => {
+      let i = slot.get(c.customerId);
+      if (i === undefined) slot.set(c.customerId, (i = customers.push(c.customerId) - 1));
+      return [i, c.listId, c.subscribed ? '1' : '0', c.at === undefined ? '' : String(c.at)];
+    });
+    // EVAL, not a Functions library: the script is short, and a Redis restarted without persistence
+    // needs nothing loaded again.
+    const replies = (await this.redis.eval(APPLY, {
+      keys: [...customers.map((c) => consentKeys.customer(account, c)), consentKeys.index(account)],
+      arguments: [JSON.stringify(encoded), JSON.stringify(customers)],
+    })) as [number, number][];
+    return changes.map((c, i) => {
+      const [version, applied] = replies[i]!;
+      return applied ? { ...c, version } : { ...c, version, stale: true };
+    });
   }
 
   async get(account: string, customerId: string): Promise<ConsentSnapshot | undefined> {
@@ -58,10 +96,7 @@ export class RedisConsentState extends ConsentState {
     }
   }
 
-  async load(
-    account: string,
-    states: AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number }>,
-  ): Promise<number> {
+  async load(account: string, states: AsyncIterable<StoredConsent>): Promise<number> {
     const index = consentKeys.index(account);
     for await (const customers of this.connection.setMembers(index)) {
       const doomed = customers.map((c) => consentKeys.customer(account, c));
@@ -72,7 +107,7 @@ export class RedisConsentState extends ConsentState {
     let pipeline = this.redis.multi();
     for await (const s of states) {
       const key = consentKeys.customer(account, s.svc_id);
-      pipeline.hSet(key, s.list_id, s.subscribed ? '1' : '0');
+      pipeline.hSet(key, s.list_id, stored(s.subscribed, s.at));
       pipeline.sAdd(index, s.svc_id);
       versions.set(key, Math.max(versions.get(key) ?? 0, s.version));
       if (++count % 1000 === 0) {
@@ -98,7 +133,7 @@ function snapshotOf(customerId: string, hash: Record<string, string>): ConsentSn
   if (!hash[VERSION_FIELD]) return undefined;
   const lists: Record<string, boolean> = {};
   for (const [field, value] of Object.entries(hash)) {
-    if (field !== VERSION_FIELD) lists[field] = value === '1';
+    if (field !== VERSION_FIELD) lists[field] = value.startsWith('1');
   }
   return { customerId, version: Number(hash[VERSION_FIELD]), lists };
 }

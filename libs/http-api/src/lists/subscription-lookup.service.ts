@@ -69,8 +69,12 @@ export class SubscriptionLookup {
         break;
       }
     }
+    const merged = customerId ? await this.identity.absorbedBy(account, customerId) : [];
     const [profile, consent] = customerId
-      ? await Promise.all([this.profiles.get(account, customerId), this.memberships(account, customerId)])
+      ? await Promise.all([
+          this.profiles.get(account, customerId, merged),
+          this.memberships(account, customerId, merged),
+        ])
       : [undefined, undefined];
     // The profile's opted_in is the global status, whichever way it was set (svc_all, opted_in, profiles).
     const optedIn = profile?.attributes.opted_in === true;
@@ -89,8 +93,11 @@ export class SubscriptionLookup {
    * decisions win, the merged customers' fill the lists it never decided on. Read-time, so a rebuild
    * from the consent history (kept under each customer's own id) gives the same answer.
    */
-  private async memberships(account: string, customerId: string): Promise<Record<string, boolean>> {
-    const merged = await this.identity.absorbedBy(account, customerId);
+  private async memberships(
+    account: string,
+    customerId: string,
+    merged: readonly string[],
+  ): Promise<Record<string, boolean>> {
     const snapshots = await Promise.all([customerId, ...merged].map((c) => this.consent.get(account, c)));
     const lists: Record<string, boolean> = {};
     for (const snapshot of snapshots.reverse()) Object.assign(lists, snapshot?.lists);

@@ -53,7 +53,8 @@ export class ProfileLookup {
     for (const id of ids) {
       const customerId = await this.identity.lookup(account, id);
       if (!customerId) continue;
-      const profile = await this.profiles.get(account, customerId);
+      const absorbed = await this.identity.absorbedBy(account, customerId);
+      const profile = await this.profiles.get(account, customerId, absorbed);
       if (profile) return profile.attributes;
     }
     throw ApiError.notFound('unable to locate a customer with the given identifiers');

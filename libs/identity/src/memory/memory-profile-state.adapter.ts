@@ -8,12 +8,12 @@ import {
 } from '@cdp/domain';
 import {
   ProfileState,
-  REDACTED_ATTRIBUTES,
   REDACTED_WRITABLE,
   type ProfileSnapshot,
   type ProfileUpdate,
   type StoredProfile,
 } from '../profile-state.port.js';
+import { foldedProfile, redactedBase } from '../profile-fold.js';
 import { InternedStrings, grown, resized } from './interned-strings.js';
 
 /**
@@ -168,10 +168,19 @@ export class MemoryProfileState extends ProfileState {
     }
   }
 
-  get(account: string, customerId: string): Promise<ProfileSnapshot | undefined> {
+  get(
+    account: string,
+    customerId: string,
+    absorbed: readonly string[] = [],
+  ): Promise<ProfileSnapshot | undefined> {
     const state = this.accounts.get(account);
-    const c = state ? state.find(customerId) : -1;
-    return Promise.resolve(c >= 0 ? state!.read(c, customerId) : undefined);
+    if (!state) return Promise.resolve(undefined);
+    const read = (customer: string) => {
+      const c = state.find(customer);
+      return c >= 0 ? state.read(c, customer) : undefined;
+    };
+    const unfolded = absorbed.map(read).filter((s) => s !== undefined);
+    return Promise.resolve(foldedProfile(customerId, read(customerId), unfolded));
   }
 
   async load(account: string, profiles: AsyncIterable<StoredProfile>): Promise<number> {
@@ -216,16 +225,6 @@ export class MemoryProfileState extends ProfileState {
     this.accounts.clear();
     return Promise.resolve();
   }
-}
-
-/**
- * What a redacted profile starts from: nothing personal, `opted_in` false — except that a profile
- * redacted before keeps the `opted_in` it was given since (an explicit channel opt-in): redacting it
- * again changes nothing, so a record of a pooled identifier does not undo that opt-in.
- */
-function redactedBase(current: ProfileSnapshot | undefined): Attributes {
-  const kept = current?.redacted ? current.attributes[REDACTED_WRITABLE] : undefined;
-  return kept === undefined ? { ...REDACTED_ATTRIBUTES } : { [REDACTED_WRITABLE]: kept };
 }
 
 /** What an update may still change on a redacted profile: `opted_in` only. */

@@ -8,6 +8,7 @@ import {
 } from '../profile-state.port.js';
 import { IdentityNotWarmError } from '../identity-index.port.js';
 import type { RedisCommands, RedisConnection } from '@cdp/redis';
+import { foldedProfile } from '../profile-fold.js';
 import { fcall } from './redis-functions-loader.js';
 import { FN } from './redis-functions.js';
 import { keys } from './redis-keys.js';
@@ -78,10 +79,20 @@ export class RedisProfileState extends ProfileState {
     });
   }
 
-  async get(account: string, customerId: string): Promise<ProfileSnapshot | undefined> {
-    const hash = await this.redis.hGetAll(keys.profile(account, customerId));
-    if (!hash[VERSION_FIELD]) return undefined;
-    return snapshot(customerId, Object.entries(hash).flat());
+  async get(
+    account: string,
+    customerId: string,
+    absorbed: readonly string[] = [],
+  ): Promise<ProfileSnapshot | undefined> {
+    if (absorbed.length === 0)
+      return snapshotOf(customerId, await this.redis.hGetAll(keys.profile(account, customerId)));
+    // One transaction: cdp_apply folds a loser and renames it away atomically, so this sees either both
+    // profiles unfolded or the fold done.
+    const reads = this.redis.multi();
+    for (const c of [customerId, ...absorbed]) reads.hGetAll(keys.profile(account, c));
+    const [own, ...losers] = (await reads.exec()) as unknown as Record<string, string>[];
+    const unfolded = losers.flatMap((hash, i) => snapshotOf(absorbed[i]!, hash) ?? []);
+    return foldedProfile(customerId, snapshotOf(customerId, own!), unfolded);
   }
 
   async load(account: string, profiles: AsyncIterable<StoredProfile>): Promise<number> {
@@ -152,6 +163,11 @@ export class RedisProfileState extends ProfileState {
   close(): Promise<void> {
     return Promise.resolve();
   }
+}
+
+/** A profile hash read back (HGETALL); undefined when the customer has none. */
+function snapshotOf(customerId: string, hash: Record<string, string>): ProfileSnapshot | undefined {
+  return hash[VERSION_FIELD] ? snapshot(customerId, Object.entries(hash).flat()) : undefined;
 }
 
 function snapshot(customerId: string, flat: string[]): ProfileSnapshot {

@@ -91,7 +91,7 @@ export function deliveryOf<M extends IngestMessage>(
   message: M,
   deliveryCount = 1,
 ): Delivery & { message: M } {
-  return { handle: message.id, deliveryCount, message };
+  return { handle: message.id, deliveryCount, sequence: 1, message };
 }
 
 /** An events message of `records` for `account`, with an id unique to this run. */
