@@ -139,14 +139,18 @@ export const v2EventsValidator = new BatchValidator<V2EventIn, EventRecord, Even
     const result = eventRule(v2ToV3(input, context.customIds), index, context);
     if (!Array.isArray(result)) return result;
     return result.map((invalid) =>
-      invalid.field === 'identifiers'
-        ? { ...invalid, field: 'data' }
-        : invalid.field === 'action'
-          ? { ...invalid, field: 'data.action' }
-          : invalid,
+      typeof invalid.field === 'string' ? { ...invalid, field: v2Field(invalid.field, input) } : invalid,
     );
   },
 );
+
+/** A v3 event's field as the v2 caller sent it: identifiers and `action` sat in `data` (v2ToV3). */
+function v2Field(field: string, input: V2EventIn): string {
+  if (field === 'identifiers') return 'data';
+  if (field === 'action') return input.action != null && input.data.action == null ? field : 'data.action';
+  const identifier = /^identifiers\.(.+)$/.exec(field)?.[1];
+  return identifier !== undefined && Object.hasOwn(input.data, identifier) ? `data.${identifier}` : field;
+}
 
 /** The pipes of the commerce routes, with what each needs of the account (its custom fields). */
 export const ProductsBatch = BatchValidationPipe(productsValidator, async (schema, request) =>
