@@ -209,4 +209,9 @@ describe('JSON-lines files', () => {
     expect(problems(read[3]!).map((p) => p.field)).toEqual(['data.attributes.gender']);
     expect(problems(read[4]!).map((p) => p.field)).toEqual(['data']);
   });
+
+  it('names the type a file takes, with its article', async () => {
+    const { items: read } = await items('x_orders.svc', JSON.stringify({ type: 'customer', data: {} }));
+    expect(problems(read[0]!)).toEqual([{ field: 'type', reason: 'must be order in an orders file' }]);
+  });
 });

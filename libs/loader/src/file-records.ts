@@ -15,7 +15,7 @@ import {
   type LoadedRecord,
   type RecordProblem,
 } from './record-rules.js';
-import type { EventInput } from '@cdp/domain';
+import { withArticle, type EventInput } from '@cdp/domain';
 
 /**
  * One record of a file: the line it starts on, how many lines (records of the file) it covers (an
@@ -186,7 +186,7 @@ function typeProblem(kind: FileKind, type: unknown): RecordProblem | undefined {
     };
   }
   if (type === only[kind.dataType]) return undefined;
-  return { field: 'type', reason: `must be ${only[kind.dataType]} in a ${kind.dataType} file` };
+  return { field: 'type', reason: `must be ${only[kind.dataType]} in ${withArticle(kind.dataType)} file` };
 }
 
 async function* jsonItems(
