@@ -29,5 +29,11 @@ export function buildIfNeeded(entries) {
   if (existsSync(stamp) && statSync(stamp).mtimeMs >= sources && !missing) return;
   process.stderr.write('building…\n');
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
-  writeFileSync(stamp, new Date().toISOString());
 }
+
+/** Marks dist/ as built from the current sources (the last step of `npm run build`). */
+export function markBuilt() {
+  writeFileSync(join(root, 'dist', '.build-stamp'), new Date().toISOString());
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === '--mark') markBuilt();

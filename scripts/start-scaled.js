@@ -23,7 +23,8 @@ const base = {
 };
 const children = Object.entries(apps).map(([name, entry], i) =>
   spawn(process.execPath, [join(root, 'dist', entry)], {
-    env: { ...base, PORT: String(port + i) },
+    // The one API process creates the first account on empty engines, as `npm start` does (README).
+    env: { ...base, PORT: String(port + i), ...(name === 'api' ? { CDP_CREATE_FIRST_ACCOUNT: 'true' } : {}) },
     stdio: 'inherit',
   }).once('exit', (code) => {
     process.stderr.write(`${name} exited (${code})\n`);

@@ -175,6 +175,19 @@ describe.each(WIRINGS)('authentication, keys and the error envelope (%s)', (_wir
       expect((await admin('/admin/v1/accounts/nope')).status).toBe(404);
     });
 
+    it('takes Content-Type: application/json with no body on a route that takes none; one that needs a body says so', async () => {
+      const json = { 'content-type': 'application/json' };
+      const rotated = await admin(`/admin/v1/accounts/${b.id}/keys`, 'post').set(json);
+      expect(rotated.status).toBe(201);
+      const current = rotated.body.account.keys.find((k: { revoked_at?: string }) => !k.revoked_at);
+      const revoked = await admin(`/admin/v1/accounts/${b.id}/keys/${current.id}`, 'delete').set(json);
+      expect(revoked.status).toBe(200);
+      const needs = await p.http().post('/v3/profiles').set('x-api-key', b.privateKey).set(json);
+      expect(needs.status).toBe(400);
+      expectEnvelope(needs);
+      expect(JSON.stringify(needs.body.detail)).toMatch(/body/);
+    });
+
     it('refuses a tracker id that is taken or not URL-safe', async () => {
       const taken = await admin('/admin/v1/accounts', 'post').send({ tracker_id: a.publicKey });
       expect(taken.status).toBe(400);

@@ -106,6 +106,44 @@ const FILES: Record<string, string | Buffer> = {
       data: { product_id: 'pj1', name: 'Json product', price: 3, in_stock: 1, colour: 'blue' },
     }),
   ),
+  // The original's own `{type, data}` bodies (those of /v2/entities and /v2/events): identifiers and
+  // `action` inside `data`.
+  'original_customers.svc': lines(
+    JSON.stringify({
+      type: 'customer',
+      data: { customer_id: 'co1', email: 'co1@x.com', first_name: 'Olga', last_name: 'Orig', tier: 4 },
+    }),
+  ),
+  'original_products.svc': lines(
+    JSON.stringify({ type: 'product', data: { product_id: 'po1', name: 'Original product', price: 7.5 } }),
+  ),
+  'original_orders.svc': lines(
+    JSON.stringify({
+      type: 'order',
+      data: {
+        action: 'purchase',
+        email: 'co1@x.com',
+        order: {
+          order_id: 'oo1',
+          total: 12,
+          items: [{ product_id: 'po1', sku: 'PO1', price: 6, quantity: '2', subtotal: '12' }],
+        },
+      },
+    }),
+  ),
+  'original_events.svc': lines(
+    JSON.stringify({ type: 'pageview', data: { email: 'co1@x.com', page: '/original', gift_note: 'hey' } }),
+    JSON.stringify({ type: 'video', data: { action: 'play', email: 'co1@x.com', page: '/original-video' } }),
+    JSON.stringify({ type: 'product', data: { action: 'detail', email: 'co1@x.com', product_id: 'po1' } }),
+    JSON.stringify({
+      type: 'order',
+      data: {
+        action: 'purchase',
+        customer_id: 'co1',
+        order: { order_id: 'oo2', items: [{ product_id: 'po1', price: 7.5, quantity: 1, subtotal: 7.5 }] },
+      },
+    }),
+  ),
   'svc_events_edge_ok.csv': edgeFile('/edge-ok', 1000, 10),
   'svc_events_edge_bad.csv': edgeFile('/edge-bad', 1000, 11),
   'notes.txt': 'not a bulk file\n',
@@ -177,6 +215,10 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
     items:
       "SELECT order_id, product_id, quantity FROM {db}.line_items WHERE order_id IN ('o1', 'oj1') ORDER BY order_id, product_id",
     fill: "SELECT count() AS n FROM {db}.orders FINAL WHERE order_id LIKE 'ofill%'",
+    original:
+      "SELECT type, action, page, product_id, gift_note, identifiers['email'] AS email, identifiers['customer_id'] AS customer_id FROM {db}.events WHERE 'co1@x.com' IN (identifiers['email']) OR identifiers['customer_id'] = 'co1' ORDER BY type, action, page",
+    originalOrders:
+      "SELECT o.order_id AS order_id, o.subtotal AS subtotal, sum(i.quantity) AS quantity FROM {db}.orders AS o FINAL JOIN {db}.line_items AS i ON i.order_id = o.order_id WHERE o.order_id IN ('oo1', 'oo2') GROUP BY o.order_id, o.subtotal ORDER BY o.order_id",
   };
   const store: Record<keyof typeof QUERIES, Row[]> = {
     events: [],
@@ -184,6 +226,8 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
     orders: [],
     items: [],
     fill: [],
+    original: [],
+    originalOrders: [],
   };
   async function readStore(): Promise<void> {
     const read = async (query: (sql: string) => Promise<Row[]>) => {
@@ -385,6 +429,7 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
       ['p1', 'Shoe', 19.99, true],
       ['p2', 'Hat, "big"', 5, false],
       ['pj1', 'Json product', 3, true],
+      ['po1', 'Original product', 7.5, null],
     ]);
   });
 
@@ -426,6 +471,45 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
     ]);
     expect(store.fill.map((r) => Number(r.n))).toEqual([200]);
     expect(events.filter((e) => e.type === 'order' && e.gift_note === 'hello')).toHaveLength(1);
+  });
+
+  it("loads JSON lines in the original's own form, identifiers inside data, every data type", async () => {
+    for (const [name, dataType, read] of [
+      ['original_customers.svc', 'customers', 1],
+      ['original_products.svc', 'products', 1],
+      ['original_orders.svc', 'orders', 1],
+      ['original_events.svc', 'events', 4],
+    ] as const)
+      expect(activity.get(name)).toMatchObject({
+        state: 'completed',
+        data_type: dataType,
+        format: 'jsonl',
+        records: { read, loaded: read, invalid: 0 },
+        errors: [],
+      });
+    const olga = await eventually(async () => {
+      const res = await api('/v3/profiles?email=co1@x.com');
+      return res.status === 200 && res.body;
+    });
+    expect(olga.attributes).toMatchObject({ customer_id: 'co1', name: 'Olga Orig', tier: 4 });
+    expect(store.original).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          type: 'pageview',
+          page: '/original',
+          gift_note: 'hey',
+          email: 'co1@x.com',
+        }),
+        expect.objectContaining({ type: 'video', action: 'play', page: '/original-video' }),
+        expect.objectContaining({ type: 'product', action: 'detail', product_id: 'po1' }),
+        expect.objectContaining({ type: 'order', action: 'purchase', email: 'co1@x.com' }),
+        expect.objectContaining({ type: 'order', action: 'purchase', customer_id: 'co1' }),
+      ]),
+    );
+    expect(store.originalOrders.map((o) => [o.order_id, Number(o.subtotal), Number(o.quantity)])).toEqual([
+      ['oo1', 12, 2],
+      ['oo2', 7.5, 1],
+    ]);
   });
 
   it('loads a file with 1.0% invalid records and rejects one with 1.1%, storing nothing of it', () => {

@@ -20,8 +20,9 @@ export class ApiAppModule {
         AccountsModule,
         HttpApiModule,
       ],
-      // Replicas share the metadata: the bootstrap account is ensured idempotently, none is invented.
-      providers: [AccountsBootstrap, { provide: CREATE_FIRST_ACCOUNT, useValue: false }],
+      // Replicas share the metadata: the bootstrap account is ensured idempotently; a first account is
+      // created only by the one replica told to (two would each create one).
+      providers: [AccountsBootstrap, { provide: CREATE_FIRST_ACCOUNT, useValue: config.createFirstAccount }],
     };
   }
 }

@@ -61,6 +61,11 @@ export interface AppConfig {
   natsAckWaitMs: number;
   buckets: BucketDirs;
   bootstrap: { publicKey: string; privateKey: string } | undefined;
+  /**
+   * Whether the API role creates the first account when there is none (`CDP_CREATE_FIRST_ACCOUNT`): the
+   * all-in-one process always does; of scaled-out API replicas, only one may (`npm run start:scaled`).
+   */
+  createFirstAccount: boolean;
   logLevel: string;
   /** Largest request body after gzip decompression (spec/NOTES.md: 8 MiB, 413 beyond). */
   bodyLimitBytes: number;
@@ -181,6 +186,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
       export: resolve(dataDir, env.CDP_BUCKET_EXPORT || 'buckets/export'),
     },
     bootstrap: publicKey && privateKey ? { publicKey, privateKey } : undefined,
+    createFirstAccount: env.CDP_CREATE_FIRST_ACCOUNT === 'true',
     logLevel: env.LOG_LEVEL || 'info',
     bodyLimitBytes: 8 * 1024 * 1024,
     busMaxPendingBytes: integer(env, 'CDP_BUS_MAX_PENDING_MB', 512, 1, 1 << 20) * 1024 * 1024,

@@ -44,6 +44,15 @@ describe('standard events (spec "Event fields": type/action combinations)', () =
     ]);
   });
 
+  it('says "an" before a vowel and "a" before a consonant', () => {
+    expect(standardEventProblems('order', 'purchase', {})[0]!.reason).toBe(
+      'is required for an order purchase event',
+    );
+    expect(standardEventProblems('product', 'detail', {})[0]!.reason).toBe(
+      'is required for a product detail event',
+    );
+  });
+
   it('a product event may name only product_id', () => {
     expect(standardEventProblems('product', 'detail', { product_id: 'p' })).toEqual([]);
   });

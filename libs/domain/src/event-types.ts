@@ -1,3 +1,4 @@
+import { withArticle } from './wording.js';
 import { ORDER_ACTIONS } from './orders.js';
 
 /**
@@ -44,6 +45,6 @@ export function standardEventProblems(
     .filter((field) => data[field] === undefined || data[field] === null || data[field] === '')
     .map((field) => ({
       field: `data.${field}`,
-      reason: `is required for a ${type} ${action || ''} event`.replace('  ', ' '),
+      reason: `is required for ${withArticle([type, action, 'event'].filter(Boolean).join(' '))}`,
     }));
 }

@@ -11,3 +11,4 @@ export * from './orders.js';
 export * from './products.js';
 export * from './event-types.js';
 export * from './identifier-updates.js';
+export * from './wording.js';

@@ -1,4 +1,4 @@
-import { CUSTOMER_FIELDS, applyAttributeUpdate, normalizeProfile } from './profiles.js';
+import { CUSTOMER_FIELDS, applyAttributeUpdate, applyProfileUpdate, normalizeProfile } from './profiles.js';
 
 describe('CUSTOMER_FIELDS', () => {
   it('lists the customer table of the spec plus opted_in', () => {
@@ -80,36 +80,12 @@ describe('normalizeProfile', () => {
     expect(record).not.toHaveProperty('dropped');
   });
 
-  it('derives name from first and last name when name is absent', () => {
-    expect(
-      normalizeProfile({ email: 'a@b.co', first_name: 'Ada', last_name: 'Lovelace' }).attributes,
-    ).toEqual({
-      email: 'a@b.co',
+  it('leaves name to the fold (applyProfileUpdate): first and last name pass as sent, an empty one unsets', () => {
+    expect(normalizeProfile({ first_name: 'Ada', last_name: '' }).attributes).toEqual({
       first_name: 'Ada',
-      last_name: 'Lovelace',
-      name: 'Ada Lovelace',
-    });
-    expect(normalizeProfile({ first_name: 'Ada' }).attributes.name).toBe('Ada');
-    expect(normalizeProfile({ last_name: 'Lovelace' }).attributes.name).toBe('Lovelace');
-    expect(normalizeProfile({ first_name: '', last_name: 'Lovelace' }).attributes).toEqual({
-      first_name: null,
-      last_name: 'Lovelace',
-      name: 'Lovelace',
-    });
-  });
-
-  it('never derives an empty name', () => {
-    expect(normalizeProfile({ first_name: '', last_name: '' }).attributes).toEqual({
-      first_name: null,
       last_name: null,
     });
-    expect(normalizeProfile({ first_name: null }).attributes).toEqual({ first_name: null });
-  });
-
-  it('keeps a name that was sent and never parses first or last name from it', () => {
-    const record = normalizeProfile({ name: 'Countess Ada', first_name: 'Ada', last_name: 'Lovelace' });
-    expect(record.attributes.name).toBe('Countess Ada');
-    expect(normalizeProfile({ name: 'Ada Lovelace' }).attributes).toEqual({ name: 'Ada Lovelace' });
+    expect(normalizeProfile({ name: '' }).attributes).toEqual({ name: null });
   });
 
   it('returns no identifiers when there are none (the caller reports that)', () => {
@@ -140,5 +116,31 @@ describe('applyAttributeUpdate', () => {
   it('removing an absent field changes nothing', () => {
     expect(applyAttributeUpdate({ name: 'Ada' }, { city: null })).toEqual({ name: 'Ada' });
     expect(applyAttributeUpdate({ name: 'Ada' }, {})).toEqual({ name: 'Ada' });
+  });
+});
+
+describe('applyProfileUpdate', () => {
+  it('derives name from first and last name when it is absent, from the whole profile', () => {
+    expect(applyProfileUpdate({}, { first_name: 'Ada', last_name: 'Lovelace' }).name).toBe('Ada Lovelace');
+    expect(applyProfileUpdate({ first_name: 'Ada', name: 'Ada' }, { last_name: 'Lovelace' }).name).toBe(
+      'Ada Lovelace',
+    );
+    expect(applyProfileUpdate({ last_name: 'Lovelace', name: 'Lovelace' }, { first_name: 'Ada' }).name).toBe(
+      'Ada Lovelace',
+    );
+  });
+
+  it('keeps a given name when first or last name change, and never parses them from it', () => {
+    const given = { first_name: 'Ada', name: 'Countess Ada' };
+    expect(applyProfileUpdate(given, { first_name: 'Augusta' })).toEqual({
+      first_name: 'Augusta',
+      name: 'Countess Ada',
+    });
+    expect(applyProfileUpdate({}, { name: 'Ada Lovelace' })).toEqual({ name: 'Ada Lovelace' });
+  });
+
+  it('a name unset follows first and last name again; none left unsets it', () => {
+    expect(applyProfileUpdate({ first_name: 'Ada', name: 'Countess Ada' }, { name: null }).name).toBe('Ada');
+    expect(applyProfileUpdate({ first_name: 'Ada', name: 'Ada' }, { first_name: null })).toEqual({});
   });
 });

@@ -42,8 +42,9 @@ export interface ProfileRecord {
 }
 
 /**
- * Splits sent attributes into identifiers and customer fields, drops fields the account has not
- * defined, and derives `name` from first/last name when it is absent (never the other way round).
+ * Splits sent attributes into identifiers and customer fields and drops fields the account has not
+ * defined. `name` is derived where the profile is folded (applyProfileUpdate): only there is the
+ * stored profile known.
  */
 export function normalizeProfile(
   sent: Readonly<Record<string, unknown>>,
@@ -82,10 +83,6 @@ export function normalizeProfile(
       dropped.push(field);
     }
   }
-  if (!('name' in sent) && (typeof sent.first_name === 'string' || typeof sent.last_name === 'string')) {
-    const name = [sent.first_name, sent.last_name].filter((p) => typeof p === 'string' && p !== '').join(' ');
-    if (name) attributes.name = name;
-  }
   const identifiers = collectIdentifiers(sent, customIds);
   const record: ProfileRecord = { identifiers, attributes };
   if (dropped.length) record.dropped = dropped;
@@ -102,5 +99,33 @@ export function applyAttributeUpdate(
     if (value === null) delete next[field];
     else next[field] = value;
   }
+  return next;
+}
+
+/** The name first and last name give ('Ada Lovelace', either alone); '' when neither is set. */
+export function nameFromParts(attributes: Readonly<Attributes>): string {
+  return [attributes.first_name, attributes.last_name]
+    .filter((part) => typeof part === 'string' && part !== '')
+    .join(' ');
+}
+
+/**
+ * Applies an additive update to a profile and keeps its `name` as the spec's customer table says ("when
+ * absent but first_name and/or last_name are given, it is populated from them"; first and last name are
+ * never parsed from it): the name follows first and last name while it is absent or is exactly what they
+ * give; a name that differs was given by the caller and stays until an update sends `name` again (null
+ * unsets it, and it follows first and last name again). The Redis driver's cdp_apply folds the same rule.
+ */
+export function applyProfileUpdate(
+  current: Readonly<Attributes>,
+  update: Readonly<AttributeUpdate>,
+): Attributes {
+  const next = applyAttributeUpdate(current, update);
+  const sent = Object.hasOwn(update, 'name');
+  if (sent && update.name !== null) return next;
+  if (!sent && current.name !== undefined && current.name !== nameFromParts(current)) return next;
+  const name = nameFromParts(next);
+  if (name) next.name = name;
+  else delete next.name;
   return next;
 }

@@ -108,6 +108,9 @@ export function installHttpHooks(fastify: FastifyInstance): void {
     // A route that reads its body on a worker thread (`rawJsonBody` in its route config) gets the bytes.
     if ((request.routeOptions.config as { rawJsonBody?: boolean } | undefined)?.rawJsonBody)
       return done(null, new RawJsonBody(body as Buffer));
+    // An empty body is no body: many clients send `Content-Type: application/json` with every request (a
+    // DELETE, say). A route that takes a body answers as it does to a request that sent none.
+    if ((body as Buffer).length === 0) return done(null, undefined);
     try {
       done(null, parseJsonBody(body as Buffer));
     } catch (err) {

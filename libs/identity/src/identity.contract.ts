@@ -315,14 +315,14 @@ export function profileStateContract(name: string, open: () => Promise<ProfileSt
       const loserRow = {
         customerId: 'l',
         version: 2,
-        attributes: { customer_id: 'l-1', first_name: 'Lo' },
+        attributes: { customer_id: 'l-1', first_name: 'Lo', name: 'Lo' },
         mergedInto: 's',
       };
       expect(first[0]).toEqual(loserRow);
       expect(again[0]).toEqual(loserRow);
       expect(again[1]).toMatchObject({
         customerId: 's',
-        attributes: { email: 's@x.com', customer_id: 'l-1', first_name: 'Lo' },
+        attributes: { email: 's@x.com', customer_id: 'l-1', first_name: 'Lo', name: 'Lo' },
       });
       expect(await state.get(a, 'l')).toBeUndefined();
       await state.close();

@@ -158,7 +158,10 @@ describe('JSON-lines files', () => {
       { sku: 'S', quantity: 2, subtotal: 3.5 },
     ]);
     expect(problems(read[2]!)).toEqual([
-      { field: 'type', reason: 'must be event or order in a events file' },
+      {
+        field: 'type',
+        reason: 'must be an event type in an events file (customers go in a customers file)',
+      },
     ]);
     expect(problems(read[3]!)).toEqual([{ field: 'line', reason: 'is not a JSON object' }]);
   });
@@ -172,5 +175,67 @@ describe('JSON-lines files', () => {
       expect.arrayContaining([{ field: 'data.tier', reason: expect.any(String) }]),
     );
     expect(problems(read[0]!).map((p) => p.field)).not.toContain('data.attributes.tier');
+  });
+
+  it("reads the original's own {type, data} bodies: identifiers and action inside data", async () => {
+    const { items: read } = await items(
+      'x_events.svc',
+      [
+        JSON.stringify({ type: 'pageview', data: { email: 'a@x.com', page: '/home', gift_note: 'hi' } }),
+        JSON.stringify({
+          type: 'order',
+          data: {
+            action: 'purchase',
+            email: 'a@x.com',
+            order: { order_id: 'o2', items: [{ product_id: 'p1', quantity: '2', subtotal: '3.5' }] },
+          },
+        }),
+        JSON.stringify({ type: 'pageview', data: { page: '/no-one' } }),
+        JSON.stringify({ type: 'product', data: { action: 'detail', vuid: 'v1', product_id: 'p1' } }),
+      ].join('\n'),
+    );
+    expect(record(read[0]!)).toMatchObject({
+      type: 'pageview',
+      identifiers: { email: 'a@x.com' },
+      data: { page: '/home', gift_note: 'hi' },
+    });
+    expect(record(read[1]!)).toMatchObject({
+      type: 'order',
+      action: 'purchase',
+      identifiers: { email: 'a@x.com' },
+      order: { order_id: 'o2', items: [{ product_id: 'p1', quantity: 2, subtotal: 3.5 }] },
+    });
+    expect(problems(read[2]!)).toEqual([{ field: 'data', reason: expect.any(String) }]);
+    expect(record(read[3]!)).toMatchObject({
+      type: 'product',
+      action: 'detail',
+      identifiers: { vuid: 'v1' },
+    });
+  });
+
+  it('reads customers flat (the /v2/entities data) or as {attributes}, naming problems where they sit', async () => {
+    const { items: read } = await items(
+      'x_customers.svc',
+      [
+        JSON.stringify({ type: 'customer', data: { email: 'a@x.com', first_name: 'Ann', tier: 2 } }),
+        JSON.stringify({ type: 'customer', data: { attributes: { email: 'b@x.com' } } }),
+        JSON.stringify({ type: 'customer', data: { email: 'c@x.com', gender: 'X' } }),
+        JSON.stringify({ type: 'customer', data: { attributes: { email: 'd@x.com', gender: 'X' } } }),
+        JSON.stringify({ type: 'customer', data: { first_name: 'Nobody' } }),
+      ].join('\n'),
+    );
+    expect(record(read[0]!)).toMatchObject({
+      identifiers: { email: 'a@x.com' },
+      attributes: { email: 'a@x.com', first_name: 'Ann', tier: 2 },
+    });
+    expect(record(read[1]!)).toMatchObject({ identifiers: { email: 'b@x.com' } });
+    expect(problems(read[2]!).map((p) => p.field)).toEqual(['data.gender']);
+    expect(problems(read[3]!).map((p) => p.field)).toEqual(['data.attributes.gender']);
+    expect(problems(read[4]!).map((p) => p.field)).toEqual(['data']);
+  });
+
+  it('names the type a file takes, with its article', async () => {
+    const { items: read } = await items('x_orders.svc', JSON.stringify({ type: 'customer', data: {} }));
+    expect(problems(read[0]!)).toEqual([{ field: 'type', reason: 'must be order in an orders file' }]);
   });
 });

@@ -10,12 +10,13 @@ import {
   customerRecord,
   eventRecord,
   productRecord,
+  v2EventRecord,
   type LoadContext,
   type LoadedRecord,
   type RecordProblem,
 } from './record-rules.js';
 import { keepExactNumbers } from '@cdp/contracts';
-import type { EventInput } from '@cdp/domain';
+import { withArticle, type EventInput } from '@cdp/domain';
 
 /**
  * One record of a file: the line it starts on, how many lines (records of the file) it covers (an
@@ -175,13 +176,22 @@ async function* csvItems(
   if (last) yield fromGroup(last);
 }
 
-/** Which `type`s a JSON-lines file may hold (spec: events files hold events and orders). */
-const JSON_TYPES: Record<FileKind['dataType'], readonly string[]> = {
-  customers: ['customer'],
-  products: ['product'],
-  orders: ['order'],
-  events: ['event', 'order'],
-};
+/**
+ * Which `type`s a JSON-lines file may hold (spec: events files hold events, orders included): an events
+ * file takes any event type (`event` for a v3-shaped event that names its own type), never a customer.
+ */
+function typeProblem(kind: FileKind, type: unknown): RecordProblem | undefined {
+  const only = { customers: 'customer', products: 'product', orders: 'order' } as const;
+  if (kind.dataType === 'events') {
+    if (typeof type === 'string' && type !== '' && type !== 'customer') return undefined;
+    return {
+      field: 'type',
+      reason: 'must be an event type in an events file (customers go in a customers file)',
+    };
+  }
+  if (type === only[kind.dataType]) return undefined;
+  return { field: 'type', reason: `must be ${only[kind.dataType]} in ${withArticle(kind.dataType)} file` };
+}
 
 async function* jsonItems(
   input: Readable,
@@ -214,23 +224,58 @@ function jsonRecord(
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     return [{ field: 'line', reason: 'is not a JSON object' }];
   const { type, data } = value as { type?: unknown; data?: unknown };
-  const allowed = JSON_TYPES[kind.dataType];
-  if (typeof type !== 'string' || !allowed.includes(type))
-    return [{ field: 'type', reason: `must be ${allowed.join(' or ')} in a ${kind.dataType} file` }];
-  if (typeof data !== 'object' || data === null || Array.isArray(data))
-    return [{ field: 'data', reason: 'must be an object' }];
-  const fields = data as Record<string, unknown>;
-  let result: LoadedRecord | RecordProblem[];
-  if (type === 'customer') result = customerRecord(fields, context);
-  else if (type === 'product') result = productRecord(fields, context);
-  else {
-    const event = { ...fields } as unknown as EventInput;
-    if (type === 'order') event.type ??= 'order';
-    result = eventRecord(bulkOrderItems(event), context);
-  }
+  const wrongType = typeProblem(kind, type);
+  if (wrongType) return [wrongType];
+  if (!isObject(data)) return [{ field: 'data', reason: 'must be an object' }];
+  const result = dataRecord(type as string, data, kind, context);
   if (!Array.isArray(result))
     for (const name of (result.record as { dropped?: string[] }).dropped ?? []) dropped.add(name);
-  return Array.isArray(result) ? result.map((p) => ({ field: `data.${p.field}`, reason: p.reason })) : result;
+  return result;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const under = (prefix: string, problems: RecordProblem[]): RecordProblem[] =>
+  problems.map((p) => ({ field: `${prefix}${p.field}`, reason: p.reason }));
+
+/**
+ * A line's `data` read by the API call it is the payload of, in either form (README "Bulk files"): the
+ * original's `/v2/entities` and `/v2/events` bodies (identifiers inside `data`), or the v3 payloads
+ * (`{attributes}` of `POST /v3/profiles`; `{identifiers, data}` of `POST /v3/events`). Problems are named
+ * where they sit on the line.
+ */
+function dataRecord(
+  type: string,
+  data: Record<string, unknown>,
+  kind: FileKind,
+  context: LoadContext,
+): LoadedRecord | RecordProblem[] {
+  if (type === 'customer') {
+    if (isObject(data.attributes)) {
+      const result = customerRecord(data.attributes, context);
+      return Array.isArray(result) ? under('data.', result) : result;
+    }
+    const result = customerRecord(data, context);
+    // The profiles rules name `attributes.<field>`; on this line the fields sit in `data`.
+    return Array.isArray(result)
+      ? under(
+          'data',
+          result.map((p) => ({ ...p, field: p.field.replace(/^attributes/, '') })),
+        )
+      : result;
+  }
+  if (type === 'product' && kind.dataType === 'products') {
+    const result = productRecord(data, context);
+    return Array.isArray(result) ? under('data.', result) : result;
+  }
+  if (type === 'event' || isObject(data.identifiers) || isObject(data.data)) {
+    const event = { ...data } as unknown as EventInput;
+    if (type !== 'event') event.type ??= type;
+    const result = eventRecord(bulkOrderItems(event), context);
+    return Array.isArray(result) ? under('data.', result) : result;
+  }
+  return v2EventRecord(bulkOrderItems({ type, data }), context);
 }
 
 function hasDropped(result: LoadedRecord): boolean {
@@ -238,7 +283,7 @@ function hasDropped(result: LoadedRecord): boolean {
 }
 
 /** Bulk JSON order items may carry quantity and subtotal (and price, discount) as decimal text (spec "Order fields"). */
-function bulkOrderItems(event: EventInput): EventInput {
+function bulkOrderItems<T extends { data?: Record<string, unknown> }>(event: T): T {
   const order = event.data?.order as { items?: unknown } | undefined;
   if (!order || !Array.isArray(order.items)) return event;
   const items = order.items.map((item: unknown) => {

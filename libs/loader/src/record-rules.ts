@@ -7,7 +7,12 @@ import type {
   ProductRecord,
   ProfileRecord,
 } from '@cdp/domain';
-import { eventsValidator, productsValidator, profilesValidator } from '@cdp/http-api/records';
+import {
+  eventsValidator,
+  productsValidator,
+  profilesValidator,
+  v2EventsValidator,
+} from '@cdp/http-api/records';
 
 /** What reading a file's record needs of its account; fixed per file so that a resumed load reads the same. */
 export interface LoadContext {
@@ -84,13 +89,28 @@ export function productRecord(
   return Array.isArray(record) ? record : { kind: 'products', record };
 }
 
+function eventsContext(context: LoadContext) {
+  return {
+    nowMs: context.nowMs,
+    custom: context.events,
+    ...(context.identifiers ? { customIds: context.identifiers } : {}),
+  };
+}
+
 export function eventRecord(input: EventInput, context: LoadContext): LoadedRecord | RecordProblem[] {
-  const record = through(() =>
-    eventsValidator.parse(input, {
-      nowMs: context.nowMs,
-      custom: context.events,
-      ...(context.identifiers ? { customIds: context.identifiers } : {}),
-    }),
-  );
+  const record = through(() => eventsValidator.parse(input, eventsContext(context)));
+  return Array.isArray(record) ? record : { kind: 'events', record };
+}
+
+/**
+ * An event in the original's `POST /v2/events` shape (`{type, data}`, identifiers and `action` inside
+ * `data`), read by that route's rules; problems are named as that route names them, which is also
+ * where they sit on the file's line.
+ */
+export function v2EventRecord(
+  input: { type: string; data: Record<string, unknown> },
+  context: LoadContext,
+): LoadedRecord | RecordProblem[] {
+  const record = through(() => v2EventsValidator.parse(input, eventsContext(context)));
   return Array.isArray(record) ? record : { kind: 'events', record };
 }

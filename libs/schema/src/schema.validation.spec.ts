@@ -207,6 +207,20 @@ describe('adding fields and relations', () => {
     ).toEqual([
       { field: 'primary', reason: expect.stringContaining('only be set when the object is created') },
     ]);
+    // `primary_key` (another name for it) is named as sent, alone or in a list.
+    expect(
+      invalidsOf(() =>
+        parseNewFields({ name: 'x', type: 'string', display_name: 'X', primary_key: true }, customers()),
+      ),
+    ).toEqual([{ field: 'primary_key', reason: expect.stringContaining('only be set when') }]);
+    expect(
+      invalidsOf(() =>
+        parseNewFields(
+          { fields: [{ name: 'y', type: 'string', display_name: 'Y', primary_key: true }] },
+          customers(),
+        ),
+      ),
+    ).toEqual([{ field: 'fields.0.primary_key', reason: expect.stringContaining('only be set when') }]);
   });
 
   it('refuses names of built-in fields and the identifier fields of customers', () => {

@@ -146,7 +146,8 @@ function parseField(
   if (primary && object)
     // Spec "Schema resources": the primary-key flag is only allowed when the object is created.
     invalids.push({
-      field: `${prefix}primary`,
+      // Named as the caller sent it: `primary`, or `primary_key` (isPrimary reads `primary` first).
+      field: `${prefix}${raw.primary != null ? 'primary' : 'primary_key'}`,
       reason: 'a primary key can only be set when the object is created',
     });
   if (invalids.length) return invalids;

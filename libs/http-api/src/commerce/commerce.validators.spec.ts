@@ -82,6 +82,16 @@ describe('v2 events', () => {
         { event: 0, field: 'data.page', reason: 'must be string', message: expect.any(String) },
       ]),
     );
+    // An identifier whose value breaks its rule is named where it was sent, in data or beside it.
+    const context = { nowMs: 0, custom: {} };
+    expect(
+      invalids(() => v2EventsValidator.parse({ type: 'x', data: { email: 'not-an-email' } }, context)),
+    ).toEqual([expect.objectContaining({ field: 'data.email' })]);
+    expect(
+      invalids(() =>
+        v2EventsValidator.parse({ type: 'x', identifiers: { email: 'not-an-email' }, data: {} }, context),
+      ),
+    ).toEqual([expect.objectContaining({ field: 'identifiers.email' })]);
   });
 });
 

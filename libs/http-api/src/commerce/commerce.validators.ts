@@ -128,18 +128,6 @@ export function v2ToV3(input: V2EventIn, customIds?: CustomIdentifierNames): Eve
   return event;
 }
 
-/** The field of a v2 event as the caller sent it, for an invalid named by the v3 event's path. */
-function v2Field(input: V2EventIn, field: Invalid['field']): Invalid['field'] {
-  if (field === 'identifiers') return 'data';
-  if (field === 'action') return 'data.action';
-  // An identifier lifted out of `data` is named where it was sent.
-  if (typeof field === 'string' && field.startsWith('identifiers.')) {
-    const name = field.slice('identifiers.'.length);
-    if (Object.hasOwn(input.data, name)) return `data.${name}`;
-  }
-  return field;
-}
-
 /** `POST /v2/events` records: converted to v3, then the rules of `POST /v3/events`; invalids name v2 paths. */
 export const v2EventsValidator = new BatchValidator<V2EventIn, EventRecord, EventsContext>(
   v2EventSchema,
@@ -147,9 +135,19 @@ export const v2EventsValidator = new BatchValidator<V2EventIn, EventRecord, Even
   (input, index, context) => {
     const result = eventRule(v2ToV3(input, context.customIds), index, context);
     if (!Array.isArray(result)) return result;
-    return result.map((invalid) => ({ ...invalid, field: v2Field(input, invalid.field) }));
+    return result.map((invalid) =>
+      typeof invalid.field === 'string' ? { ...invalid, field: v2Field(invalid.field, input) } : invalid,
+    );
   },
 );
+
+/** A v3 event's field as the v2 caller sent it: identifiers and `action` sat in `data` (v2ToV3). */
+function v2Field(field: string, input: V2EventIn): string {
+  if (field === 'identifiers') return 'data';
+  if (field === 'action') return input.action != null && input.data.action == null ? field : 'data.action';
+  const identifier = /^identifiers\.(.+)$/.exec(field)?.[1];
+  return identifier !== undefined && Object.hasOwn(input.data, identifier) ? `data.${identifier}` : field;
+}
 
 /** The pipes of the commerce routes, with what each needs of the account (its custom fields). */
 export const ProductsBatch = BatchValidationPipe(productsValidator, async (schema, request) =>

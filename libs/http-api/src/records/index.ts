@@ -4,4 +4,4 @@
  */
 export { eventsValidator, eventRule, type EventsContext } from '../events/events.validator.js';
 export { profilesValidator } from '../profiles/profiles.validator.js';
-export { productsValidator } from '../commerce/commerce.validators.js';
+export { productsValidator, v2EventsValidator } from '../commerce/commerce.validators.js';

@@ -1,6 +1,7 @@
 import type { DriverHealth } from '@cdp/contracts';
 import {
   applyAttributeUpdate,
+  applyProfileUpdate,
   identityKey,
   type AttributeUpdate,
   type Attributes,
@@ -144,7 +145,7 @@ export class MemoryProfileState extends ProfileState {
         version: (current?.version ?? 0) + 1,
         attributes: redacted
           ? applyAttributeUpdate(redactedBase(current), writableWhenRedacted(update))
-          : applyAttributeUpdate(attributes, update),
+          : applyProfileUpdate(attributes, update),
       };
       if (redacted) next.redacted = true;
       const c = state.write(customerId, next.version, next.attributes, redacted);

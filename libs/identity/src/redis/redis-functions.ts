@@ -7,7 +7,7 @@
  * identifier set, a message's remembered effects). They all carry the account's hash tag, so they
  * live in the declared keys' cluster slot.
  */
-export const LIBRARY_VERSION = '16';
+export const LIBRARY_VERSION = '17';
 /**
  * The version is part of the library's and the functions' names, so processors of two releases can
  * share one Redis during a rolling upgrade: each calls the functions it was written against.
@@ -248,6 +248,18 @@ end
 -- ARGV[4] (optional) the account's ready marker: while it is missing (Redis flushed or restarted, a
 -- rebuild under way), nothing is applied, as cdp_resolve resolves nothing: a profile written into an
 -- emptied account would hold only this update's fields, and reach the store as the whole profile.
+-- The name first and last name give (values are JSON text): applyProfileUpdate of @cdp/domain.
+local function name_from_parts(key)
+  local parts = {}
+  for _, v in ipairs(redis.call('HMGET', key, 'first_name', 'last_name')) do
+    if v then
+      local s = cjson.decode(v)
+      if type(s) == 'string' and s ~= '' then parts[#parts + 1] = s end
+    end
+  end
+  return table.concat(parts, ' ')
+end
+
 local function cdp_apply(keys, args)
   if args[4] and args[4] ~= '' and redis.call('EXISTS', args[4]) == 0 then
     return redis.error_reply('CDP_NOT_WARM profiles not loaded')
@@ -309,12 +321,22 @@ local function cdp_apply(keys, args)
         redis.call('HSET', key, 'opted_in', opted)
       end
     else
+      -- name follows first and last name while it is absent or what they give, or once null unsets it.
+      local follows = u[2]['name'] == cjson.null
+      if u[2]['name'] == nil then
+        local had = redis.call('HGET', key, 'name')
+        follows = not had or cjson.decode(had) == name_from_parts(key)
+      end
       for field, value in pairs(u[2]) do
         if value == cjson.null then
           redis.call('HDEL', key, field)
         else
           redis.call('HSET', key, field, value)
         end
+      end
+      if follows then
+        local name = name_from_parts(key)
+        if name == '' then redis.call('HDEL', key, 'name') else redis.call('HSET', key, 'name', cjson.encode(name)) end
       end
     end
     touched[ki] = true

@@ -5,6 +5,7 @@ import { RedisIdentityIndex } from './redis-identity-index.adapter.js';
 import { RedisProfileState } from './redis-profile-state.adapter.js';
 import { keys } from './redis-keys.js';
 import { identityProperties } from '../identity-properties.contract.js';
+import { profileNameProperties } from '../profile-names.contract.js';
 import { loadConfig } from '@cdp/config';
 
 /** Runs against the Redis of the machine (REDIS_URL or 127.0.0.1:6379); it must be up under CI. */
@@ -61,6 +62,11 @@ identityProperties(
 );
 // The contract's accounts have no identity index, so no ready marker: profiles alone.
 profileStateContract('redis', () => Promise.resolve(new RedisProfileState(redis, { requireLoaded: false })));
+profileNameProperties(
+  'redis',
+  () => Promise.resolve(new RedisProfileState(redis, { requireLoaded: false })),
+  150,
+);
 
 describe('RedisIdentityIndex specifics', () => {
   const account = `rb${Math.random().toString(36).slice(2, 8)}`;
