@@ -33,10 +33,14 @@ export class StepWriter {
     options: WriteOptions = {},
   ): Promise<void> {
     const messages = deliveries.map((d) => d.message.id);
+    // Rows about a redacted customer go in without the person's data: the customers this batch
+    // redacts (an opt-out's, and those a record sent with a pooled identifier reaches), and the owners
+    // of orders it changes, which an order update naming no customer takes from the order state.
+    const inBatch = new Set(rows.customers.map((c) => c.svc_id));
+    const owners = (rows.orders ?? []).flatMap((o) => (o.svc_id && !inBatch.has(o.svc_id) ? [o.svc_id] : []));
+    const redacted = owners.length ? await this.identityStep.redactedAmong(account, owners) : [];
     await this.store.begin(account, messages);
-    // Rows about a customer redacted in this batch go in without the person's data (an opt-out's
-    // customers, and records accepted before it that reach them).
-    await this.store.write(account, withoutPersonalData(rows), deliveries.some(mayBeStored));
+    await this.store.write(account, withoutPersonalData(rows, redacted), deliveries.some(mayBeStored));
     // Older snapshots last: a redelivery after a crash here redacts them then.
     if (options.redact) await this.store.redactCustomers(account, options.redact);
     await this.store.commit(account, messages);

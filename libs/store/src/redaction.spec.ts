@@ -101,6 +101,20 @@ function personOf(c: string, msg: string): StoreBatch {
         total: 125000,
         fields: JSON.stringify({ coupon_code: 'WINTER', email, ship_address: `${c}-secret street` }),
       },
+      {
+        // An order update names no customer: it goes with the order's.
+        change_id: `${c}-ch2`,
+        msg_id: msg,
+        order_id: `${c}-o1`,
+        seq: 2,
+        kind: 'entity',
+        action: 'update',
+        ts_ms: 0,
+        svc_id: null,
+        subtotal: null,
+        total: null,
+        fields: JSON.stringify({ bill_address: `${c}-secret other street`, tax: 1 }),
+      },
     ],
     orders: [
       {
@@ -232,6 +246,11 @@ describe('redaction', () => {
       "SELECT fields, total FROM {db}.order_changes WHERE change_id = 'ann-ch1'",
     );
     expect(JSON.parse(change!.fields)).toEqual({ coupon_code: 'WINTER' });
+    const [update] = await store.query<{ fields: string }>(
+      'red1',
+      "SELECT fields FROM {db}.order_changes WHERE change_id = 'ann-ch2'",
+    );
+    expect(JSON.parse(update!.fields)).toEqual({ tax: 1 });
     expect(
       await store.query(
         'red1',
@@ -250,5 +269,14 @@ describe('redaction', () => {
     await store.write('red2', withoutPersonalData(ann), false);
     await store.write('red2', withoutPersonalData(personOf('bob', 'm2')), false);
     expect(await dump('red2')).toEqual(await dump('red1'));
+  });
+
+  it('stores an order update of a customer redacted before, named by the caller, redacted', () => {
+    const { orders, orderChanges } = personOf('ann', 'm3');
+    const later: StoreBatch = { ...personOf('none', 'm3'), customers: [], orders, orderChanges };
+    const out = withoutPersonalData(later, ['ann']);
+    expect(JSON.stringify([out.orders, out.orderChanges])).not.toContain('ann-secret');
+    expect(out.orders![0]!.fields).toEqual({ coupon_code: 'WINTER' });
+    expect(JSON.stringify(out.events)).toContain('none-secret'); // others' rows are left as they are
   });
 });

@@ -12,20 +12,33 @@ import { quotedName, storeColumns, type StoreColumn, type TableDeclaration } fro
 /** A table a redaction reaches, planned from its declaration. */
 interface RedactedTable {
   table: TableDeclaration;
+  /** The column naming the customer a row is about. */
   by: string;
   mark?: string;
+  /** Rows about the customer through a row of another redacted table (TableDeclaration.redaction). */
+  via?: { column: string; of: RedactedTable };
   /** Declared columns by name; a stored column not among them is a custom one, cleared. */
   declared: Map<string, StoreColumn>;
 }
 
-const REDACTED_TABLES: readonly RedactedTable[] = ACCOUNT_TABLES.flatMap((table: TableDeclaration) => {
-  if (!table.redaction) return [];
-  const declared = new Map(storeColumns(table).map((c) => [c.name, c]));
-  for (const key of table.orderBy)
-    // A mutation cannot rewrite a sorting key column: what identifies a row there must be kept.
-    if (!declared.get(key)?.kept) throw new Error(`${table.name}.${key} is a sorting key: declare it kept`);
-  return [{ table, by: table.redaction.by, mark: table.redaction.mark, declared }];
-});
+const REDACTED_TABLES: readonly RedactedTable[] = (() => {
+  const plans = new Map<string, RedactedTable>();
+  for (const table of ACCOUNT_TABLES as readonly TableDeclaration[]) {
+    if (!table.redaction) continue;
+    const declared = new Map(storeColumns(table).map((c) => [c.name, c]));
+    for (const key of table.orderBy)
+      // A mutation cannot rewrite a sorting key column: what identifies a row there must be kept.
+      if (!declared.get(key)?.kept) throw new Error(`${table.name}.${key} is a sorting key: declare it kept`);
+    plans.set(table.name, { table, by: table.redaction.by, mark: table.redaction.mark, declared });
+  }
+  for (const plan of plans.values()) {
+    const via = plan.table.redaction!.via;
+    const of = via && plans.get(via.table);
+    if (via && !of) throw new Error(`${plan.table.name} is redacted via ${via.table}, which is not redacted`);
+    if (via && of) plan.via = { column: via.column, of };
+  }
+  return [...plans.values()];
+})();
 
 /**
  * Removes the personal data of these customers, and of the customers merged into them, from every row
@@ -41,7 +54,7 @@ export async function redactCustomers(
     `SELECT svc_id FROM ${db}.customer_survivors WHERE survivor IN {ids:Array(String)}`,
     { ids: [...customerIds] },
   );
-  const all = [...new Set([...customerIds, ...merged.map((m) => m.svc_id)])];
+  const ids = [...new Set([...customerIds, ...merged.map((m) => m.svc_id)])].map(sqlString).join(', ');
   for (const plan of REDACTED_TABLES) {
     const target = `${db}.${plan.table.name}`;
     const stored = await transport.query<{ name: string; type: string }>(`DESCRIBE TABLE ${target}`);
@@ -56,23 +69,29 @@ export async function redactCustomers(
     });
     if (plan.mark) cleared.push(`${plan.mark} = true`);
     if (cleared.length === 0) continue;
+    const via = plan.via
+      ? ` OR ${plan.via.column} IN (SELECT ${plan.via.column} FROM ${db}.${plan.via.of.table.name}
+           WHERE ${plan.via.of.by} IN (${ids}))`
+      : '';
     // A mutation rewrites the parts holding these rows; mutations_sync waits for it, so once this
     // returns no row (FINAL or not) holds their personal data. Re-running it (a redelivery) changes
     // nothing more, so a crash between two tables is finished by the redelivered opt-out.
     await transport.exec(
       `ALTER TABLE ${target} UPDATE ${cleared.join(', ')}
-         WHERE ${plan.by} IN (${all.map(sqlString).join(', ')}) SETTINGS mutations_sync = 2`,
+         WHERE ${plan.by} IN (${ids})${via} SETTINGS mutations_sync = 2`,
     );
   }
 }
 
 /**
- * The batch with the rows about the customers it redacts (a snapshot marked `redacted`, and customers
- * merged into one in the batch) cleared as `redactCustomers` clears stored rows: a record accepted
- * before an opt-out and processed after it is stored without the person's data.
+ * The batch with the rows about the customers it redacts (a snapshot marked `redacted`, customers
+ * merged into one in the batch, and `alsoRedacted`, redacted before) cleared as `redactCustomers`
+ * clears stored rows: a record accepted before an opt-out and processed after it is stored without
+ * the person's data.
  */
-export function withoutPersonalData(batch: StoreBatch): StoreBatch {
+export function withoutPersonalData(batch: StoreBatch, alsoRedacted: readonly string[] = []): StoreBatch {
   const redacted = new Set(batch.customers.filter((c) => c.redacted).map((c) => c.svc_id));
+  for (const c of alsoRedacted) redacted.add(c);
   if (redacted.size === 0) return batch;
   // Losers merged into a redacted customer in this batch (in any order of the merge rows).
   let before: number;
@@ -80,12 +99,27 @@ export function withoutPersonalData(batch: StoreBatch): StoreBatch {
     before = redacted.size;
     for (const m of batch.merges) if (redacted.has(m.survivor)) redacted.add(m.loser);
   } while (redacted.size > before);
+  const rowsOf = (plan: RedactedTable): Record<string, unknown>[] =>
+    ((plan.table.batch && (batch as Record<string, unknown>)[plan.table.batch]) ?? []) as Record<
+      string,
+      unknown
+    >[];
+  const isAbout = (plan: RedactedTable): ((row: Record<string, unknown>) => boolean) => {
+    const via = plan.via;
+    if (!via) return (row) => redacted.has(row[plan.by] as string);
+    const owned = new Set(
+      rowsOf(via.of)
+        .filter(isAbout(via.of))
+        .map((r) => r[via.column]),
+    );
+    return (row) => redacted.has(row[plan.by] as string) || owned.has(row[via.column]);
+  };
   const out: Record<string, unknown> = { ...batch };
   for (const plan of REDACTED_TABLES) {
-    const key = plan.table.batch;
-    const rows = key && (out[key] as Record<string, unknown>[] | undefined);
-    if (!rows) continue;
-    out[key] = rows.map((row) => (redacted.has(row[plan.by] as string) ? redactedRow(plan, row) : row));
+    const rows = rowsOf(plan);
+    if (rows.length === 0) continue;
+    const about = isAbout(plan);
+    out[plan.table.batch!] = rows.map((row) => (about(row) ? redactedRow(plan, row) : row));
   }
   return out as StoreBatch;
 }

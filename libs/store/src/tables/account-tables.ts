@@ -145,7 +145,8 @@ export const ORDER_CHANGES = defineTable({
     total: ch.kept(ch.nullable(ch.int64())),
     fields: ch.keptKeys(ch.string(), ORDER_KEPT_ON_REDACTION),
   },
-  redaction: { by: 'svc_id' },
+  // An order update names no customer (svc_id null): its changes go with the order's customer.
+  redaction: { by: 'svc_id', via: { column: 'order_id', table: 'orders' } },
   msgIndex: true,
   engine: 'MergeTree',
   orderBy: ['order_id', 'seq'],

@@ -53,7 +53,15 @@ export interface TableDeclaration<
    * every column of that customer's rows that is not kept (custom columns too) and sets `mark`. A
    * table without it holds no personal data, or keeps it for the reason its comment gives.
    */
-  readonly redaction?: { readonly by: string & keyof C; readonly mark?: string & keyof C };
+  readonly redaction?: {
+    readonly by: string & keyof C;
+    readonly mark?: string & keyof C;
+    /**
+     * Rows that do not name the customer but belong to a row of `table` that does, through the column
+     * of the same name in both (an order's changes sent without a customer).
+     */
+    readonly via?: { readonly column: string & keyof C; readonly table: string };
+  };
   /** What an export of the table shows, in order; a field group stands for its fields. */
   readonly export?: {
     readonly columns: readonly ((string & keyof C) | SurvivorColumn)[];
