@@ -214,10 +214,11 @@ describe.each(WIRINGS)('compliance opt-out (%s)', (_wiring, start) => {
         AND (email IS NOT NULL OR name IS NOT NULL OR phone IS NOT NULL OR city IS NOT NULL OR NOT redacted)`;
       expect(await count(personal.replace('%s', ''), { id })).toBe(0);
       expect(await count(personal.replace('%s', 'FINAL'), { id })).toBe(0);
-      // Older snapshots are kept, redacted.
+      // Older snapshots the engine has not merged away yet are redacted too (the count above reads them
+      // all); how many are left depends on background merges (a restarted processor's, scaled out).
       expect(
         await count('SELECT count() AS n FROM {db}.customers WHERE svc_id = {id:String}', { id }),
-      ).toBeGreaterThan(2);
+      ).toBeGreaterThan(0);
       const audit = await query<Record<string, unknown>>(
         'SELECT requester, api_key, sent, customers, identifiers FROM {db}.optout_requests WHERE msg_id = {id:String}',
         { id: done.id },
