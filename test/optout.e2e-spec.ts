@@ -1,7 +1,10 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import type { ScaledPlatform } from './support/scaled.js';
-import { WIRINGS } from './support/wirings.js';
+import { StoreChecks } from './support/store-checks.js';
+import { exportDirOnDisk, WIRINGS } from './support/wirings.js';
 
 interface OptOutBody {
   title: string;
@@ -22,6 +25,10 @@ const REDACTED = { opted_in: false };
 describe.each(WIRINGS)('compliance opt-out (%s)', (_wiring, start) => {
   let p: EmbeddedPlatform | ScaledPlatform;
   let acc: TestAccount;
+  const store = new StoreChecks(
+    () => p,
+    () => acc.id,
+  );
 
   beforeAll(async () => {
     p = await start();
@@ -196,27 +203,23 @@ describe.each(WIRINGS)('compliance opt-out (%s)', (_wiring, start) => {
     await eventually(async () => expect((await get('email=marker-ada@x.com')).status).toBe(200));
     expect(await attributesOf('email=ada@x.com')).toEqual(REDACTED);
 
-    if (p instanceof EmbeddedPlatform) {
-      const e = p;
-      const [link] = await e.query<{ svc_id: string }>(
-        acc.id,
+    await store.check(async (query) => {
+      const count = async (sql: string, params: Record<string, unknown> = {}) =>
+        Number((await query<{ n: string }>(sql, params))[0]!.n);
+      const [link] = await query<{ svc_id: string }>(
         "SELECT svc_id FROM {db}.identity_links WHERE kind = 'email' AND value = 'ada@x.com'",
       );
-      const svc_id = link!.svc_id;
+      const id = link!.svc_id;
       const personal = `SELECT count() AS n FROM {db}.customers %s WHERE svc_id = {id:String}
         AND (email IS NOT NULL OR name IS NOT NULL OR phone IS NOT NULL OR city IS NOT NULL OR NOT redacted)`;
-      await eventually(async () => {
-        expect(await e.scalar(acc.id, personal.replace('%s', ''), { id: svc_id })).toBe(0);
-        return true;
-      });
-      expect(await e.scalar(acc.id, personal.replace('%s', 'FINAL'), { id: svc_id })).toBe(0);
+      expect(await count(personal.replace('%s', ''), { id })).toBe(0);
+      expect(await count(personal.replace('%s', 'FINAL'), { id })).toBe(0);
+      // Older snapshots the engine has not merged away yet are redacted too (the count above reads them
+      // all); how many are left depends on background merges (a restarted processor's, scaled out).
       expect(
-        await e.scalar(acc.id, 'SELECT count() AS n FROM {db}.customers WHERE svc_id = {id:String}', {
-          id: svc_id,
-        }),
-      ).toBeGreaterThan(2); // older snapshots are kept, redacted
-      const audit = await e.query<Record<string, unknown>>(
-        acc.id,
+        await count('SELECT count() AS n FROM {db}.customers WHERE svc_id = {id:String}', { id }),
+      ).toBeGreaterThan(0);
+      const audit = await query<Record<string, unknown>>(
         'SELECT requester, api_key, sent, customers, identifiers FROM {db}.optout_requests WHERE msg_id = {id:String}',
         { id: done.id },
       );
@@ -225,17 +228,14 @@ describe.each(WIRINGS)('compliance opt-out (%s)', (_wiring, start) => {
           requester: 'dpo@x.com',
           api_key: expect.stringMatching(/^private:/),
           sent: ['email:ada@x.com'],
-          customers: [svc_id],
+          customers: [id],
           identifiers: expect.arrayContaining(['email:ada@x.com', 'vuid:ada-phone']),
         },
       ]);
       expect(
-        await e.scalar(
-          acc.id,
-          "SELECT count() AS n FROM {db}.optout_pool WHERE value IN ('ada@x.com', 'ada-phone')",
-        ),
+        await count("SELECT count() AS n FROM {db}.optout_pool WHERE value IN ('ada@x.com', 'ada-phone')"),
       ).toBe(2);
-    }
+    });
   });
 
   it('by phone: an exact match only; a differently formatted phone matches nobody', async () => {
@@ -295,4 +295,243 @@ describe.each(WIRINGS)('compliance opt-out (%s)', (_wiring, start) => {
     await eventually(async () => expect(await attributesOf('email=fay@x.com')).toEqual(REDACTED));
     expect(await attributesOf('email=eve@x.com')).toEqual(REDACTED);
   });
+
+  describe('redaction reaches every copy (spec "Compliance opt-out"; README API notes)', () => {
+    const EMAIL = 'zoe.quartz@x.com';
+    const ORDER = 'zoe-order-1';
+    /** Every value of the person, each sent through at least one path below. */
+    const PERSON = {
+      email: EMAIL,
+      phone: '+33 1 99 88 77',
+      first_name: 'Zoequa',
+      last_name: 'Quartzly',
+      customer_id: 'zoe-cid-9731',
+      vuid: 'zoe-vuid-4412',
+      street1: '12 Quartzstrasse',
+      city: 'Zoeburg',
+      zip: '99731',
+      pet_name: 'Biscuitzoe', // a custom customer field
+      ua: 'ZoeAgent/7.1',
+      mood: 'zoe-mood-secret', // a custom event field
+      ship_address: '5 Zoe Road',
+      bill_address: '6 Zoe Road',
+      order_name: 'Zoe Q. Buyer',
+      v2_mood: 'zoe-v2-mood', // a custom event field sent by /v2/events
+    };
+    /** Sent after the opt-out: accepted and stored, without the person's data. */
+    const LATER = {
+      ua: 'ZoeLaterAgent/8',
+      ship_address: '9 Zoe Late Road',
+      updated_address: '7 Zoe Update Road',
+      name: 'Zoe Later',
+    };
+    const CONTROL = 'kim.control@x.com';
+
+    const send = (path: string, body: unknown, key = acc.publicKey) => {
+      const req = p.http().post(path).set('x-api-key', key);
+      if (path.startsWith('/v2/')) req.set('svc-tracker-id', acc.publicKey);
+      return req.send(body as object);
+    };
+    const purchase = (orderId: string, order: Record<string, unknown>) => ({
+      type: 'order',
+      action: 'purchase',
+      identifiers: { customer_id: PERSON.customer_id },
+      data: {
+        order: {
+          order_id: orderId,
+          total: 20,
+          items: [{ product_id: 'zp1', price: 20, quantity: 1 }],
+          ...order,
+        },
+      },
+    });
+
+    /** Exports every object (no `objects`: all of them) and returns the text of every file. */
+    const exportAll = async (): Promise<string> => {
+      const res = await send('/v3/exports', {}, acc.privateKey);
+      expect(res.status).toBe(202);
+      const record = await eventually(async () => {
+        const r = await p.http().get(`/v3/exports/${res.body.id}`).set('x-api-key', acc.privateKey);
+        if (r.body.state !== 'completed') throw new Error(`export ${r.body.state}`);
+        return r.body as { path: string };
+      }, 60_000);
+      const dir = exportDirOnDisk(p, record.path);
+      const manifest = JSON.parse(readFileSync(join(dir, 'complete.json'), 'utf8')) as {
+        files: { path: string; object: string }[];
+      };
+      expect(new Set(manifest.files.map((f) => f.object))).toEqual(
+        new Set(['customers', 'events', 'products', 'orders', 'line_items']),
+      );
+      return manifest.files.map((f) => readFileSync(join(dir, f.path.split('/').pop()!), 'utf8')).join('\n');
+    };
+    const found = (text: string, values: Record<string, string>) =>
+      Object.entries(values).filter(([, v]) => text.toLowerCase().includes(v.toLowerCase()));
+
+    it('writes the person through every path; after the opt-out no export, read or stored row shows them', async () => {
+      for (const [object, name] of [
+        ['customers', 'pet_name'],
+        ['events', 'mood'],
+      ])
+        expect(
+          (
+            await send(
+              `/v3/schema/objects/${object}/fields`,
+              { name, type: 'string', display_name: name },
+              acc.privateKey,
+            )
+          ).status,
+        ).toBe(201);
+      expect((await send('/v3/lists', { name: 'Zoe News' }, acc.privateKey)).status).toBe(201);
+
+      const { email, phone, first_name, last_name, customer_id, vuid, street1, city, zip, pet_name } = PERSON;
+      expect(
+        (await profile({ email, phone, first_name, last_name, customer_id, street1, city, zip, pet_name }))
+          .status,
+      ).toBe(202);
+      expect((await profile({ email: CONTROL, first_name: 'Kim' })).status).toBe(202);
+      expect(
+        (
+          await send('/v3/events', [
+            {
+              type: 'pageview',
+              identifiers: { email, vuid },
+              data: { page: '/zoe', ua: PERSON.ua, mood: PERSON.mood },
+            },
+            purchase(ORDER, {
+              email,
+              phone,
+              name: PERSON.order_name,
+              ship_address: PERSON.ship_address,
+              bill_address: PERSON.bill_address,
+            }),
+          ])
+        ).status,
+      ).toBe(202);
+      expect((await send('/v2/entities', { type: 'customer', data: { email, city, phone } })).status).toBe(
+        202,
+      );
+      expect(
+        (await send('/v2/events', { type: 'pageview', data: { vuid, page: '/v2', mood: PERSON.v2_mood } }))
+          .status,
+      ).toBe(202);
+      expect(
+        (await send('/v3/lists/subscriptions', { list_id: 'zoe_news', email, subscribed: true })).status,
+      ).toBe(200);
+      expect(
+        (
+          await send('/v3/consent', {
+            identifier_field_name: 'email',
+            identifier_value: email,
+            consent: true,
+          })
+        ).status,
+      ).toBe(202);
+
+      // Every value reached the exports: the check after the opt-out looks where they were.
+      let before = '';
+      await eventually(async () => {
+        before = await exportAll();
+        return found(before, PERSON).length === Object.keys(PERSON).length && before.includes(CONTROL);
+      }, 90_000).catch(() => {
+        const all = new Set(found(before, PERSON).map(([k]) => k));
+        throw new Error(
+          `never exported: ${Object.keys(PERSON)
+            .filter((k) => !all.has(k))
+            .join(', ')}`,
+        );
+      });
+
+      const done = await accepted({ requester: 'dpo@x.com', email });
+      expect(done.customers).toBe(1);
+      await eventually(async () =>
+        expect(await attributesOf(`customer_id=${customer_id}`)).toEqual(REDACTED),
+      );
+
+      // Sent after the opt-out: a new event, a new order, a profile update and an update of the old
+      // order naming no customer. They are stored, without the person's data.
+      expect(
+        (
+          await send('/v3/events', {
+            type: 'pageview',
+            identifiers: { email },
+            data: { page: '/later', ua: LATER.ua },
+          })
+        ).status,
+      ).toBe(202);
+      expect(
+        (await send('/v3/events', purchase('zoe-order-2', { ship_address: LATER.ship_address }))).status,
+      ).toBe(202);
+      expect((await profile({ email, name: LATER.name })).status).toBe(202);
+      expect(
+        (
+          await send('/v2/entities', {
+            type: 'order',
+            data: { order_id: ORDER, ship_address: LATER.updated_address },
+          })
+        ).status,
+      ).toBe(202);
+      expect((await profile({ email: 'marker-zoe@x.com' })).status).toBe(202);
+      await eventually(async () => expect((await get('email=marker-zoe@x.com')).status).toBe(200));
+
+      const values = { ...PERSON, ...LATER };
+      const after = await eventually(async () => {
+        const text = await exportAll();
+        const left = found(text, values);
+        if (left.length || !text.includes('zoe-order-2'))
+          throw new Error(`still exported: ${JSON.stringify(left)}`);
+        return text;
+      }, 60_000);
+      expect(found(after, values)).toEqual([]);
+      expect(after).toContain(CONTROL); // others are exported as they were
+      expect(after).toContain(ORDER); // the order, its amounts and items are kept
+
+      for (const query of [`email=${email}`, `customer_id=${customer_id}`, `vuid=${vuid}`])
+        expect(await attributesOf(query)).toEqual(REDACTED);
+      const subscriptions = await p
+        .http()
+        .get(`/v3/lists/subscriptions?email=${email}`)
+        .set('x-api-key', acc.privateKey);
+      expect(subscriptions.status).toBe(200);
+      expect(subscriptions.body.opted_in).toBe(false);
+      // The caller's own identifier is echoed; nothing else of the person is.
+      expect(found(JSON.stringify(subscriptions.body), { ...values, email: 'never' })).toEqual([]);
+
+      await store.check(async (query) => {
+        // Every table that can hold the person, whole, as text.
+        for (const table of [
+          'customers',
+          'events',
+          'line_items',
+          'orders',
+          'order_changes',
+          'consent_history',
+          'identity_merges',
+          'identity_conflicts',
+        ]) {
+          const rows = await query<Record<string, unknown>>(`SELECT * FROM {db}.${table}`);
+          expect([table, found(JSON.stringify(rows), values)]).toEqual([table, []]);
+        }
+        // The client's address the API sets as `ip` is cleared too (the control's is the same one).
+        const [link] = await query<{ svc_id: string }>(
+          'SELECT svc_id FROM {db}.identity_links WHERE kind = {kind:String} AND value = {value:String}',
+          { kind: 'email', value: EMAIL },
+        );
+        const events = await query<{ ip: string | null; ua: string | null; identifiers: object }>(
+          'SELECT ip, ua, identifiers FROM {db}.events WHERE svc_id = {id:String}',
+          { id: link!.svc_id },
+        );
+        expect(events.length).toBeGreaterThan(3);
+        for (const e of events) expect(e).toEqual({ ip: null, ua: null, identifiers: {} });
+        const [orders] = await query<{ n: string }>(
+          "SELECT count() AS n FROM {db}.orders FINAL WHERE order_id IN ('zoe-order-1', 'zoe-order-2') AND total = 20",
+        );
+        expect(Number(orders!.n)).toBe(2);
+      });
+    }, 240_000);
+  });
+
+  it('holds in the store what the tests above checked there (scaled out: read once, here)', async () => {
+    const ran = await store.runKept();
+    if (!(p instanceof EmbeddedPlatform)) expect(ran).toBe(2);
+  }, 120_000);
 });

@@ -256,6 +256,13 @@ export class IdentityStep implements Step<IdentityInput, ResolvedBatch> {
       }
   }
 
+  /** Those of these customers a compliance opt-out redacted (their hot profile says so). */
+  async redactedAmong(account: string, customers: Iterable<string>): Promise<string[]> {
+    const out: string[] = [];
+    for (const c of new Set(customers)) if ((await this.profiles.get(account, c))?.redacted) out.push(c);
+    return out;
+  }
+
   /** Forgets what the index remembered of these messages: the store holds their rows now. */
   settle(account: string, messages: readonly { id: string }[]): Promise<void> {
     faultPoint(FAULT_POINTS.identitySettle);

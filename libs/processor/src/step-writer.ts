@@ -1,7 +1,7 @@
 import { Injectable, Optional } from '@nestjs/common';
 import { mayBeStored, type Delivery } from '@cdp/bus';
 import { PurchaseNotices } from '@cdp/recommendations';
-import { AnalyticStore, type StoreBatch } from '@cdp/store';
+import { AnalyticStore, withoutPersonalData, type StoreBatch } from '@cdp/store';
 import { IdentityStep } from './identity.step.js';
 import { purchasesOf } from './stored-purchases.js';
 
@@ -16,6 +16,7 @@ export interface WriteOptions {
  * The runner's store write for one account: the rows the steps returned, bracketed so that a crash
  * between two inserts leaves the messages unfinished and out of rebuilds, and their redelivery
  * completes every table (AnalyticStore.begin). A redelivered message's rows are not stored twice.
+ * Redacted customers' rows are stored redacted, and an opt-out redacts what was stored before it.
  */
 @Injectable()
 export class StepWriter {
@@ -32,8 +33,14 @@ export class StepWriter {
     options: WriteOptions = {},
   ): Promise<void> {
     const messages = deliveries.map((d) => d.message.id);
+    // Rows about a redacted customer go in without the person's data: the customers this batch
+    // redacts (an opt-out's, and those a record sent with a pooled identifier reaches), and the owners
+    // of orders it changes, which an order update naming no customer takes from the order state.
+    const inBatch = new Set(rows.customers.map((c) => c.svc_id));
+    const owners = (rows.orders ?? []).flatMap((o) => (o.svc_id && !inBatch.has(o.svc_id) ? [o.svc_id] : []));
+    const redacted = owners.length ? await this.identityStep.redactedAmong(account, owners) : [];
     await this.store.begin(account, messages);
-    await this.store.write(account, rows, deliveries.some(mayBeStored));
+    await this.store.write(account, withoutPersonalData(rows, redacted), deliveries.some(mayBeStored));
     // Older snapshots last: a redelivery after a crash here redacts them then.
     if (options.redact) await this.store.redactCustomers(account, options.redact);
     await this.store.commit(account, messages);

@@ -6,3 +6,4 @@ export * from './tables/table.js';
 export * from './tables/account-tables.js';
 export * from './custom-columns.sql.js';
 export * from './metered.transport.js';
+export { withoutPersonalData } from './redaction.js';

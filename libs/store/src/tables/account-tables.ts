@@ -20,7 +20,29 @@ import { defineTable, tableSql, type BatchKeyOf, type RowOf, type TableDeclarati
  * a new column is `ch.addedLater` (or a domain field, added on open).
  */
 
-/** A link from an identifier to the customer it identifies; written once, when first seen. */
+/**
+ * Order fields a redaction keeps: the order's ids, times and amounts (and its items, which name products
+ * only). Who bought it and where it went (email, phone, names, addresses) and custom fields are cleared.
+ */
+const ORDER_KEPT_ON_REDACTION = [
+  'order_id',
+  'ts',
+  'total',
+  'subtotal',
+  'discount',
+  'shipping',
+  'tax',
+  'coupon_code',
+  'items',
+];
+
+/** Event data fields a redaction clears beside the custom ones: what identifies the person's device. */
+const EVENT_PERSONAL_FIELDS = new Set(['ua', 'ip']);
+
+/**
+ * A link from an identifier to the customer it identifies; written once, when first seen. Kept by a
+ * redaction: records sent later with the identifier must find (and stay with) the redacted customer.
+ */
 export const IDENTITY_LINKS = defineTable({
   name: 'identity_links',
   batch: 'identityLinks',
@@ -43,15 +65,16 @@ export const IDENTITY_MERGES = defineTable({
   name: 'identity_merges',
   batch: 'merges',
   columns: {
-    loser: ch.string(),
-    survivor: ch.string(),
+    loser: ch.kept(ch.string()),
+    survivor: ch.kept(ch.string()),
     /** The account's merge counter: for a loser merged twice, the higher seq names its survivor. */
-    seq: ch.uint64(),
+    seq: ch.kept(ch.uint64()),
     /** The identifiers of the record that caused it, as `kind:value`. */
     cause: ch.stringArray(),
-    msg_id: ch.string(),
-    created_at: ch.dateTime(),
+    msg_id: ch.kept(ch.string()),
+    created_at: ch.kept(ch.dateTime()),
   },
+  redaction: { by: 'loser' },
   msgIndex: true,
   engine: 'MergeTree',
   orderBy: ['loser', 'seq'],
@@ -62,13 +85,14 @@ export const IDENTITY_CONFLICTS = defineTable({
   name: 'identity_conflicts',
   batch: 'conflicts',
   columns: {
-    svc_id: ch.string(),
-    other_svc_id: ch.string(),
-    reason: ch.lowCardinality(),
+    svc_id: ch.kept(ch.string()),
+    other_svc_id: ch.kept(ch.string()),
+    reason: ch.kept(ch.lowCardinality()),
     cause: ch.stringArray(),
-    msg_id: ch.string(),
-    created_at: ch.dateTime(),
+    msg_id: ch.kept(ch.string()),
+    created_at: ch.kept(ch.dateTime()),
   },
+  redaction: { by: 'svc_id' },
   msgIndex: true,
   engine: 'MergeTree',
   orderBy: ['svc_id', 'created_at'],
@@ -96,6 +120,7 @@ export const CUSTOMERS = defineTable({
   msgIndex: true,
   engine: 'ReplacingMergeTree(version)',
   orderBy: ['svc_id'],
+  redaction: { by: 'svc_id', mark: 'redacted' },
   // A merged customer's profile lives on in its survivor: only customers that were not merged are exported.
   export: { columns: ['svc_id', 'attributes', 'updated_at'], where: 'merged_into IS NULL' },
 });
@@ -108,18 +133,20 @@ export const ORDER_CHANGES = defineTable({
   name: 'order_changes',
   batch: 'orderChanges',
   columns: {
-    change_id: ch.string(),
-    msg_id: ch.string(),
-    order_id: ch.string(),
-    seq: ch.uint64(),
-    kind: ch.lowCardinality<'event' | 'entity'>(),
-    action: ch.lowCardinality(),
-    ts_ms: ch.int64(),
-    svc_id: ch.nullable(ch.string()),
-    subtotal: ch.nullable(ch.int64()),
-    total: ch.nullable(ch.int64()),
-    fields: ch.string(),
+    change_id: ch.kept(ch.string()),
+    msg_id: ch.kept(ch.string()),
+    order_id: ch.kept(ch.string()),
+    seq: ch.kept(ch.uint64()),
+    kind: ch.kept(ch.lowCardinality<'event' | 'entity'>()),
+    action: ch.kept(ch.lowCardinality()),
+    ts_ms: ch.kept(ch.int64()),
+    svc_id: ch.kept(ch.nullable(ch.string())),
+    subtotal: ch.kept(ch.nullable(ch.int64())),
+    total: ch.kept(ch.nullable(ch.int64())),
+    fields: ch.keptKeys(ch.string(), ORDER_KEPT_ON_REDACTION),
   },
+  // An order update names no customer (svc_id null): its changes go with the order's customer.
+  redaction: { by: 'svc_id', via: { column: 'order_id', table: 'orders' } },
   msgIndex: true,
   engine: 'MergeTree',
   orderBy: ['order_id', 'seq'],
@@ -131,24 +158,27 @@ export const EVENTS = defineTable({
   batch: 'events',
   compact: true,
   columns: {
-    event_id: ch.string(),
-    msg_id: ch.string(),
-    svc_id: ch.string(),
-    ts: ch.dateTime(),
-    received_at: ch.dateTime(),
-    type: ch.lowCardinality(),
-    action: ch.lowCardinality(),
-    channel: ch.lowCardinality(),
+    event_id: ch.kept(ch.string()),
+    msg_id: ch.kept(ch.string()),
+    svc_id: ch.kept(ch.string()),
+    ts: ch.kept(ch.dateTime()),
+    received_at: ch.kept(ch.dateTime()),
+    type: ch.kept(ch.lowCardinality()),
+    action: ch.kept(ch.lowCardinality()),
+    channel: ch.kept(ch.lowCardinality()),
     identifiers: ch.stringMap(),
     data: ch.fields<string | number | boolean>(EVENT_DATA_FIELDS, {
       names: EVENT_COLUMN_FIELDS,
       addOnOpen: true,
+      kept: EVENT_COLUMN_FIELDS.filter((f) => !EVENT_PERSONAL_FIELDS.has(f)),
     }),
-    order: ch.nullable(ch.string()),
+    /** The event's order as JSON. */
+    order: ch.keptKeys(ch.nullable(ch.string()), ORDER_KEPT_ON_REDACTION),
   },
   msgIndex: true,
   engine: 'MergeTree',
   orderBy: ['svc_id', 'ts', 'event_id'],
+  redaction: { by: 'svc_id' },
   export: {
     columns: [
       'event_id',
@@ -166,7 +196,10 @@ export const EVENTS = defineTable({
   },
 });
 
-/** One line-item event (`Order Line Item Purchase`, ...) of an order event, naming its product. */
+/**
+ * One line-item event (`Order Line Item Purchase`, ...) of an order event, naming its product. It holds
+ * no personal data (the internal customer id is what every redaction keeps), so a redaction leaves it.
+ */
 export const LINE_ITEMS = defineTable({
   name: 'line_items',
   batch: 'lineItems',
@@ -217,25 +250,29 @@ export const ORDERS = defineTable({
   name: 'orders',
   batch: 'orders',
   columns: {
-    order_id: ch.string(),
-    version: ch.uint64(),
-    msg_id: ch.string(),
-    updated_at: ch.dateTime(),
-    svc_id: ch.nullable(ch.string()),
-    purchased: ch.bool(),
-    ts: ch.nullable(ch.dateTime()),
-    subtotal: ch.float64(),
-    total: ch.float64(),
-    revenue: ch.float64(),
-    counts_for_lifecycle: ch.bool(),
-    cancelled: ch.bool(),
-    partial: ch.bool(),
-    adjustments: ch.uint32(),
-    fields: ch.fields<string | number>(ORDER_FIELDS, { names: ORDER_VALUE_FIELDS }),
+    order_id: ch.kept(ch.string()),
+    version: ch.kept(ch.uint64()),
+    msg_id: ch.kept(ch.string()),
+    updated_at: ch.kept(ch.dateTime()),
+    svc_id: ch.kept(ch.nullable(ch.string())),
+    purchased: ch.kept(ch.bool()),
+    ts: ch.kept(ch.nullable(ch.dateTime())),
+    subtotal: ch.kept(ch.float64()),
+    total: ch.kept(ch.float64()),
+    revenue: ch.kept(ch.float64()),
+    counts_for_lifecycle: ch.kept(ch.bool()),
+    cancelled: ch.kept(ch.bool()),
+    partial: ch.kept(ch.bool()),
+    adjustments: ch.kept(ch.uint32()),
+    fields: ch.fields<string | number>(ORDER_FIELDS, {
+      names: ORDER_VALUE_FIELDS,
+      kept: ORDER_VALUE_FIELDS.filter((f) => ORDER_KEPT_ON_REDACTION.includes(f)),
+    }),
   },
   msgIndex: true,
   engine: 'ReplacingMergeTree(version)',
   orderBy: ['order_id'],
+  redaction: { by: 'svc_id' },
   export: {
     columns: [
       'order_id',
@@ -284,31 +321,33 @@ export const CONSENT_HISTORY = defineTable({
   name: 'consent_history',
   batch: 'consentHistory',
   columns: {
-    svc_id: ch.string(),
-    list_id: ch.string(),
-    subscribed: ch.bool(),
+    svc_id: ch.kept(ch.string()),
+    list_id: ch.kept(ch.string()),
+    subscribed: ch.kept(ch.bool()),
     /** The customer's consent version after this change (orders replays). */
-    version: ch.uint64(),
-    /** The identifier the change was sent with. */
-    identifier_kind: ch.lowCardinality(),
+    version: ch.kept(ch.uint64()),
+    /** The identifier the change was sent with (its value is cleared by a redaction). */
+    identifier_kind: ch.kept(ch.lowCardinality()),
     identifier_value: ch.string(),
     /** `public`, or `private:<key id>`. */
-    api_key: ch.string(),
+    api_key: ch.kept(ch.string()),
     /** Where the change came from: `subscriptions` (POST /v3/lists/subscriptions). */
-    source: ch.lowCardinality(),
-    msg_id: ch.string(),
+    source: ch.kept(ch.lowCardinality()),
+    msg_id: ch.kept(ch.string()),
     /** When the API accepted the request. */
-    changed_at: ch.dateTime(),
-    stored_at: ch.dateTime(),
+    changed_at: ch.kept(ch.dateTime()),
+    stored_at: ch.kept(ch.dateTime()),
   },
   msgIndex: true,
   engine: 'MergeTree',
   orderBy: ['svc_id', 'list_id', 'version'],
+  redaction: { by: 'svc_id' },
 });
 
 /**
  * One change of an identifier's state (`POST /v3/consent`, `/v3/reachability`, `/v3/identifiers`),
- * replayed in `version` order per identifier to rebuild the hot IdentifierState.
+ * replayed in `version` order per identifier to rebuild the hot IdentifierState. Kept by a redaction,
+ * like the opt-out pool: keyed by the identifier, it is the record of whether it may be contacted.
  */
 export const IDENTIFIER_UPDATES = defineTable({
   name: 'identifier_updates',
@@ -335,7 +374,7 @@ export const IDENTIFIER_UPDATES = defineTable({
   orderBy: ['field', 'value', 'version'],
 });
 
-/** An identifier in the compliance opt-out pool the hot pool is rebuilt from. */
+/** An identifier in the compliance opt-out pool the hot pool is rebuilt from (what stays redacted). */
 export const OPTOUT_POOL = defineTable({
   name: 'optout_pool',
   batch: 'optoutPool',

@@ -17,6 +17,11 @@ export interface Column<T = unknown, Optional extends boolean = false> {
   /** Kept when a compliance opt-out redacts the row (spec "Compliance opt-out"); cleared otherwise. */
   readonly kept: boolean;
   /**
+   * For a column of JSON object text: the keys a redaction keeps (the others are removed); a column
+   * with these is not `kept` whole.
+   */
+  readonly keptKeys?: readonly string[];
+  /**
    * Added to existing tables by `ALTER TABLE … ADD COLUMN IF NOT EXISTS` after the CREATE: a column
    * newer than the table. Rows may lack it, so it is optional in the row type.
    */
@@ -34,7 +39,7 @@ export interface FieldGroup<V = unknown> {
   /** The fields, in column order. */
   readonly names: readonly string[];
   readonly types: Readonly<Record<string, FieldType>>;
-  /** Fields kept by a redaction (`opted_in`). */
+  /** Fields kept by a redaction (every other field, custom ones too, is cleared). */
   readonly kept: readonly string[];
   /** Fields the domain adds later get their column on every open (ALTER … ADD COLUMN IF NOT EXISTS). */
   readonly addOnOpen: boolean;
@@ -108,6 +113,11 @@ export const ch = {
   nullable: <T>(c: Column<T>): Column<T | null> => column<T | null>(`Nullable(${c.sql})`),
   /** Kept by a redaction: bookkeeping, not personal data. */
   kept: <T, O extends boolean>(c: Column<T, O>): Column<T, O> => ({ ...c, kept: true }),
+  /** JSON object text of which a redaction keeps only the keys named (the rest is personal or unknown). */
+  keptKeys: <T, O extends boolean>(c: Column<T, O>, keys: readonly string[]): Column<T, O> => ({
+    ...c,
+    keptKeys: keys,
+  }),
   /** A column added after the table existed, with the value older rows read. */
   addedLater: <T>(c: Column<T>, defaultSql: string): Column<T, true> => ({
     ...c,

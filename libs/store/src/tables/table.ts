@@ -48,6 +48,20 @@ export interface TableDeclaration<
   readonly batch?: B;
   /** Rows go as JSON arrays with an explicit column list: cheaper for the bulk of every batch. */
   readonly compact?: boolean;
+  /**
+   * Rows about a customer (spec "Compliance opt-out"): `by` names the customer; a redaction clears
+   * every column of that customer's rows that is not kept (custom columns too) and sets `mark`. A
+   * table without it holds no personal data, or keeps it for the reason its comment gives.
+   */
+  readonly redaction?: {
+    readonly by: string & keyof C;
+    readonly mark?: string & keyof C;
+    /**
+     * Rows that do not name the customer but belong to a row of `table` that does, through the column
+     * of the same name in both (an order's changes sent without a customer).
+     */
+    readonly via?: { readonly column: string & keyof C; readonly table: string };
+  };
   /** What an export of the table shows, in order; a field group stands for its fields. */
   readonly export?: {
     readonly columns: readonly ((string & keyof C) | SurvivorColumn)[];
@@ -92,6 +106,8 @@ export interface StoreColumn {
   /** The field group holding its value in a row, if it is a domain field. */
   group?: string;
   kept: boolean;
+  /** JSON object text of which a redaction keeps these keys only. */
+  keptKeys?: readonly string[];
   addedLater: boolean;
   exportType: ExportType;
 }
@@ -105,6 +121,7 @@ export function storeColumns(table: TableDeclaration): StoreColumn[] {
             name,
             sql: entry.sql,
             kept: entry.kept,
+            ...(entry.keptKeys ? { keptKeys: entry.keptKeys } : {}),
             addedLater: entry.addedLater,
             exportType: exportTypeOf(entry.sql),
           },
