@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { jetstreamManager, StorageType, type ClusterInfo, type JetStreamManager } from '@nats-io/jetstream';
+import { jetstreamManager, StorageType, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { placementRefusal } from '@cdp/bus/nats';
 import type { Logger } from '@cdp/logger';
@@ -58,6 +58,8 @@ export async function reconcileReplicas(
   await takeLock(lock);
   try {
     const jsm = await jetstreamManager(nc, { timeout: UPDATE_TIMEOUT_MS });
+    // Polls a moved stream with short requests: one sent while it has no leader gets no answer at all.
+    const probe = await jetstreamManager(nc, { timeout: 2000 });
     const lockStream = `KV_${prefix.toLowerCase()}_topology-lock`;
     const ours = (name: string) =>
       name.startsWith(`${prefix.toUpperCase()}_`) || name.startsWith(`KV_${prefix.toLowerCase()}_`);
@@ -76,7 +78,7 @@ export async function reconcileReplicas(
       } catch (err) {
         throw placementRefusal(err, config.name, replicas, config.max_bytes);
       }
-      await untilLed(jsm, config.name);
+      await untilLed(probe, config.name);
     }
   } finally {
     await releaseLock(lock);
@@ -90,21 +92,24 @@ export async function reconcileReplicas(
  */
 async function untilLed(jsm: JetStreamManager, stream: string): Promise<void> {
   const deadline = Date.now() + UPDATE_TIMEOUT_MS;
-  const led = (cluster: ClusterInfo | undefined) => Boolean(cluster?.leader);
-  // Durable consumers only: ephemeral ones (KV watchers, some of processes gone) stay on one replica.
-  const durables: string[] = [];
-  for await (const c of jsm.consumers.list(stream)) if (c.config.durable_name) durables.push(c.name);
-  const checks = [
-    () => jsm.streams.info(stream).then((i) => led(i.cluster)),
-    ...durables.map((name) => () => jsm.consumers.info(stream, name).then((i) => led(i.cluster))),
-  ];
-  for (const check of checks) {
+  const until = async (what: string, check: () => Promise<boolean>) => {
     while (!(await check().catch(() => false))) {
-      if (Date.now() > deadline)
-        throw new Error(`stream ${stream} has no leader 20 s after its replicas moved`);
+      if (Date.now() > deadline) throw new Error(`${what} has no leader 20 s after its replicas moved`);
       await sleep(200);
     }
-  }
+  };
+  await until(`stream ${stream}`, async () => Boolean((await jsm.streams.info(stream)).cluster?.leader));
+  // Durable consumers only: ephemeral ones (KV watchers, some of processes gone) stay on one replica.
+  const durables: string[] = [];
+  await until(`stream ${stream}`, async () => {
+    durables.length = 0;
+    for await (const c of jsm.consumers.list(stream)) if (c.config.durable_name) durables.push(c.name);
+    return true;
+  });
+  for (const name of durables)
+    await until(`consumer ${name} of ${stream}`, async () =>
+      Boolean((await jsm.consumers.info(stream, name)).cluster?.leader),
+    );
 }
 
 /**
