@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -96,4 +96,130 @@ function reachable(port: number): Promise<boolean> {
     });
     socket.once('error', () => resolve(false));
   });
+}
+
+/** nats-server processes a test started and has not stopped yet: killed when the test process exits. */
+const liveNatsNodes = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const proc of liveNatsNodes) proc.kill('SIGKILL');
+});
+
+/** One server of a NatsCluster: its client port, its route port, its JetStream store directory. */
+export class NatsClusterNode {
+  private proc: ChildProcess | undefined;
+
+  constructor(
+    readonly name: string,
+    readonly port: number,
+    readonly routePort: number,
+    private readonly configFile: string,
+  ) {}
+
+  get url(): string {
+    return `nats://127.0.0.1:${this.port}`;
+  }
+
+  get running(): boolean {
+    return this.proc !== undefined;
+  }
+
+  async up(): Promise<void> {
+    const proc = spawn('/usr/sbin/nats-server', ['-c', this.configFile], { stdio: 'ignore' });
+    this.proc = proc;
+    liveNatsNodes.add(proc);
+    proc.once('exit', () => liveNatsNodes.delete(proc));
+    const deadline = Date.now() + 10_000;
+    while (!(await reachable(this.port))) {
+      if (proc.exitCode !== null) throw new Error(`nats-server ${this.name} exited at start`);
+      if (Date.now() > deadline) throw new Error(`nats-server ${this.name} did not start on ${this.port}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** Stops this server (SIGKILL: as a lost machine goes) and waits until it is gone. */
+  async down(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    const proc = this.proc;
+    this.proc = undefined;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    await new Promise((resolve) => {
+      proc.once('exit', resolve);
+      proc.kill(signal);
+    });
+  }
+}
+
+/**
+ * A JetStream cluster of the test's own: `size` nats-servers on free loopback ports (client and route),
+ * their stores in one temporary directory. Written for Debian's nats-server 2.9.
+ */
+export class NatsCluster {
+  private constructor(
+    readonly nodes: NatsClusterNode[],
+    private readonly dir: string,
+  ) {}
+
+  /** `maxFileStore`: each server's jetstream max_file_store (what stream reservations come out of). */
+  static async start(size = 3, maxFileStore = '8GB'): Promise<NatsCluster> {
+    const dir = mkdtempSync(join(tmpdir(), 'cdp-nats-cluster-'));
+    const ports = [];
+    for (let i = 0; i < size; i++) ports.push({ client: await freePort(), route: await freePort() });
+    const routes = ports.map((p) => `nats-route://127.0.0.1:${p.route}`).join(', ');
+    const nodes = ports.map((p, i) => {
+      const name = `n${i + 1}`;
+      const configFile = join(dir, `${name}.conf`);
+      writeFileSync(
+        configFile,
+        [
+          `server_name: ${name}`,
+          `listen: 127.0.0.1:${p.client}`,
+          `jetstream { store_dir: "${join(dir, name)}", max_file_store: ${maxFileStore} }`,
+          `cluster { name: cdp-test, listen: 127.0.0.1:${p.route}, routes: [${routes}] }`,
+        ].join('\n'),
+      );
+      return new NatsClusterNode(name, p.client, p.route, configFile);
+    });
+    const cluster = new NatsCluster(nodes, dir);
+    try {
+      await Promise.all(nodes.map((n) => n.up()));
+      await cluster.waitForJetStream();
+    } catch (err) {
+      await cluster.remove();
+      throw err;
+    }
+    return cluster;
+  }
+
+  /** The seed list of every server, as NATS_URL takes it. */
+  get url(): string {
+    return this.nodes.map((n) => n.url).join(',');
+  }
+
+  node(name: string): NatsClusterNode {
+    const node = this.nodes.find((n) => n.name === name);
+    if (!node) throw new Error(`no server ${name} in this cluster`);
+    return node;
+  }
+
+  /** Until every running server answers JetStream API requests (the meta group has a leader). */
+  async waitForJetStream(timeoutMs = 30_000): Promise<void> {
+    const { connect: natsConnect } = await import('@nats-io/transport-node');
+    const deadline = Date.now() + timeoutMs;
+    for (const node of this.nodes.filter((n) => n.running)) {
+      for (;;) {
+        const nc = await natsConnect({ servers: node.url, reconnect: false }).catch(() => undefined);
+        const answer = await nc?.request('$JS.API.INFO', undefined, { timeout: 1000 }).catch(() => undefined);
+        await nc?.close();
+        const body = answer ? (answer.json<{ error?: unknown; type?: string }>() ?? {}) : undefined;
+        if (body && !body.error) break;
+        if (Date.now() > deadline) throw new Error(`JetStream did not come up on ${node.name}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+  }
+
+  /** Stops every server and removes their stores. */
+  async remove(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.down('SIGTERM')));
+    rmSync(this.dir, { recursive: true, force: true });
+  }
 }

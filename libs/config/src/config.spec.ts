@@ -25,6 +25,19 @@ describe('loadConfig', () => {
     expect(loadConfig({ CDP_BUS: 'nats', CDP_METADATA: 'file' }).metadata).toBe('file');
   });
 
+  it('takes NATS_URL as a comma-separated seed list, and leaves the replicas to the cluster unless told', () => {
+    expect(loadConfig({ NATS_URL: 'nats://a:4222, nats://b:4222,,nats://c:4222' }).natsServers).toEqual([
+      'nats://a:4222',
+      'nats://b:4222',
+      'nats://c:4222',
+    ]);
+    expect(loadConfig({}).natsServers).toEqual(['nats://127.0.0.1:4222']);
+    expect(() => loadConfig({ NATS_URL: ' , ' })).toThrow(/NATS_URL names no server/);
+    expect(loadConfig({}).natsReplicas).toBeUndefined();
+    expect(loadConfig({ CDP_NATS_REPLICAS: '1' }).natsReplicas).toBe(1);
+    expect(() => loadConfig({ CDP_NATS_REPLICAS: '7' })).toThrow(/CDP_NATS_REPLICAS/);
+  });
+
   it('remembers idempotent answers 24 hours unless told otherwise', () => {
     expect(loadConfig({}).idempotency).toEqual({ ttlMs: 86_400_000, leaseMs: 30_000 });
     expect(loadConfig({ CDP_IDEMPOTENCY_TTL_SECONDS: '5' }).idempotency.ttlMs).toBe(5000);

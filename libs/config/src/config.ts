@@ -44,7 +44,8 @@ export interface AppConfig {
   store: StoreDriver;
   /** Accounts, keys and other metadata: a file in the data dir, or JetStream key-value buckets. */
   metadata: MetadataDriver;
-  natsUrl: string;
+  /** `NATS_URL`: the seed servers (comma separated); the client learns the rest of the cluster from them. */
+  natsServers: string[];
   /** One Redis server, or a comma-separated seed list of a Redis Cluster (found out at connect). */
   redisUrl: string;
   /** An order's hot state (Redis) expires this long after its last change (CDP_ORDER_RETENTION_DAYS). */
@@ -53,8 +54,11 @@ export interface AppConfig {
   clickhouse: { url: string; user: string; password: string; named: boolean };
   /** Names of this deployment's streams (`<prefix>_INGEST`) and KV buckets (`<prefix>_accounts`). */
   natsPrefix: string;
-  /** JetStream: replicas of the streams and buckets (1 on one server, 3 in a cluster). */
-  natsReplicas: number;
+  /**
+   * JetStream: replicas of the streams and buckets (`CDP_NATS_REPLICAS`). Unset: min(3, the servers of
+   * the JetStream cluster), found at boot — 1 on a single server.
+   */
+  natsReplicas: number | undefined;
   /** JetStream: largest size of the ingest stream before publishes are refused (503). */
   natsStreamMaxBytes: number;
   /** JetStream: a crashed processor's unacknowledged messages are delivered again after this long. */
@@ -167,7 +171,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     store: oneOf(env, 'CDP_STORE', STORE_DRIVERS, 'chdb'),
     // Metadata follows the bus unless told otherwise: with NATS, every replica shares JetStream KV.
     metadata: oneOf(env, 'CDP_METADATA', METADATA_DRIVERS, bus === 'nats' ? 'nats' : 'file'),
-    natsUrl: env.NATS_URL || 'nats://127.0.0.1:4222',
+    natsServers: seedList(env, 'NATS_URL', 'nats://127.0.0.1:4222'),
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
     orderRetentionMs: integer(env, 'CDP_ORDER_RETENTION_DAYS', 400, 1, 36_500) * 86_400_000,
     clickhouse: {
@@ -177,7 +181,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
       named: Boolean(env.CLICKHOUSE_URL),
     },
     natsPrefix: natsPrefix(env.CDP_NATS_PREFIX || 'CDP'),
-    natsReplicas: integer(env, 'CDP_NATS_REPLICAS', 1, 1, 5),
+    natsReplicas: env.CDP_NATS_REPLICAS ? integer(env, 'CDP_NATS_REPLICAS', 1, 1, 5) : undefined,
     natsStreamMaxBytes: integer(env, 'CDP_NATS_STREAM_MAX_MB', 4096, 1, 1 << 24) * 1024 * 1024,
     natsAckWaitMs: integer(env, 'CDP_NATS_ACK_WAIT_MS', 10_000, 1000, 600_000),
     buckets: {
@@ -243,6 +247,16 @@ export function loadConfig(env: Env = process.env): AppConfig {
       inspectorBound: integer(env, 'CDP_INSPECTOR_MAX_PER_SECOND', 200, 1, 100_000),
     },
   };
+}
+
+/** Comma-separated server URLs (a seed list): at least one. */
+function seedList(env: Env, name: string, fallback: string): string[] {
+  const seeds = (env[name] || fallback)
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (seeds.length === 0) throw new ConfigError(`${name} names no server`);
+  return seeds;
 }
 
 /** A signing secret: long enough that guessing it is out of the question. */

@@ -24,6 +24,8 @@ import { watchNatsConnection } from './nats-connection-state.js';
 
 /** The NATS subscription answering the API's recommendation requests (the chDB owner only). */
 export const RECOMMENDATIONS_RESPONDER = Symbol('RECOMMENDATIONS_RESPONDER');
+/** Replicas of this deployment's JetStream streams and KV buckets, settled at boot. */
+const NATS_REPLICAS = Symbol('NATS_REPLICAS');
 
 export interface DriverOptions {
   /**
@@ -52,15 +54,28 @@ export class DriversModule {
       { provide: LOGGER, useValue: logger },
       {
         provide: NATS_CONNECTION,
-        useFactory: async (): Promise<NatsConnection | undefined> => {
-          if (!needsNats) return undefined;
-          const { connect } = await import('@nats-io/transport-node');
-          return connect({
-            servers: config.natsUrl,
-            name: 'cdp',
-            maxReconnectAttempts: -1,
-            reconnectTimeWait: 250,
-          });
+        useFactory: async (): Promise<NatsConnection | undefined> =>
+          needsNats ? (await import('./nats-cluster.js')).connectNats(config.natsServers) : undefined,
+      },
+      {
+        // Found once, before the bus or the metadata store opens a stream or a bucket, and every existing
+        // stream and bucket brought to it (nats-cluster.ts): what a role creates after has it too.
+        provide: NATS_REPLICAS,
+        inject: [NATS_CONNECTION],
+        useFactory: async (nc?: NatsConnection): Promise<number> => {
+          if (!nc) return 1;
+          const { reconcileReplicas, replicasFor } = await import('./nats-cluster.js');
+          const replicas = replicasFor(nc, config.natsReplicas);
+          logger.info(
+            {
+              replicas,
+              setting: config.natsReplicas ?? 'unset (min(3, cluster size))',
+              server: nc.info?.server_name,
+            },
+            'JetStream replicas',
+          );
+          await reconcileReplicas(nc, { prefix: config.natsPrefix, replicas, logger });
+          return replicas;
         },
       },
       {
@@ -76,11 +91,11 @@ export class DriversModule {
       },
       {
         provide: MetadataStore,
-        inject: [NATS_CONNECTION],
-        useFactory: async (nc?: NatsConnection): Promise<MetadataStore> =>
+        inject: [NATS_CONNECTION, NATS_REPLICAS],
+        useFactory: async (nc: NatsConnection | undefined, replicas: number): Promise<MetadataStore> =>
           config.metadata === 'nats'
             ? new (await import('@cdp/metadata/nats')).NatsKvMetadataStore(nc!, {
-                replicas: config.natsReplicas,
+                replicas,
                 prefix: config.natsPrefix.toLowerCase(),
                 connected: watchNatsConnection(nc!),
               })
@@ -96,11 +111,15 @@ export class DriversModule {
       { provide: Metrics, useFactory: () => new Metrics() },
       {
         provide: EventBus,
-        inject: [NATS_CONNECTION, Metrics],
-        useFactory: async (nc: NatsConnection | undefined, metrics: Metrics): Promise<EventBus> =>
+        inject: [NATS_CONNECTION, NATS_REPLICAS, Metrics],
+        useFactory: async (
+          nc: NatsConnection | undefined,
+          replicas: number,
+          metrics: Metrics,
+        ): Promise<EventBus> =>
           config.bus === 'nats'
             ? (await import('@cdp/bus/nats')).NatsEventBus.open(nc!, {
-                replicas: config.natsReplicas,
+                replicas,
                 maxBytes: config.natsStreamMaxBytes,
                 streamPrefix: config.natsPrefix,
                 connected: watchNatsConnection(nc!),

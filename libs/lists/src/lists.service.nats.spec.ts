@@ -17,8 +17,8 @@ describe('ListsService on JetStream KV, two replicas', () => {
   let b: ListsService;
 
   beforeAll(async () => {
-    one = await connect({ servers: loadConfig().natsUrl });
-    two = await connect({ servers: loadConfig().natsUrl });
+    one = await connect({ servers: loadConfig().natsServers });
+    two = await connect({ servers: loadConfig().natsServers });
     a = new ListsService(new NatsKvMetadataStore(one, { replicas: 1, prefix }));
     b = new ListsService(new NatsKvMetadataStore(two, { replicas: 1, prefix }));
   });

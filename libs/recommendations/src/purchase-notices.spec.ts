@@ -6,7 +6,7 @@ import { NatsPurchaseNotices } from '@cdp/recommendations/nats';
 import type { PurchaseNotice, PurchaseNotices } from './purchase-notices.port.js';
 
 /** Runs against the NATS server of the machine (NATS_URL or 127.0.0.1:4222); it must be up under CI. */
-const url = loadConfig().natsUrl;
+const url = loadConfig().natsServers;
 
 /** One sender, two listeners (two processes that recommend, for NATS: three connections). */
 interface Wiring {

@@ -22,7 +22,7 @@ schemaRegistryContract('the file metadata store', () => {
 let nc: NatsConnection;
 const prefixes: string[] = [];
 beforeAll(async () => {
-  nc = await connect({ servers: loadConfig().natsUrl });
+  nc = await connect({ servers: loadConfig().natsServers });
 });
 afterAll(async () => {
   const kvm = new Kvm(nc);

@@ -1,1 +1,2 @@
 export * from './nats-event-bus.adapter.js';
+export * from './jetstream-cluster.js';

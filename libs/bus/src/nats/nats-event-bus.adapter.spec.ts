@@ -11,7 +11,7 @@ import { failureOf, isFailure, ok, type DeliveryResult } from '../step-result.js
 import { NatsEventBus } from './nats-event-bus.adapter.js';
 
 /** Runs against the NATS server of the machine (NATS_URL or 127.0.0.1:4222); it must be up under CI. */
-const url = loadConfig().natsUrl;
+const url = loadConfig().natsServers;
 const connections: NatsConnection[] = [];
 
 afterAll(async () => {

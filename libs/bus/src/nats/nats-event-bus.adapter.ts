@@ -33,11 +33,15 @@ import {
 import { AccountHolds, DEFAULT_RETRY, RetryPolicy } from '../retry-policy.js';
 import { decodeIngest, encodeIngest, encodeIngestText, type EncodedPart } from './ingest-codec.js';
 import { Arrivals } from './arrivals.js';
+import { degradedReplicas, placementRefusal } from './jetstream-cluster.js';
 
 export interface NatsBusOptions {
   /** Replicas of each stream: 1 on a single server, 3 in a cluster. */
   replicas: number;
-  /** The ingest stream refuses new messages beyond this size (publishes then answer 503). */
+  /**
+   * The ingest stream refuses new messages beyond this size (publishes then answer 503). JetStream
+   * reserves it on every replica, out of each server's `max_file_store`.
+   */
   maxBytes: number;
   /**
    * Failures of one message while others are being stored before it goes to the dead-letter stream
@@ -153,11 +157,20 @@ export class NatsEventBus extends EventBus {
     };
     for (const config of [ingest, dead]) {
       try {
-        await jsm.streams.info(config.name);
-        await jsm.streams.update(config.name, config);
+        try {
+          await jsm.streams.info(config.name);
+          await jsm.streams.update(config.name, config);
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+          await jsm.streams.add(config);
+        }
       } catch (err) {
-        if (!isNotFound(err)) throw err;
-        await jsm.streams.add(config);
+        throw placementRefusal(
+          err,
+          config.name,
+          config.num_replicas,
+          'max_bytes' in config ? config.max_bytes : 0,
+        );
       }
     }
     const consumer = {
@@ -482,7 +495,12 @@ export class NatsEventBus extends EventBus {
     if (this.nc.isClosed()) return { driver: 'nats', ready: false, detail: 'connection closed' };
     try {
       const info = await (await jetstreamManager(this.nc, { timeout: 2000 })).streams.info(this.stream);
-      return { driver: 'nats', ready: true, detail: `${info.state.messages} message(s) pending` };
+      const degraded = degradedReplicas(info.cluster);
+      return {
+        driver: 'nats',
+        ready: true,
+        detail: `${info.state.messages} message(s) pending${degraded ? `; degraded: ${degraded}` : ''}`,
+      };
     } catch (err) {
       return { driver: 'nats', ready: false, detail: describe(err) };
     }

@@ -7,7 +7,7 @@ import { loadConfig } from '@cdp/config';
 import { EngineUnavailableError } from '@cdp/contracts';
 
 /** Runs against the NATS server of the machine (NATS_URL or 127.0.0.1:4222); it must be up under CI. */
-const url = loadConfig().natsUrl;
+const url = loadConfig().natsServers;
 let nc: NatsConnection;
 const prefixes: string[] = [];
 

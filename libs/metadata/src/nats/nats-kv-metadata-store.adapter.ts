@@ -2,6 +2,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { Kvm, type KV } from '@nats-io/kv';
 import { StorageType } from '@nats-io/jetstream';
 import { EngineUnavailableError, type DriverHealth } from '@cdp/contracts';
+import { degradedReplicas } from '@cdp/bus/nats';
 import { MetadataConflictError, MetadataStore, type Versioned } from '../metadata-store.port.js';
 
 /**
@@ -89,8 +90,8 @@ export class NatsKvMetadataStore extends MetadataStore {
   async health(): Promise<DriverHealth> {
     if (this.nc.isClosed()) return { driver: 'nats kv', ready: false, detail: 'connection closed' };
     try {
-      await this.bucket('accounts');
-      return { driver: 'nats kv', ready: true };
+      const degraded = degradedReplicas((await (await this.bucket('accounts')).status()).streamInfo.cluster);
+      return { driver: 'nats kv', ready: true, ...(degraded ? { detail: `degraded: ${degraded}` } : {}) };
     } catch (err) {
       return { driver: 'nats kv', ready: false, detail: String(err) };
     }
