@@ -89,7 +89,7 @@ export interface AppConfig {
    * How far V8 lets the heap grow past what a full collection left live before the next one, in percent
    * (`CDP_HEAP_GROWING_PERCENT`; 0: V8's own choice, up to about 4×). Bulk loads and ingest make bus
    * messages that live a second or two, long enough to reach the old generation: with V8's choice the
-   * process carried several times its live data in garbage (README "Bulk files").
+   * process carried several times its live data in garbage (docs/api-notes.md "Bulk files").
    */
   heapGrowingPercent: number;
   /**
