@@ -27,15 +27,18 @@ describe('startupBanner', () => {
     expect(banner.split('\n').length).toBeLessThan(25);
   });
 
-  it('shows no keys when no account was created, and no API lines for a role without them', () => {
-    const banner = startupBanner({
-      ...facts,
-      servesApi: false,
-      servesConsole: false,
-      firstAccount: undefined,
-    });
-    expect(banner).not.toMatch(/key|API|Console/);
-    expect(banner).toContain('Health    http://localhost:3000/health/ready');
+  it('shows no keys when no account was created at this start', () => {
+    const banner = startupBanner({ ...facts, firstAccount: undefined });
+    expect(banner).toContain('Console   http://localhost:3000/console');
+    expect(banner).not.toMatch(/Public key|Private key|x-api-key/);
+  });
+
+  it('is one line for a role without the API', () => {
+    const banner = startupBanner({ ...facts, name: 'processor', servesApi: false, servesConsole: false });
+    expect(banner).toBe(
+      '  processor is ready  (bus memory, identity memory, store chdb, metadata file); ' +
+        'health http://localhost:3000/health/ready, metrics http://localhost:3000/metrics\n',
+    );
   });
 });
 

@@ -31,11 +31,16 @@ export function startupFacts(name: string, app: NestFastifyApplication, config: 
   };
 }
 
-/** The banner `npm start` prints on a terminal, after the process listens. */
+/**
+ * The banner `npm start` prints on a terminal, after the process listens. A role without the API (the
+ * processor, the loader, the exporter beside it in `npm run start:scaled`) gets one line.
+ */
 export function startupBanner(facts: StartupFacts): string {
   const { url } = facts;
+  if (!facts.servesApi)
+    return `  ${facts.name} is ready  (${facts.drivers}); health ${url}/health/ready, metrics ${url}/metrics\n`;
   const lines = ['', `  ${facts.name} is ready  (${facts.drivers}; data in ${facts.dataDir})`, ''];
-  if (facts.servesApi) lines.push(`  API       ${url}   (OpenAPI: ${url}/openapi.json)`);
+  lines.push(`  API       ${url}   (OpenAPI: ${url}/openapi.json)`);
   if (facts.servesConsole) lines.push(`  Console   ${url}/console   (sign in with a private key)`);
   lines.push(`  Health    ${url}/health/ready   Metrics ${url}/metrics`);
   const account = facts.firstAccount;
