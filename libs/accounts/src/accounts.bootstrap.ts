@@ -12,6 +12,9 @@ export const CREATE_FIRST_ACCOUNT = Symbol('CREATE_FIRST_ACCOUNT');
  */
 @Injectable()
 export class AccountsBootstrap implements OnApplicationBootstrap {
+  /** The keys of the account created at this start, for the start-up banner; unset when none was. */
+  createdKeys: { publicKey: string; privateKey: string } | undefined;
+
   constructor(
     private readonly accounts: AccountsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -28,6 +31,7 @@ export class AccountsBootstrap implements OnApplicationBootstrap {
     }
     if (!this.createFirst || (await this.accounts.list()).length > 0) return;
     const { account, privateKey } = await this.accounts.create({ name: 'default' });
+    this.createdKeys = { publicKey: account.trackerId, privateKey };
     this.logger.info(
       { account: account.id, publicKey: account.trackerId, privateKey },
       'created the first account; its private key is shown only this once',

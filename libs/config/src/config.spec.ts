@@ -20,6 +20,13 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ CDP_STORE: 'postgres' })).toThrow(ConfigError);
   });
 
+  it('reads LOG_FORMAT: auto unless json or pretty is asked for; anything else fails the boot', () => {
+    expect(loadConfig({}).logFormat).toBe('auto');
+    expect(loadConfig({ LOG_FORMAT: 'json' }).logFormat).toBe('json');
+    expect(loadConfig({ LOG_FORMAT: 'pretty' }).logFormat).toBe('pretty');
+    expect(() => loadConfig({ LOG_FORMAT: 'xml' })).toThrow(/LOG_FORMAT=xml .*auto, json, pretty/);
+  });
+
   it('puts metadata in JetStream KV when the bus is NATS', () => {
     expect(loadConfig({ CDP_BUS: 'nats' }).metadata).toBe('nats');
     expect(loadConfig({ CDP_BUS: 'nats', CDP_METADATA: 'file' }).metadata).toBe('file');

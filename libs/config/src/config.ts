@@ -15,6 +15,10 @@ export type MetadataDriver = (typeof METADATA_DRIVERS)[number];
 export const BUCKET_DRIVERS = ['local', 's3'] as const;
 export type BucketDriver = (typeof BUCKET_DRIVERS)[number];
 
+/** `auto`: human lines on a terminal, JSON lines otherwise (a pipe, a file, a log collector). */
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
 export interface S3Settings {
   endpoint: string | undefined;
   region: string;
@@ -71,6 +75,7 @@ export interface AppConfig {
    */
   createFirstAccount: boolean;
   logLevel: string;
+  logFormat: LogFormat;
   /** Largest request body after gzip decompression (spec/NOTES.md: 8 MiB, 413 beyond). */
   bodyLimitBytes: number;
   /** Records the in-process bus may hold unprocessed before the API answers 503. */
@@ -96,7 +101,7 @@ export interface AppConfig {
    * How far V8 lets the heap grow past what a full collection left live before the next one, in percent
    * (`CDP_HEAP_GROWING_PERCENT`; 0: V8's own choice, up to about 4×). Bulk loads and ingest make bus
    * messages that live a second or two, long enough to reach the old generation: with V8's choice the
-   * process carried several times its live data in garbage (README "Bulk files").
+   * process carried several times its live data in garbage (docs/api-notes.md "Bulk files").
    */
   heapGrowingPercent: number;
   /**
@@ -192,6 +197,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     bootstrap: publicKey && privateKey ? { publicKey, privateKey } : undefined,
     createFirstAccount: env.CDP_CREATE_FIRST_ACCOUNT === 'true',
     logLevel: env.LOG_LEVEL || 'info',
+    logFormat: oneOf(env, 'LOG_FORMAT', LOG_FORMATS, 'auto'),
     bodyLimitBytes: 8 * 1024 * 1024,
     busMaxPendingBytes: integer(env, 'CDP_BUS_MAX_PENDING_MB', 512, 1, 1 << 20) * 1024 * 1024,
     ingestWorkers: integer(env, 'CDP_INGEST_WORKERS', 1, 0, 16),

@@ -8,7 +8,7 @@ export interface InspectorView {
 
 export type InspectorListener = (entry: InspectorEntry) => void;
 
-/** Records per second per account and process shown whole before sampling (README "Configuration"). */
+/** Records per second per account and process shown whole before sampling (docs/configuration.md). */
 export const DEFAULT_INSPECTOR_BOUND = 200;
 
 /**

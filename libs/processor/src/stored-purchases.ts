@@ -1,7 +1,7 @@
 import { BOUGHT_WINDOW_DAYS } from '@cdp/recommendations';
 import type { StoreBatch } from '@cdp/store';
 
-/** A purchase older than this keeps nothing out of recommendations (README "Recommendations"). */
+/** A purchase older than this keeps nothing out of recommendations (docs/api-notes.md "Recommendations"). */
 const BOUGHT_WINDOW_MS = BOUGHT_WINDOW_DAYS * 86_400_000;
 
 /** Store times are `seconds.millis` or `YYYY-MM-DD hh:mm:ss.sss` (toStoreTime), always UTC. */

@@ -1,6 +1,6 @@
 import type { RecommendationRules } from './recommendation-rules.js';
 
-/** Why a product is recommended (README "Recommendations"). */
+/** Why a product is recommended (docs/api-notes.md "Recommendations"). */
 export type RecommendationType = 'contextual' | 'personal' | 'best_sellers';
 
 /** One recommendation request, the customer already resolved by the API. */

@@ -2,7 +2,8 @@ import { setFlagsFromString } from 'node:v8';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { loadConfig, type AppConfig } from '@cdp/config';
 import { configureFaults, parseFaults } from '@cdp/faults';
-import { createLogger, type Logger } from '@cdp/logger';
+import { createLogger, logOutput, type Logger } from '@cdp/logger';
+import { startupBanner, startupFacts } from './startup-banner.js';
 
 /**
  * Bounds the garbage the process may carry: the old generation grows at most `heapGrowingPercent` past
@@ -26,13 +27,16 @@ export async function runMain(
   tuneHeap(config);
   // Test hooks: armed only when CDP_TEST_FAULTS names fault points (a malformed rule fails the boot).
   configureFaults(parseFaults(config.testFaults));
-  const logger = createLogger(config.logLevel).child({ app: name });
+  const output = logOutput(config.logFormat, process.stdout.isTTY === true);
+  const logger = createLogger(config.logLevel, output).child({ app: name });
   const app = await build(config, logger);
   await app.listen({ port: config.port, host: config.host });
   logger.info(
     { port: config.port, bus: config.bus, identity: config.identity, store: config.store },
     `${name} listening`,
   );
+  // A person at a terminal gets the essentials in one block; a log collector has them in the records.
+  if (output === 'pretty') process.stdout.write(startupBanner(startupFacts(name, app, config)));
 
   let stopping = false;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {

@@ -35,7 +35,7 @@ export const BUILTIN_OBJECTS: readonly ObjectDef[] = [
     alias: 'customer',
     created_by: 'svc',
     table: 'customers',
-    // svc_id is the platform's internal customer id (README "Internal customer id").
+    // svc_id is the platform's internal customer id (docs/api-notes.md "Internal customer id").
     fields: [
       field('svc_id', 'string', 'Internal Customer ID', true),
       ...Object.entries(CUSTOMER_FIELDS).map(([n, t]) => field(n, fromDomain(t), title(n))),

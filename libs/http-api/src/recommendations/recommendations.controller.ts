@@ -13,7 +13,7 @@ import { EnvelopeValidation } from '../validation/envelope-validation.pipe.js';
 import { DEFAULT_LIMIT, MAX_CONTEXT_PRODUCTS, RecommendationsQueryDto } from './recommendations.dto.js';
 
 /**
- * Product recommendations (spec "Recommendations"; README "Recommendations" for the semantics). The
+ * Product recommendations (spec "Recommendations"; docs/api-notes.md "Recommendations" for the semantics). The
  * API resolves the customer and the account's rules; the ranking runs where the store is.
  */
 @ApiTags('recommendations')

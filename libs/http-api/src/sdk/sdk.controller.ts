@@ -6,7 +6,7 @@ import { Auth } from '@cdp/http-common';
 import { SdkAssets } from './sdk-assets.js';
 
 /**
- * The browser SDK at a versioned path (README "Browser SDK"). Version 1 changes only compatibly, so a
+ * The browser SDK at a versioned path (docs/sdk.md). Version 1 changes only compatibly, so a
  * page keeps its script tag; browsers and CDNs keep a copy for an hour and then revalidate it by ETag.
  * Any origin may load it, as a classic script or as an ES module (which needs CORS).
  */
