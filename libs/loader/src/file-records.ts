@@ -236,8 +236,12 @@ function jsonRecord(
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
-const under = (prefix: string, problems: RecordProblem[]): RecordProblem[] =>
-  problems.map((p) => ({ field: `${prefix}${p.field}`, reason: p.reason }));
+/** Problems named under a path of the line (`data.`); one about the whole object sent is the path's own. */
+const under = (prefix: string, problems: RecordProblem[], whole?: string): RecordProblem[] =>
+  problems.map((p) => ({
+    field: p.field === whole ? prefix.replace(/\.$/, '') : `${prefix}${p.field}`,
+    reason: p.reason,
+  }));
 
 /**
  * A line's `data` read by the API call it is the payload of, in either form (README "Bulk files"): the
@@ -252,17 +256,12 @@ function dataRecord(
   context: LoadContext,
 ): LoadedRecord | RecordProblem[] {
   if (type === 'customer') {
-    if (isObject(data.attributes)) {
-      const result = customerRecord(data.attributes, context);
-      return Array.isArray(result) ? under('data.', result) : result;
-    }
-    const result = customerRecord(data, context);
-    // The profiles rules name `attributes.<field>`; on this line the fields sit in `data`.
+    // The profiles rules name a field as sent in `attributes`; on this line it sits in `data` (flat) or in
+    // `data.attributes`.
+    const nested = isObject(data.attributes);
+    const result = customerRecord(nested ? (data.attributes as Record<string, unknown>) : data, context);
     return Array.isArray(result)
-      ? under(
-          'data',
-          result.map((p) => ({ ...p, field: p.field.replace(/^attributes/, '') })),
-        )
+      ? under(nested ? 'data.attributes.' : 'data.', result, 'attributes')
       : result;
   }
   if (type === 'product' && kind.dataType === 'products') {

@@ -142,15 +142,15 @@ describe('ClickHouseStore on chDB', () => {
       b.customers[0] = { ...b.customers[0]!, version, attributes: { email: 'c1@x.com', city } };
       return b;
     };
-    await store.write('acc9', snapshot('m3', 3, 'Rome'), false);
-    await store.write('acc9', snapshot('m1', 1, 'Oslo'), false);
-    await store.write('acc9', snapshot('m2', 2, 'Lima'), false);
+    await store.write('accorder', snapshot('m3', 3, 'Rome'), false);
+    await store.write('accorder', snapshot('m1', 1, 'Oslo'), false);
+    await store.write('accorder', snapshot('m2', 2, 'Lima'), false);
     const profiles = [];
-    for await (const p of store.currentProfiles('acc9')) profiles.push(p);
+    for await (const p of store.currentProfiles('accorder')) profiles.push(p);
     expect(profiles).toEqual([{ svc_id: 'c1', version: 3, attributes: { email: 'c1@x.com', city: 'Rome' } }]);
     // What exports and reads of the table's current rows see.
     const current = await store.query<{ version: string; city: string }>(
-      'acc9',
+      'accorder',
       'SELECT version, city FROM {db}.customers FINAL',
     );
     expect(current.map((r) => [Number(r.version), r.city])).toEqual([[3, 'Rome']]);
