@@ -73,6 +73,9 @@ module.exports = {
     },
     {
       name: 'no-cycles',
+      comment:
+        'No cycle between files. Between libraries (libs/A → libs/B → … → libs/A, a subpath entry ' +
+        'counting as its library) the rule is scripts/lint-library-cycles.js, run after this by lint:layers.',
       severity: 'error',
       from: { path: '^(libs|apps)/' },
       to: { circular: true },

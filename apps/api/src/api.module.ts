@@ -2,6 +2,7 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import { AccountsBootstrap, AccountsModule, CREATE_FIRST_ACCOUNT } from '@cdp/accounts';
 import { checkWiring, type AppConfig } from '@cdp/config';
 import { DriversModule } from '@cdp/drivers';
+import { ConsoleApiModule } from '@cdp/console-api';
 import { HttpApiModule } from '@cdp/http-api';
 import type { Logger } from '@cdp/logger';
 
@@ -19,6 +20,7 @@ export class ApiAppModule {
         }),
         AccountsModule,
         HttpApiModule,
+        ConsoleApiModule,
       ],
       // Replicas share the metadata: the bootstrap account is ensured idempotently; a first account is
       // created only by the one replica told to (two would each create one).

@@ -3,6 +3,7 @@ import { AccountsBootstrap, AccountsModule, CREATE_FIRST_ACCOUNT } from '@cdp/ac
 import { checkWiring, type AppConfig } from '@cdp/config';
 import { DriversModule } from '@cdp/drivers';
 import { ExportWorkerModule } from '@cdp/exports/worker';
+import { ConsoleApiModule } from '@cdp/console-api';
 import { HttpApiModule } from '@cdp/http-api';
 import { LoaderModule } from '@cdp/loader';
 import type { Logger } from '@cdp/logger';
@@ -20,6 +21,7 @@ export class CdpModule {
         DriversModule.forRoot(config, logger, { openStore: true }),
         AccountsModule,
         HttpApiModule,
+        ConsoleApiModule,
         ProcessorModule,
         ExportWorkerModule,
         RecommendationsWorkerModule,

@@ -1,12 +1,12 @@
 import { Module } from '@nestjs/common';
 import { AccountsModule } from '@cdp/accounts';
 import { ExportsApiModule } from '@cdp/exports';
-import { ListsService } from '@cdp/lists';
+import { ListsModule } from '@cdp/lists';
 import { ActivityModule } from '@cdp/loader';
-import { RateLimitPolicy } from '@cdp/rate-limits';
+import { RateLimitsModule } from '@cdp/rate-limits';
 import { SchemaModule } from '@cdp/schema';
 import { RecommendationRulesPipe } from '@cdp/http-api/admin';
-import { RecommendationRulesService } from '@cdp/recommendations';
+import { RecommendationRulesModule } from '@cdp/recommendations';
 import { ConsoleAccountController } from './console-account.controller.js';
 import { ConsoleRecommendationRulesController } from './console-recommendation-rules.controller.js';
 import { ConsoleInspectorController } from './console-inspector.controller.js';
@@ -17,9 +17,17 @@ import { ConsoleSessions } from './console-sessions.service.js';
 import { ConsoleStreams } from './console-streams.js';
 import { SubscriberCounts } from './subscriber-counts.js';
 
-/** The account console and the event inspector under /console (the API role serves them). */
+/** The account console and the event inspector under /console; the apps that serve the API mount it beside HttpApiModule. */
 @Module({
-  imports: [AccountsModule, SchemaModule, ExportsApiModule, ActivityModule],
+  imports: [
+    AccountsModule,
+    SchemaModule,
+    ExportsApiModule,
+    ActivityModule,
+    ListsModule,
+    RateLimitsModule,
+    RecommendationRulesModule,
+  ],
   controllers: [
     ConsoleSessionController,
     ConsoleInspectorController,
@@ -32,10 +40,7 @@ import { SubscriberCounts } from './subscriber-counts.js';
     ConsolePageGuard,
     ConsoleStreams,
     ConsolePages,
-    RateLimitPolicy,
-    ListsService,
     SubscriberCounts,
-    RecommendationRulesService,
     RecommendationRulesPipe,
   ],
 })

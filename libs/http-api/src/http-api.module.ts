@@ -1,10 +1,9 @@
 import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { AccountsModule } from '@cdp/accounts';
-import { ListsService, UnsubscribeLinks } from '@cdp/lists';
-import { RateLimitPolicy } from '@cdp/rate-limits';
+import { ListsModule } from '@cdp/lists';
+import { RateLimitsModule } from '@cdp/rate-limits';
 import { ExportsApiModule } from '@cdp/exports';
-import { ConsoleApiModule } from '@cdp/console-api';
 import { AdminController } from './admin/admin.controller.js';
 import { AdminRateLimitsController } from './admin/admin-rate-limits.controller.js';
 import { AdminDeadLettersController } from './admin/admin-dead-letters.controller.js';
@@ -46,20 +45,25 @@ import { BrowserRequests } from './browser/browser-requests.js';
 import { SdkAssets } from './sdk/sdk-assets.js';
 import { SdkController } from './sdk/sdk.controller.js';
 import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
-import { RecommendationRulesService } from '@cdp/recommendations';
+import { RecommendationRulesModule } from '@cdp/recommendations';
 import { RecommendationsController } from './recommendations/recommendations.controller.js';
 import { AdminRecommendationRulesController } from './admin/admin-recommendation-rules.controller.js';
 import { InspectorTap } from './inspector/inspector.tap.js';
 
-/** The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. */
+/**
+ * The API role: REST endpoints, authentication, validation, publishing to the bus. Stateless. The console
+ * (libs/console-api) is mounted beside it by the app, not imported here: it builds on this lib's parts.
+ */
 @Module({
   imports: [
     AccountsModule,
     SchemaModule,
     ExportsApiModule,
     DiscoveryModule,
-    ConsoleApiModule,
     ActivityModule,
+    ListsModule,
+    RateLimitsModule,
+    RecommendationRulesModule,
   ],
   controllers: [
     EventsController,
@@ -96,9 +100,6 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     ModuleGate,
     { provide: APP_GUARD, useClass: ApiKeyGuard },
     { provide: APP_FILTER, useClass: ErrorEnvelopeFilter },
-    RateLimitPolicy,
-    ListsService,
-    UnsubscribeLinks,
     SubscriptionLookup,
     { provide: APP_INTERCEPTOR, useClass: RateLimitInterceptor },
     {
@@ -108,7 +109,6 @@ import { InspectorTap } from './inspector/inspector.tap.js';
         new IdempotencyRecords(store, config.idempotency),
     },
     IdempotencyInterceptor,
-    RecommendationRulesService,
     {
       provide: UploadSigner,
       inject: [APP_CONFIG],

@@ -7,12 +7,7 @@ import type {
   ProductRecord,
   ProfileRecord,
 } from '@cdp/domain';
-import {
-  eventsValidator,
-  productsValidator,
-  profilesValidator,
-  v2EventsValidator,
-} from '@cdp/http-api/records';
+import { eventsValidator, productsValidator, profilesValidator, v2EventsValidator } from '@cdp/records';
 
 /** What reading a file's record needs of its account; fixed per file so that a resumed load reads the same. */
 export interface LoadContext {

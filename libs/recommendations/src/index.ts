@@ -2,6 +2,7 @@ export * from './recommender.port.js';
 export * from './purchase-notices.port.js';
 export * from './recommendation-rules.js';
 export * from './recommendation-rules.service.js';
+export { RecommendationRulesModule } from './recommendation-rules.module.js';
 export { StoreRecommender } from './store-recommender.js';
 export { RecommendationsRefresh } from './recommendations-refresh.js';
 export { RecommendationsRefreshJob, REFRESH_INTERVAL_MS } from './recommendations-refresh.job.js';

@@ -9,7 +9,7 @@ import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';
-import { OrderUpdatesBatch, ProductsBatch } from './commerce.validators.js';
+import { OrderUpdatesBatch, ProductsBatch } from './commerce.pipes.js';
 import { BatchBody, type ValidatedBatch } from '../ingest/batch-validation.pipe.js';
 import { requireExistingOrders } from './existing-orders.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';

@@ -1,6 +1,6 @@
 import { accepted, ApiError, parseJsonBody, type ErrorDetail } from '@cdp/contracts';
 import type { CustomFields, CustomIdentifierNames } from '@cdp/domain';
-import { eventsValidator } from './events.validator.js';
+import { eventsValidator } from '@cdp/records';
 
 /** What reading a `POST /v3/events` body needs besides the body: everything can cross to a worker thread. */
 export interface EventsEncodeContext {

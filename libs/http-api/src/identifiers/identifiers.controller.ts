@@ -18,12 +18,8 @@ import {
   type MetadataStatus,
   type ReachabilityStatus,
 } from './identifier-lookup.service.js';
-import {
-  consentUpdateSchema,
-  metadataUpdateSchema,
-  reachabilityUpdateSchema,
-} from './identifier-updates.schemas.js';
-import { ConsentBatch, MetadataBatch, ReachabilityBatch } from './identifier-updates.validator.js';
+import { consentUpdateSchema, metadataUpdateSchema, reachabilityUpdateSchema } from '@cdp/records';
+import { ConsentBatch, MetadataBatch, ReachabilityBatch } from './identifier-updates.pipes.js';
 
 const FIELD = { name: 'identifier_field_name', description: 'an identifier field, such as email' };
 

@@ -1,7 +1,7 @@
 import { loadConfig } from '@cdp/config';
 import { createLogger } from '@cdp/logger';
 import { encodeEventsBody, type EncodedEvents, type EventsEncodeContext } from '../events/events-codec.js';
-import { eventsValidator } from '../events/events.validator.js';
+import { eventsValidator } from '@cdp/records';
 import { IngestCodec } from './ingest-codec.js';
 
 const context: EventsEncodeContext = {

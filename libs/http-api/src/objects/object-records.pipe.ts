@@ -10,7 +10,7 @@ import { readCustomFields, type CustomValue } from '@cdp/domain';
 import { AccountModules, SchemaRegistry, type AccountSchema, type ObjectDef } from '@cdp/schema';
 import type { AuthedRequest } from '../auth/principal.js';
 import type { BatchRequest } from '../ingest/batch-validation.pipe.js';
-import { profilesValidator } from '../profiles/profiles.validator.js';
+import { profilesValidator } from '@cdp/records';
 
 /** A `POST /v3/objects/{object}` body with the object named in its path (a name or an alias). */
 export interface ObjectRecordsRequest extends BatchRequest {

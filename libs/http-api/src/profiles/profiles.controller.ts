@@ -8,7 +8,7 @@ import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { ProfileLookup } from './profile-lookup.service.js';
-import { ProfilesBatch } from './profiles.validator.js';
+import { ProfilesBatch } from './profiles.pipe.js';
 import { BatchBody, type ValidatedBatch } from '../ingest/batch-validation.pipe.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 import { Idempotent } from '../idempotency/idempotent.decorator.js';

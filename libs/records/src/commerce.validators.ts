@@ -19,9 +19,8 @@ import {
   type ProductRecord,
   type ProfileRecord,
 } from '@cdp/domain';
-import { eventRule, type EventsContext } from '../events/events.validator.js';
-import { BatchValidationPipe, noContext } from '../ingest/batch-validation.pipe.js';
-import { customerRule } from '../profiles/profiles.validator.js';
+import { eventRule, type EventsContext } from './events.validator.js';
+import { customerRule } from './profiles.validator.js';
 
 const NO_IDS: CustomIdentifierNames = new Set();
 
@@ -148,21 +147,3 @@ function v2Field(field: string, input: V2EventIn): string {
   const identifier = /^identifiers\.(.+)$/.exec(field)?.[1];
   return identifier !== undefined && Object.hasOwn(input.data, identifier) ? `data.${identifier}` : field;
 }
-
-/** The pipes of the commerce routes, with what each needs of the account (its custom fields). */
-export const ProductsBatch = BatchValidationPipe(productsValidator, async (schema, request) =>
-  (await schema.read(request.account)).customFields('products'),
-);
-export const OrderUpdatesBatch = BatchValidationPipe(orderUpdatesValidator, noContext);
-export const EntitiesBatch = BatchValidationPipe(entitiesValidator, async (schema, request) => {
-  const account = await schema.read(request.account);
-  return { customers: account.customFields('customers'), products: account.customFields('products') };
-});
-export const V2EventsBatch = BatchValidationPipe(v2EventsValidator, async (schema, request) => {
-  const account = await schema.read(request.account);
-  return {
-    nowMs: request.receivedAt,
-    custom: account.customFields('events'),
-    customIds: account.identifierNames,
-  };
-});

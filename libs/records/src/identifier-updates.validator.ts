@@ -21,7 +21,6 @@ import {
   type ReachabilityUpdate,
   type ReachabilityUpdateType,
 } from '@cdp/domain';
-import { BatchValidationPipe } from '../ingest/batch-validation.pipe.js';
 import {
   consentUpdateSchema,
   metadataUpdateSchema,
@@ -252,27 +251,3 @@ export const metadataValidator = new BatchValidator<MetadataInput, MetadataUpdat
   'metadata update',
   metadataRule,
 );
-
-const context = async (
-  schema: {
-    read(account: string): Promise<{
-      customFields(object: string): CustomFields;
-      identifierNames: CustomIdentifierNames;
-      messagingIdentifiers: CustomIdentifierNames;
-    }>;
-  },
-  request: { account: string; receivedAt: number },
-): Promise<IdentifierUpdatesContext> => {
-  const account = await schema.read(request.account);
-  return {
-    nowMs: request.receivedAt,
-    eventFields: account.customFields('events'),
-    customerFields: account.customFields('customers'),
-    identifiers: account.identifierNames,
-    messagingIdentifiers: account.messagingIdentifiers,
-  };
-};
-
-export const ConsentBatch = BatchValidationPipe(consentValidator, context);
-export const ReachabilityBatch = BatchValidationPipe(reachabilityValidator, context);
-export const MetadataBatch = BatchValidationPipe(metadataValidator, context);

@@ -8,7 +8,6 @@ import {
   type CustomIdentifierNames,
   type ProfileRecord,
 } from '@cdp/domain';
-import { BatchValidationPipe } from '../ingest/batch-validation.pipe.js';
 
 type ProfileIn = { attributes: Record<string, unknown> };
 
@@ -53,9 +52,3 @@ export const profilesValidator = new BatchValidator<ProfileIn, ProfileRecord, Pr
   'profile',
   (input, index, context) => customerRule(input.attributes, index, context, 'attributes.'),
 );
-
-/** The pipe of `POST /v3/profiles`: the account's custom customer fields. */
-export const ProfilesBatch = BatchValidationPipe(profilesValidator, async (schema, request) => {
-  const account = await schema.read(request.account);
-  return { custom: account.customFields('customers'), customIds: account.identifierNames };
-});
