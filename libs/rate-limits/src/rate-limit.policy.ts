@@ -1,6 +1,6 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { ApiError } from '@cdp/contracts';
-import { METADATA_CACHE_CLOCK, MetadataCache, MetadataConflictError, MetadataStore } from '@cdp/metadata';
+import { METADATA_CACHE_CLOCK, MetadataCache, MetadataStore, updateWithRetry } from '@cdp/metadata';
 import type { Allowance } from './rate-limiter.port.js';
 
 /** The API families a route can be counted against (spec "Limits" names them). */
@@ -123,22 +123,16 @@ export class RateLimitPolicy {
    */
   async change(account: string, patch: Record<string, unknown>): Promise<RateOverrides> {
     const checked = checkPatch(patch);
-    for (;;) {
-      const found = await this.metadata.get<RateOverrides>(BUCKET, account);
+    const { value } = await updateWithRetry<RateOverrides>(this.metadata, BUCKET, account, (found) => {
       const next: RateOverrides = { ...(found?.value ?? {}) };
       for (const [family, rate] of checked) {
         if (rate === null) delete next[family];
         else next[family] = rate;
       }
-      try {
-        if (found) await this.metadata.update(BUCKET, account, next, found.revision);
-        else await this.metadata.create(BUCKET, account, next);
-        this.cache.set(account, next);
-        return next;
-      } catch (err) {
-        if (!(err instanceof MetadataConflictError)) throw err;
-      }
-    }
+      return next;
+    });
+    this.cache.set(account, value);
+    return value;
   }
 
   private async cachedOverrides(account: string): Promise<RateOverrides> {
