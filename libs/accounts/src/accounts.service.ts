@@ -1,7 +1,13 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { ApiError } from '@cdp/contracts';
-import { METADATA_CACHE_CLOCK, MetadataCache, MetadataConflictError, MetadataStore } from '@cdp/metadata';
+import {
+  METADATA_CACHE_CLOCK,
+  MetadataCache,
+  MetadataConflictError,
+  MetadataStore,
+  updateWithRetry,
+} from '@cdp/metadata';
 import { constantTimeEqual, hashSecret, isUrlSafeToken, randomToken, splitPrivateKey } from './keys.js';
 
 /** A revoked private key keeps working this long (spec "Authentication" rule 5). */
@@ -214,17 +220,12 @@ export class AccountsService {
   }
 
   private async change(id: string, mutate: (a: Account) => void): Promise<Account> {
-    for (;;) {
-      const found = await this.metadata.get<Account>(ACCOUNTS, id);
+    const { value } = await updateWithRetry<Account>(this.metadata, ACCOUNTS, id, (found) => {
       if (!found) throw ApiError.notFound(`unable to locate account ${id}`);
       mutate(found.value);
-      try {
-        await this.metadata.update(ACCOUNTS, id, found.value, found.revision);
-        return found.value;
-      } catch (err) {
-        if (!(err instanceof MetadataConflictError)) throw err;
-      }
-    }
+      return found.value;
+    });
+    return value;
   }
 }
 

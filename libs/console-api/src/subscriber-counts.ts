@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ConsentState } from '@cdp/consent';
 import { SVC_ALL } from '@cdp/domain';
 import { IdentityIndex } from '@cdp/identity';
+import { listMemberships } from '@cdp/lists';
 
 /**
  * Current subscribers per list, for the console's Lists page.
@@ -48,12 +49,9 @@ export class SubscriberCounts {
     return (await this.identity.lookup(account, identifier)) ?? customerId;
   }
 
-  /** As SubscriptionLookup reads them: the survivor's own decisions win, merged customers' fill the rest. */
+  /** The membership rule of `GET /v3/lists/subscriptions` (listMemberships), on the survivor. */
   private async memberships(account: string, customerId: string): Promise<Record<string, boolean>> {
     const merged = await this.identity.absorbedBy(account, customerId);
-    const snapshots = await Promise.all([customerId, ...merged].map((c) => this.consent.get(account, c)));
-    const lists: Record<string, boolean> = {};
-    for (const snapshot of snapshots.reverse()) Object.assign(lists, snapshot?.lists);
-    return lists;
+    return listMemberships(this.consent, account, customerId, merged);
   }
 }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ApiError } from '@cdp/contracts';
 import { listIdFromName, listNameKey, MAX_LISTS, SVC_ALL } from '@cdp/domain';
-import { MetadataConflictError, MetadataStore } from '@cdp/metadata';
+import { MetadataStore, updateWithRetry } from '@cdp/metadata';
 
 /** A list as the API shows it (spec "List and subscription resources"). */
 export interface List {
@@ -82,19 +82,14 @@ export class ListsService {
   }
 
   private async change(account: string, mutate: (lists: List[]) => List): Promise<List> {
-    for (;;) {
-      const found = await this.metadata.get<AccountLists>(BUCKET, account);
+    // Another replica changing the account's lists meanwhile has this decided again on what it wrote.
+    let result!: List;
+    await updateWithRetry<AccountLists>(this.metadata, BUCKET, account, (found) => {
       const lists = found?.value.lists ?? [];
-      const result = mutate(lists);
-      try {
-        if (found) await this.metadata.update(BUCKET, account, { lists }, found.revision);
-        else await this.metadata.create(BUCKET, account, { lists });
-        return result;
-      } catch (err) {
-        // Another replica changed the account's lists meanwhile: decide again on what it wrote.
-        if (!(err instanceof MetadataConflictError)) throw err;
-      }
-    }
+      result = mutate(lists);
+      return { lists };
+    });
+    return result;
   }
 }
 

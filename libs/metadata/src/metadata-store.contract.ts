@@ -1,4 +1,4 @@
-import { MetadataConflictError, type MetadataStore } from './metadata-store.port.js';
+import { MetadataConflictError, updateWithRetry, type MetadataStore } from './metadata-store.port.js';
 import { NewestFirstIndex, type IndexSlot } from './newest-first-index.js';
 
 /** The store with its reads counted: what a page of an index costs. */
@@ -43,6 +43,29 @@ export function metadataStoreContract(
         MetadataConflictError,
       );
       expect((await store.get('lists', 'k'))?.value).toEqual({ n: 2 });
+    });
+
+    it('updateWithRetry creates, then changes; racing writers all land, none lost', async () => {
+      const { store } = open();
+      const first = await updateWithRetry<{ n: number }>(store, 'counters', 'c', (cur) => ({
+        n: (cur?.value.n ?? 0) + 1,
+      }));
+      expect(first.value).toEqual({ n: 1 });
+      const results = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          updateWithRetry<{ n: number }>(store, 'counters', 'c', (cur) => ({ n: (cur?.value.n ?? 0) + 1 })),
+        ),
+      );
+      expect(results.map((r) => r.value.n).sort((a, b) => a - b)).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+      const stored = (await store.get<{ n: number }>('counters', 'c'))!;
+      expect(stored.value).toEqual({ n: 11 });
+      expect(stored.revision).toBe(Math.max(...results.map((r) => r.revision)));
+      await expect(
+        updateWithRetry(store, 'counters', 'c', () => {
+          throw new Error('refused');
+        }),
+      ).rejects.toThrow('refused');
+      expect((await store.get('counters', 'c'))?.value).toEqual({ n: 11 });
     });
 
     it('of many concurrent creates of one key, exactly one wins', async () => {

@@ -28,3 +28,29 @@ export abstract class MetadataStore {
   abstract health(): Promise<DriverHealth>;
   abstract close(): Promise<void>;
 }
+
+/**
+ * The compare-and-set loop every read-modify-write on one record needs: reads the record, computes
+ * the value to write from it (`undefined` when absent: then it is created), writes it against the
+ * revision read, and on MetadataConflictError (another writer came between) starts again on what that
+ * writer left. `compute` may therefore run more than once; an error it throws ends the loop.
+ */
+export async function updateWithRetry<T>(
+  store: MetadataStore,
+  bucket: string,
+  key: string,
+  compute: (current: Versioned<T> | undefined) => T,
+): Promise<Versioned<T>> {
+  for (;;) {
+    const found = await store.get<T>(bucket, key);
+    const value = compute(found);
+    try {
+      const revision = found
+        ? await store.update(bucket, key, value, found.revision)
+        : await store.create(bucket, key, value);
+      return { key, value, revision };
+    } catch (err) {
+      if (!(err instanceof MetadataConflictError)) throw err;
+    }
+  }
+}

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { ApiError } from '@cdp/contracts';
-import { METADATA_CACHE_CLOCK, MetadataCache, MetadataConflictError, MetadataStore } from '@cdp/metadata';
+import { METADATA_CACHE_CLOCK, MetadataCache, MetadataStore, updateWithRetry } from '@cdp/metadata';
 import type { Allowance } from './rate-limiter.port.js';
 
 /** The API families a route can be counted against (spec "Limits" names them). */
@@ -75,6 +75,12 @@ export function allowanceOf(rate: Rate): Allowance | undefined {
   return rate === 'unlimited' ? undefined : { rate, burst: rate };
 }
 
+/**
+ * A change of some families' rates, null going back to the default. Checked once, at the route
+ * (`RateLimitsPatchDto`: known families, `isRateSetting`, at least one family).
+ */
+export type RatePatch = Partial<Record<RateLimitFamily, PlanSetting | null>>;
+
 /** Each account's rates: the defaults, changed per account through the admin API. */
 @Injectable()
 export class RateLimitPolicy {
@@ -121,24 +127,18 @@ export class RateLimitPolicy {
    * Changes some families' rates: a positive whole number of requests per second, `"unlimited"`, or
    * null to go back to the default. Returns the account's overrides after the change.
    */
-  async change(account: string, patch: Record<string, unknown>): Promise<RateOverrides> {
-    const checked = checkPatch(patch);
-    for (;;) {
-      const found = await this.metadata.get<RateOverrides>(BUCKET, account);
+  async change(account: string, patch: RatePatch): Promise<RateOverrides> {
+    const checked = Object.entries(patch) as [RateLimitFamily, PlanSetting | null][];
+    const { value } = await updateWithRetry<RateOverrides>(this.metadata, BUCKET, account, (found) => {
       const next: RateOverrides = { ...(found?.value ?? {}) };
       for (const [family, rate] of checked) {
         if (rate === null) delete next[family];
         else next[family] = rate;
       }
-      try {
-        if (found) await this.metadata.update(BUCKET, account, next, found.revision);
-        else await this.metadata.create(BUCKET, account, next);
-        this.cache.set(account, next);
-        return next;
-      } catch (err) {
-        if (!(err instanceof MetadataConflictError)) throw err;
-      }
-    }
+      return next;
+    });
+    this.cache.set(account, value);
+    return value;
   }
 
   private async cachedOverrides(account: string): Promise<RateOverrides> {
@@ -149,24 +149,4 @@ export class RateLimitPolicy {
       return {};
     }
   }
-}
-
-function checkPatch(patch: Record<string, unknown>): [RateLimitFamily, PlanSetting | null][] {
-  if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) {
-    throw ApiError.invalid([{ field: 'body', reason: 'must be an object of family: rate' }]);
-  }
-  const invalids: { field: string; reason: string }[] = [];
-  const out: [RateLimitFamily, PlanSetting | null][] = [];
-  for (const [family, rate] of Object.entries(patch)) {
-    if (!isRateLimitFamily(family)) {
-      invalids.push({ field: family, reason: `is not an API family (${RATE_LIMIT_FAMILIES.join(', ')})` });
-    } else if (isRateSetting(rate)) {
-      out.push([family, rate]);
-    } else {
-      invalids.push({ field: family, reason: RATE_REASON });
-    }
-  }
-  if (invalids.length) throw ApiError.invalid(invalids);
-  if (out.length === 0) throw ApiError.invalid([{ field: 'body', reason: 'names no API family' }]);
-  return out;
 }

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { METADATA_CACHE_CLOCK, MetadataCache, MetadataConflictError, MetadataStore } from '@cdp/metadata';
+import { METADATA_CACHE_CLOCK, MetadataCache, MetadataStore, updateWithRetry } from '@cdp/metadata';
 import type { RecommendationRules } from './recommendation-rules.js';
 
 const BUCKET = 'recommendation_rules';
@@ -33,16 +33,8 @@ export class RecommendationRulesService {
 
   /** Replaces the account's rules (checked by the caller). */
   async replace(account: string, rules: RecommendationRules): Promise<RecommendationRules> {
-    for (;;) {
-      const found = await this.metadata.get<RecommendationRules>(BUCKET, account);
-      try {
-        if (found) await this.metadata.update(BUCKET, account, rules, found.revision);
-        else await this.metadata.create(BUCKET, account, rules);
-        this.cache.set(account, rules);
-        return rules;
-      } catch (err) {
-        if (!(err instanceof MetadataConflictError)) throw err;
-      }
-    }
+    await updateWithRetry<RecommendationRules>(this.metadata, BUCKET, account, () => rules);
+    this.cache.set(account, rules);
+    return rules;
   }
 }

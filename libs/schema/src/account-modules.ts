@@ -1,6 +1,6 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { ApiError } from '@cdp/contracts';
-import { METADATA_CACHE_CLOCK, MetadataCache, MetadataConflictError, MetadataStore } from '@cdp/metadata';
+import { METADATA_CACHE_CLOCK, MetadataCache, MetadataStore, updateWithRetry } from '@cdp/metadata';
 
 /**
  * Schema modules (the original API's `/v3/schema/modules`): optional capabilities of an account. The
@@ -83,18 +83,12 @@ export class AccountModules {
 
   /** The operator sets modules' states for an account (admin API). */
   async change(account: string, patch: ModulesDoc): Promise<Record<SchemaModuleName, ModuleState>> {
-    for (;;) {
-      const found = await this.metadata.get<ModulesDoc>(BUCKET, account);
-      const next: ModulesDoc = { ...(found?.value ?? {}), ...patch };
-      try {
-        if (found) await this.metadata.update(BUCKET, account, next, found.revision);
-        else await this.metadata.create(BUCKET, account, next);
-        this.cache.set(account, next);
-        return this.states(account);
-      } catch (err) {
-        if (!(err instanceof MetadataConflictError)) throw err;
-      }
-    }
+    const { value } = await updateWithRetry<ModulesDoc>(this.metadata, BUCKET, account, (found) => ({
+      ...(found?.value ?? {}),
+      ...patch,
+    }));
+    this.cache.set(account, value);
+    return this.states(account);
   }
 
   private async read(account: string, fresh: boolean): Promise<ModulesDoc> {

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { ApiError, type Invalid } from '@cdp/contracts';
 import type { CustomIdentifier } from '@cdp/domain';
-import { METADATA_CACHE_CLOCK, MetadataCache, MetadataConflictError, MetadataStore } from '@cdp/metadata';
+import { METADATA_CACHE_CLOCK, MetadataCache, MetadataStore, updateWithRetry } from '@cdp/metadata';
 import { AccountSchema } from './account-schema.js';
 import {
   EMPTY_SCHEMA_DOC,
@@ -141,21 +141,15 @@ export class SchemaRegistry {
     account: string,
     apply: (schema: AccountSchema, doc: AccountSchemaDoc) => T,
   ): Promise<T> {
-    for (;;) {
-      const found = await this.metadata.get<AccountSchemaDoc>(BUCKET, account);
+    // Someone else changing the schema since it was read has the request checked again on theirs.
+    let result!: T;
+    const written = await updateWithRetry<AccountSchemaDoc>(this.metadata, BUCKET, account, (found) => {
       const doc = found?.value ?? structuredClone(EMPTY_SCHEMA_DOC);
-      const result = apply(new AccountSchema(structuredClone(doc), found?.revision ?? 0), doc);
-      try {
-        const revision = found
-          ? await this.metadata.update(BUCKET, account, doc, found.revision)
-          : await this.metadata.create(BUCKET, account, doc);
-        this.cache.set(account, new AccountSchema(doc, revision));
-        return result;
-      } catch (err) {
-        // Someone else changed the schema since it was read: check the request again on theirs.
-        if (!(err instanceof MetadataConflictError)) throw err;
-      }
-    }
+      result = apply(new AccountSchema(structuredClone(doc), found?.revision ?? 0), doc);
+      return doc;
+    });
+    this.cache.set(account, new AccountSchema(written.value, written.revision));
+    return result;
   }
 }
 

@@ -51,7 +51,7 @@ export class AdminRateLimitsController {
     @Body(RateLimitsValidation) body: RateLimitsPatchDto,
   ): Promise<RateLimitsView> {
     await this.accounts.get(id);
-    return this.view(await this.policy.change(id, body as Record<string, unknown>));
+    return this.view(await this.policy.change(id, body));
   }
 
   private view(overrides: RateOverrides): RateLimitsView {

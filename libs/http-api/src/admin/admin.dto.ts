@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString, Length, Matches, ValidateBy, ValidateIf } from 'class-validator';
 import { MAX_RATE, RATE_LIMIT_FAMILIES, RATE_REASON, isRateSetting } from '@cdp/rate-limits';
 import { EnvelopeValidationPipe } from '../validation/envelope-validation.pipe.js';
-import { IsPageSize } from '../validation/constraints.js';
+import { IsPageSize, Obeys } from '../validation/constraints.js';
 
 const SHORT_TEXT = 'must be a non-empty string of at most 1024 characters';
 
@@ -72,6 +72,8 @@ const RATE_SETTING = {
  */
 export class RateLimitsPatchDto {}
 
+const NAMES_A_FAMILY = '(names a family)';
+
 for (const family of RATE_LIMIT_FAMILIES) {
   ValidateBy({ name: 'isRate', validator: { validate: isRateSetting } }, { message: RATE_REASON })(
     RateLimitsPatchDto.prototype,
@@ -83,6 +85,15 @@ for (const family of RATE_LIMIT_FAMILIES) {
     family,
   );
 }
+
+// A body naming no family changes nothing: refused as a whole (a member never sent carries the rule).
+Obeys(
+  'namesAFamily',
+  (value, body) => (value === undefined && Object.keys(body).length > 0 ? undefined : 'names no API family'),
+  {
+    context: { field: 'body' },
+  },
+)(RateLimitsPatchDto.prototype, NAMES_A_FAMILY);
 
 export const rateLimitsPatchSchema = {
   type: 'object',

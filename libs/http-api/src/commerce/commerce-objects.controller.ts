@@ -1,14 +1,13 @@
-import { Controller, HttpCode, Post, Req } from '@nestjs/common';
-import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Controller, Req } from '@nestjs/common';
+import { ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
 import { accepted, batchOf, orderUpdateSchema, productSchema, type AcceptedBody } from '@cdp/contracts';
 import type { OrderUpdateRecord, ProductRecord } from '@cdp/domain';
 import { OrderState } from '@cdp/orders';
-import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
-import { Idempotent } from '../idempotency/idempotent.decorator.js';
+import { IngestRoute } from '../ingest/ingest-route.decorator.js';
 import { OrderUpdatesBatch, ProductsBatch } from './commerce.pipes.js';
 import { BatchBody, type ValidatedBatch } from '../ingest/batch-validation.pipe.js';
 import { requireExistingOrders } from './existing-orders.js';
@@ -29,12 +28,7 @@ export class CommerceObjectsController {
   ) {}
 
   /** The product feed: additive, no history (an updated value replaces the old one). */
-  @Post('products')
-  @HttpCode(202)
-  @Idempotent()
-  @Auth('public')
-  @ApiBody({ schema: batchOf(productSchema) })
-  @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
+  @IngestRoute({ path: 'products', body: { schema: batchOf(productSchema) } })
   async products(
     @BatchBody(ProductsBatch) { records, receivedAt }: ValidatedBatch<ProductRecord>,
     @Req() request: FastifyRequest,
@@ -51,12 +45,7 @@ export class CommerceObjectsController {
   }
 
   /** Field updates of existing orders, as `POST /v2/entities` type order: no event is produced. */
-  @Post('orders')
-  @HttpCode(202)
-  @Idempotent()
-  @Auth('public')
-  @ApiBody({ schema: batchOf(orderUpdateSchema) })
-  @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
+  @IngestRoute({ path: 'orders', body: { schema: batchOf(orderUpdateSchema) } })
   @ApiResponse({ status: 404, description: 'an order that does not exist' })
   async orderUpdates(
     @BatchBody(OrderUpdatesBatch) { records, receivedAt }: ValidatedBatch<OrderUpdateRecord>,

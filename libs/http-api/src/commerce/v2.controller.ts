@@ -1,5 +1,5 @@
-import { Controller, HttpCode, Post, Req } from '@nestjs/common';
-import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Controller, Req } from '@nestjs/common';
+import { ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
 import {
@@ -12,7 +12,6 @@ import {
 } from '@cdp/contracts';
 import type { EventRecord } from '@cdp/domain';
 import { OrderState } from '@cdp/orders';
-import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { type EntityRecord } from '@cdp/records';
@@ -20,7 +19,7 @@ import { EntitiesBatch, V2EventsBatch } from './commerce.pipes.js';
 import { BatchBody, type ValidatedBatch } from '../ingest/batch-validation.pipe.js';
 import { requireExistingOrders } from './existing-orders.js';
 import { EventsIngest } from '../events/events.ingest.js';
-import { Idempotent } from '../idempotency/idempotent.decorator.js';
+import { IngestRoute } from '../ingest/ingest-route.decorator.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 import { inferClientIp } from '../events/client-ip.js';
 
@@ -41,12 +40,7 @@ export class V2Controller {
    * a 503 between two publishes repeats nothing harmful.
    */
   @RateLimit('objects')
-  @Post('entities')
-  @HttpCode(202)
-  @Idempotent()
-  @Auth('public')
-  @ApiBody({ schema: batchOf(entitySchema) })
-  @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
+  @IngestRoute({ path: 'entities', body: { schema: batchOf(entitySchema) } })
   @ApiResponse({ status: 404, description: 'an order update names an order that does not exist' })
   async entities(
     @BatchBody(EntitiesBatch) { records: parsed, receivedAt }: ValidatedBatch<EntityRecord>,
@@ -75,12 +69,7 @@ export class V2Controller {
 
   /** Events in the v2 shape (`{type: order, data: {action, email, order}}`), processed as v3 events. */
   @RateLimit('events')
-  @Post('events')
-  @HttpCode(202)
-  @Idempotent()
-  @Auth('public')
-  @ApiBody({ schema: batchOf(v2EventSchema) })
-  @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
+  @IngestRoute({ path: 'events', body: { schema: batchOf(v2EventSchema) } })
   async events(
     @BatchBody(V2EventsBatch) batch: ValidatedBatch<EventRecord>,
     @Req() request: FastifyRequest,

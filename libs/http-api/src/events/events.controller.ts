@@ -1,16 +1,15 @@
-import { Controller, HttpCode, Post, Req } from '@nestjs/common';
-import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Controller, Req } from '@nestjs/common';
+import { ApiHeader, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
 import { batchOf, eventSchema, type AcceptedBody } from '@cdp/contracts';
-import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { EventsIngest } from './events.ingest.js';
 import { RouteConfig } from '@nestjs/platform-fastify';
 import { EventsBodyPipe, type EncodedEventsBatch } from './events-body.pipe.js';
 import { BatchBody } from '../ingest/batch-validation.pipe.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
-import { Idempotent } from '../idempotency/idempotent.decorator.js';
+import { IngestRoute } from '../ingest/ingest-route.decorator.js';
 
 @ApiTags('events')
 @ApiHeader({ name: 'x-api-key', description: 'public key (tracker id) or private key', required: true })
@@ -19,14 +18,9 @@ import { Idempotent } from '../idempotency/idempotent.decorator.js';
 export class EventsController {
   constructor(private readonly events: EventsIngest) {}
 
-  @Post()
   // The body's bytes go to the pipe unread: it is parsed off the main thread (EventsBodyPipe).
   @RouteConfig({ rawJsonBody: true })
-  @HttpCode(202)
-  @Idempotent()
-  @Auth('public')
-  @ApiBody({ schema: batchOf(eventSchema) })
-  @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
+  @IngestRoute({ body: { schema: batchOf(eventSchema) } })
   async ingest(
     @BatchBody(EventsBodyPipe) batch: EncodedEventsBatch,
     @Req() request: FastifyRequest,

@@ -1,12 +1,12 @@
-import { Controller, Get, HttpCode, Param, Post, Query, Req, UsePipes } from '@nestjs/common';
-import { ApiBody, ApiHeader, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Controller, Get, Param, Query, Req, UsePipes } from '@nestjs/common';
+import { ApiHeader, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
 import { accepted, batchOf, type AcceptedBody } from '@cdp/contracts';
 import type { IdentifierUpdate } from '@cdp/domain';
 import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
-import { Idempotent } from '../idempotency/idempotent.decorator.js';
+import { IngestRoute } from '../ingest/ingest-route.decorator.js';
 import { BatchBody, type ValidatedBatch } from '../ingest/batch-validation.pipe.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { EnvelopeValidation } from '../validation/envelope-validation.pipe.js';
@@ -40,12 +40,7 @@ export class IdentifiersController {
     private readonly lookup: IdentifierLookup,
   ) {}
 
-  @Post('consent')
-  @HttpCode(202)
-  @Idempotent()
-  @Auth('public')
-  @ApiBody({ schema: batchOf(consentUpdateSchema) })
-  @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
+  @IngestRoute({ path: 'consent', body: { schema: batchOf(consentUpdateSchema) } })
   async updateConsent(
     @BatchBody(ConsentBatch) batch: ValidatedBatch<IdentifierUpdate>,
     @Req() request: FastifyRequest,
@@ -71,12 +66,7 @@ export class IdentifiersController {
     return this.lookup.consent(principal.account, id);
   }
 
-  @Post('reachability')
-  @HttpCode(202)
-  @Idempotent()
-  @Auth('public')
-  @ApiBody({ schema: batchOf(reachabilityUpdateSchema) })
-  @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
+  @IngestRoute({ path: 'reachability', body: { schema: batchOf(reachabilityUpdateSchema) } })
   async updateReachability(
     @BatchBody(ReachabilityBatch) batch: ValidatedBatch<IdentifierUpdate>,
     @Req() request: FastifyRequest,
@@ -102,12 +92,7 @@ export class IdentifiersController {
     return this.lookup.reachability(principal.account, id);
   }
 
-  @Post('identifiers')
-  @HttpCode(202)
-  @Idempotent()
-  @Auth('public')
-  @ApiBody({ schema: batchOf(metadataUpdateSchema) })
-  @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
+  @IngestRoute({ path: 'identifiers', body: { schema: batchOf(metadataUpdateSchema) } })
   async updateMetadata(
     @BatchBody(MetadataBatch) batch: ValidatedBatch<IdentifierUpdate>,
     @Req() request: FastifyRequest,

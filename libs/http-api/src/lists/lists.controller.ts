@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Put, Query, Req, UsePipes } from '@nestjs/common';
-import { ApiBody, ApiExtraModels, ApiHeader, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import { ApiExtraModels, ApiHeader, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { AccountsService, type Principal } from '@cdp/accounts';
 import { ApiError, MAX_BATCH } from '@cdp/contracts';
@@ -8,7 +8,7 @@ import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
-import { Idempotent } from '../idempotency/idempotent.decorator.js';
+import { IngestRoute } from '../ingest/ingest-route.decorator.js';
 import { SubscriptionLookup, type SubscriptionStatus } from './subscription-lookup.service.js';
 import { EnvelopeValidation } from '../validation/envelope-validation.pipe.js';
 import { ListNameDto, SubscriptionsQueryDto } from './lists.dto.js';
@@ -77,20 +77,20 @@ export class ListsController {
     return this.lookup.status(principal.account, given, lists, filter);
   }
 
-  @Post('subscriptions')
-  @HttpCode(200)
-  @Idempotent()
-  @Auth('public')
-  @ApiBody({
-    description: '{opted_in, email}, {list_id, email, subscribed}, or an array mixing both (at most 1000)',
-    schema: {
-      oneOf: [
-        subscriptionUpdate,
-        { type: 'array', items: subscriptionUpdate, minItems: 1, maxItems: MAX_BATCH },
-      ],
+  @IngestRoute({
+    path: 'subscriptions',
+    status: 200,
+    answer: '{updates: [...]}: each update as applied, once stored durably',
+    body: {
+      description: '{opted_in, email}, {list_id, email, subscribed}, or an array mixing both (at most 1000)',
+      schema: {
+        oneOf: [
+          subscriptionUpdate,
+          { type: 'array', items: subscriptionUpdate, minItems: 1, maxItems: MAX_BATCH },
+        ],
+      },
     },
   })
-  @ApiResponse({ status: 200, description: '{updates: [...]}: each update as applied, once stored durably' })
   @ApiResponse({ status: 404, description: 'list not found' })
   async update(
     @Body(SubscriptionsValidation) { records, echo }: ParsedSubscriptions,

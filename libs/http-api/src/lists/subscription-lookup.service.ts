@@ -3,7 +3,7 @@ import { ConsentState } from '@cdp/consent';
 import { ApiError } from '@cdp/contracts';
 import { isJunkIdentifierValue, normalizeIdentifierValue, SVC_ALL } from '@cdp/domain';
 import { IdentityIndex, ProfileState } from '@cdp/identity';
-import type { List } from '@cdp/lists';
+import { listMemberships, type List } from '@cdp/lists';
 
 export interface SubscriptionStatus {
   customer: Record<string, string>;
@@ -73,7 +73,7 @@ export class SubscriptionLookup {
     const [profile, consent] = customerId
       ? await Promise.all([
           this.profiles.get(account, customerId, merged),
-          this.memberships(account, customerId, merged),
+          listMemberships(this.consent, account, customerId, merged),
         ])
       : [undefined, undefined];
     // The profile's opted_in is the global status, whichever way it was set (svc_all, opted_in, profiles).
@@ -86,21 +86,5 @@ export class SubscriptionLookup {
         subscribed: l.list_id === SVC_ALL ? optedIn : consent?.[l.list_id] === true,
       }));
     return { customer: { [used.kind]: used.value }, opted_in: optedIn, subscriptions };
-  }
-
-  /**
-   * A customer's list memberships, those of the customers merged into it included: the survivor's own
-   * decisions win, the merged customers' fill the lists it never decided on. Read-time, so a rebuild
-   * from the consent history (kept under each customer's own id) gives the same answer.
-   */
-  private async memberships(
-    account: string,
-    customerId: string,
-    merged: readonly string[],
-  ): Promise<Record<string, boolean>> {
-    const snapshots = await Promise.all([customerId, ...merged].map((c) => this.consent.get(account, c)));
-    const lists: Record<string, boolean> = {};
-    for (const snapshot of snapshots.reverse()) Object.assign(lists, snapshot?.lists);
-    return lists;
   }
 }

@@ -1,11 +1,10 @@
-import { Controller, HttpCode, Post, Req } from '@nestjs/common';
-import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Controller, Req } from '@nestjs/common';
+import { ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
 import { accepted, type AcceptedBody } from '@cdp/contracts';
-import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
-import { Idempotent } from '../idempotency/idempotent.decorator.js';
+import { IngestRoute } from '../ingest/ingest-route.decorator.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { customRecordsSchema } from '../openapi/control-plane.schemas.js';
 import { ObjectBody, ObjectRecordsPipe, type ObjectRecordsBatch } from './object-records.pipe.js';
@@ -19,15 +18,13 @@ export class ObjectsController {
   constructor(private readonly publisher: IngestPublisher) {}
 
   /** Validated by ObjectRecordsPipe by the rules of the path's object; resolves once the bus holds it. */
-  @Post(':object')
-  @HttpCode(202)
-  @Idempotent()
-  @Auth('public')
-  @ApiBody({
-    description: 'one record (field name → value) or an array of 1 to 1000; primary key required',
-    schema: customRecordsSchema,
+  @IngestRoute({
+    path: ':object',
+    body: {
+      description: 'one record (field name → value) or an array of 1 to 1000; primary key required',
+      schema: customRecordsSchema,
+    },
   })
-  @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
   @ApiResponse({ status: 404, description: 'unknown object' })
   async upsert(
     @ObjectBody(ObjectRecordsPipe) batch: ObjectRecordsBatch,

@@ -1,15 +1,14 @@
-import { Body, Controller, HttpCode, Post, Req, UsePipes } from '@nestjs/common';
+import { Body, Controller, Req, UsePipes } from '@nestjs/common';
 import { ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
 import { accepted, type AcceptedBody } from '@cdp/contracts';
 import { identityKey, type Identifier } from '@cdp/domain';
 import { IdentityIndex, ProfileState } from '@cdp/identity';
-import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
-import { Idempotent } from '../idempotency/idempotent.decorator.js';
+import { IngestRoute } from '../ingest/ingest-route.decorator.js';
 import { EnvelopeValidation } from '../validation/envelope-validation.pipe.js';
 import { OptOutDto, optOutRequest } from './optout.dto.js';
 
@@ -45,11 +44,7 @@ export class OptOutController {
     private readonly profiles: ProfileState,
   ) {}
 
-  @Post()
-  @HttpCode(202)
-  @Idempotent()
-  @Auth('private')
-  @ApiResponse({ status: 202, description: 'stored durably; customers found, identifiers pooled' })
+  @IngestRoute({ access: 'private', answer: 'stored durably; customers found, identifiers pooled' })
   @ApiResponse({ status: 400, description: 'requester empty; none of email, phone, vuid supplied' })
   async optout(
     @Body() body: OptOutDto,

@@ -1,5 +1,5 @@
-import { Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiBody, ApiHeader, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Controller, Get, Query, Req, Res } from '@nestjs/common';
+import { ApiHeader, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
 import { accepted, batchOf, exactJson, profileSchema, type AcceptedBody } from '@cdp/contracts';
@@ -11,7 +11,7 @@ import { ProfileLookup } from './profile-lookup.service.js';
 import { ProfilesBatch } from './profiles.pipe.js';
 import { BatchBody, type ValidatedBatch } from '../ingest/batch-validation.pipe.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
-import { Idempotent } from '../idempotency/idempotent.decorator.js';
+import { IngestRoute } from '../ingest/ingest-route.decorator.js';
 
 @ApiTags('profiles')
 @ApiHeader({ name: 'x-api-key', required: true })
@@ -23,12 +23,7 @@ export class ProfilesController {
     private readonly lookup: ProfileLookup,
   ) {}
 
-  @Post()
-  @HttpCode(202)
-  @Idempotent()
-  @Auth('public')
-  @ApiBody({ schema: batchOf(profileSchema) })
-  @ApiResponse({ status: 202, description: 'stored durably; processed asynchronously' })
+  @IngestRoute({ body: { schema: batchOf(profileSchema) } })
   async upsert(
     @BatchBody(ProfilesBatch) { records, receivedAt }: ValidatedBatch<ProfileRecord>,
     @Req() request: FastifyRequest,
