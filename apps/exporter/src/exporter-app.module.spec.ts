@@ -14,7 +14,7 @@ describe('apps/exporter', () => {
 
   it('refuses metadata it cannot share with the API', () => {
     expect(() =>
-      ExporterAppModule.forRoot(loadConfig({ CDP_STORE: 'clickhouse', CDP_BUS: 'memory' }), logger),
+      ExporterAppModule.forRoot(loadConfig({ CDP_STORE: 'clickhouse', CDP_BUS: 'log' }), logger),
     ).toThrow(ConfigError);
   });
 

@@ -13,6 +13,7 @@ import { IdentityRebuild, OrdersRebuild, ProcessorModule } from '@cdp/processor'
  */
 const config = loadConfig();
 const logger = createLogger(config.logLevel).child({ app: 'rebuild-identity' });
+for (const deprecation of config.deprecations) logger.warn(deprecation);
 
 @Module({ imports: [DriversModule.forRoot(config, logger, { openStore: true }), ProcessorModule] })
 class RebuildModule {}

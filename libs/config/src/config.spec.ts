@@ -3,17 +3,58 @@ import { checkWiring, ConfigError, loadConfig } from './config.js';
 describe('loadConfig', () => {
   it('defaults to the embedded wiring', () => {
     const c = loadConfig({});
-    expect([c.bus, c.identity, c.store, c.metadata, c.port]).toEqual([
+    expect([c.bus, c.identity, c.store, c.metadata, c.port]).toEqual(['log', 'memory', 'chdb', 'file', 3000]);
+    expect([c.rateLimiter, c.idempotencyStore, c.orderState, c.consentState]).toEqual([
       'memory',
-      'memory',
-      'chdb',
       'file',
-      3000,
+      'memory',
+      'memory',
     ]);
+    expect(c.deprecations).toEqual([]);
+  });
+
+  it('still takes CDP_BUS=memory for the local log, with one warning line naming the new name', () => {
+    const c = loadConfig({ CDP_BUS: 'memory' });
+    expect(c.bus).toBe('log');
+    expect(c.deprecations).toEqual([
+      'CDP_BUS=memory is deprecated: use CDP_BUS=log (the same driver, renamed)',
+    ]);
+    expect(loadConfig({ CDP_BUS: 'log' }).deprecations).toEqual([]);
+    expect(loadConfig({ CDP_BUS: 'nats' }).deprecations).toEqual([]);
+  });
+
+  it('gives the rate limiter, idempotency, orders and consent the identity driver unless each is set', () => {
+    const redis = loadConfig({ CDP_IDENTITY: 'redis' });
+    expect([redis.rateLimiter, redis.idempotencyStore, redis.orderState, redis.consentState]).toEqual([
+      'redis',
+      'redis',
+      'redis',
+      'redis',
+    ]);
+    const mixed = loadConfig({
+      CDP_IDENTITY: 'redis',
+      CDP_RATE_LIMITS: 'memory',
+      CDP_IDEMPOTENCY: 'file',
+      CDP_ORDERS: 'memory',
+      CDP_CONSENT: 'memory',
+    });
+    expect([mixed.rateLimiter, mixed.idempotencyStore, mixed.orderState, mixed.consentState]).toEqual([
+      'memory',
+      'file',
+      'memory',
+      'memory',
+    ]);
+    expect(loadConfig({ CDP_RATE_LIMITS: 'redis' })).toMatchObject({
+      identity: 'memory',
+      rateLimiter: 'redis',
+    });
+    expect(() => loadConfig({ CDP_IDEMPOTENCY: 'memory' })).toThrow(/CDP_IDEMPOTENCY=memory .*file, redis/);
+    expect(() => loadConfig({ CDP_ORDERS: 'postgres' })).toThrow(ConfigError);
   });
 
   it('fails the boot on an unknown driver instead of falling back', () => {
     expect(() => loadConfig({ CDP_BUS: 'kafka' })).toThrow(ConfigError);
+    expect(() => loadConfig({ CDP_RATE_LIMITS: 'memcached' })).toThrow(/CDP_RATE_LIMITS=memcached/);
     expect(() => loadConfig({ CDP_IDENTITY: 'memcached' })).toThrow(
       /CDP_IDENTITY=memcached is not a known driver/,
     );
@@ -72,7 +113,7 @@ describe('loadConfig', () => {
 
 describe('checkWiring', () => {
   it('refuses in-memory drivers in a process that shares its work with others', () => {
-    expect(() => checkWiring(loadConfig({}), ['api'], false)).toThrow(/CDP_BUS=memory/);
+    expect(() => checkWiring(loadConfig({}), ['api'], false)).toThrow(/CDP_BUS=log/);
     expect(() => checkWiring(loadConfig({ CDP_BUS: 'nats' }), ['processor'], false)).toThrow(
       /CDP_IDENTITY=memory/,
     );
@@ -80,6 +121,20 @@ describe('checkWiring', () => {
       checkWiring(loadConfig({ CDP_BUS: 'nats', CDP_IDENTITY: 'redis' }), ['api'], false),
     ).not.toThrow();
     expect(() => checkWiring(loadConfig({}), ['api', 'processor'], true)).not.toThrow();
+  });
+
+  it('names each port left in the process when the others are shared', () => {
+    const scaled = { CDP_BUS: 'nats', CDP_IDENTITY: 'redis', CDP_METADATA: 'nats' };
+    expect(() => checkWiring(loadConfig({ ...scaled, CDP_ORDERS: 'memory' }), ['processor'], false)).toThrow(
+      /^CDP_ORDERS=memory only works in the all-in-one process; use redis$/,
+    );
+    expect(() =>
+      checkWiring(
+        loadConfig({ ...scaled, CDP_IDEMPOTENCY: 'file', CDP_RATE_LIMITS: 'memory' }),
+        ['api'],
+        false,
+      ),
+    ).toThrow(/CDP_RATE_LIMITS=memory, CDP_IDEMPOTENCY=file only work in/);
   });
 
   it('reads the unsubscribe link settings: a long secret, a TTL, an http(s) base URL', () => {

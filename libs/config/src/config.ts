@@ -1,16 +1,33 @@
 import { isIP } from 'node:net';
 import { basename, resolve } from 'node:path';
 
-/** Which driver each port gets. Parsed once at boot; an unknown name fails the boot (no silent fallback). */
-export const BUS_DRIVERS = ['memory', 'nats'] as const;
+/**
+ * Which driver each port gets. Parsed once at boot; an unknown name fails the boot (no silent fallback).
+ * `log`: the bus over a durable, fsync'd log in the data dir, read by this process only.
+ */
+export const BUS_DRIVERS = ['log', 'nats'] as const;
 export const IDENTITY_DRIVERS = ['memory', 'redis'] as const;
 export const STORE_DRIVERS = ['chdb', 'clickhouse'] as const;
 export const METADATA_DRIVERS = ['file', 'nats'] as const;
+/** The rate limiter, the order state, consent and identifiers: in this process, or shared in Redis. */
+export const STATE_DRIVERS = ['memory', 'redis'] as const;
+/** `Idempotency-Key` answers: a durable file in the data dir, or shared in Redis. */
+export const IDEMPOTENCY_DRIVERS = ['file', 'redis'] as const;
 
 export type BusDriver = (typeof BUS_DRIVERS)[number];
 export type IdentityDriver = (typeof IDENTITY_DRIVERS)[number];
 export type StoreDriver = (typeof STORE_DRIVERS)[number];
 export type MetadataDriver = (typeof METADATA_DRIVERS)[number];
+export type StateDriver = (typeof STATE_DRIVERS)[number];
+export type IdempotencyDriver = (typeof IDEMPOTENCY_DRIVERS)[number];
+
+/**
+ * Driver names replaced by one that says what runs: still accepted for one release, each with a warning
+ * at boot (`AppConfig.deprecations`). To be removed in the release after.
+ */
+const RENAMED_DRIVERS: Record<string, Record<string, string>> = {
+  CDP_BUS: { memory: 'log' },
+};
 
 export const BUCKET_DRIVERS = ['local', 's3'] as const;
 export type BucketDriver = (typeof BUCKET_DRIVERS)[number];
@@ -44,7 +61,16 @@ export interface AppConfig {
   dataDir: string;
   adminToken: string | undefined;
   bus: BusDriver;
+  /** The identity index and hot profiles. The four ports below follow it unless set on their own. */
   identity: IdentityDriver;
+  /** `CDP_RATE_LIMITS`: per-account request limits. */
+  rateLimiter: StateDriver;
+  /** `CDP_IDEMPOTENCY`: the answers remembered for `Idempotency-Key`. */
+  idempotencyStore: IdempotencyDriver;
+  /** `CDP_ORDERS`: the orders' hot state. */
+  orderState: StateDriver;
+  /** `CDP_CONSENT`: consent and identifier state. */
+  consentState: StateDriver;
   store: StoreDriver;
   /** Accounts, keys and other metadata: a file in the data dir, or JetStream key-value buckets. */
   metadata: MetadataDriver;
@@ -132,6 +158,8 @@ export interface AppConfig {
    * creating request was sent to).
    */
   unsubscribeLinks: { secret: string | undefined; ttlMs: number; baseUrl: string | undefined };
+  /** One line per old name still in use (a renamed driver), for the boot to log as a warning. */
+  deprecations: string[];
 }
 
 export class ConfigError extends Error {
@@ -140,8 +168,19 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>;
 
-function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
-  const raw = env[name];
+function oneOf<T extends string>(
+  env: Env,
+  name: string,
+  allowed: readonly T[],
+  fallback: T,
+  deprecations: string[] = [],
+): T {
+  let raw = env[name];
+  const renamed = raw === undefined ? undefined : RENAMED_DRIVERS[name]?.[raw];
+  if (renamed !== undefined) {
+    deprecations.push(`${name}=${raw} is deprecated: use ${name}=${renamed} (the same driver, renamed)`);
+    raw = renamed;
+  }
   if (raw === undefined || raw === '') return fallback;
   if ((allowed as readonly string[]).includes(raw)) return raw as T;
   throw new ConfigError(`${name}=${raw} is not a known driver (expected one of: ${allowed.join(', ')})`);
@@ -160,7 +199,11 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
 /** Reads the environment once. This is the only place in the code base that reads process.env. */
 export function loadConfig(env: Env = process.env): AppConfig {
   const dataDir = resolve(env.CDP_DATA_DIR || './data');
-  const bus = oneOf(env, 'CDP_BUS', BUS_DRIVERS, 'memory');
+  const deprecations: string[] = [];
+  const bus = oneOf(env, 'CDP_BUS', BUS_DRIVERS, 'log', deprecations);
+  const identity = oneOf(env, 'CDP_IDENTITY', IDENTITY_DRIVERS, 'memory');
+  // Each port that keeps state beside the identity index follows CDP_IDENTITY unless set on its own.
+  const shared = identity === 'redis';
   const publicKey = env.CDP_BOOTSTRAP_PUBLIC_KEY || undefined;
   const privateKey = env.CDP_BOOTSTRAP_PRIVATE_KEY || undefined;
   if ((publicKey === undefined) !== (privateKey === undefined)) {
@@ -172,7 +215,11 @@ export function loadConfig(env: Env = process.env): AppConfig {
     dataDir,
     adminToken: env.CDP_ADMIN_TOKEN || undefined,
     bus,
-    identity: oneOf(env, 'CDP_IDENTITY', IDENTITY_DRIVERS, 'memory'),
+    identity,
+    rateLimiter: oneOf(env, 'CDP_RATE_LIMITS', STATE_DRIVERS, shared ? 'redis' : 'memory'),
+    idempotencyStore: oneOf(env, 'CDP_IDEMPOTENCY', IDEMPOTENCY_DRIVERS, shared ? 'redis' : 'file'),
+    orderState: oneOf(env, 'CDP_ORDERS', STATE_DRIVERS, shared ? 'redis' : 'memory'),
+    consentState: oneOf(env, 'CDP_CONSENT', STATE_DRIVERS, shared ? 'redis' : 'memory'),
     store: oneOf(env, 'CDP_STORE', STORE_DRIVERS, 'chdb'),
     // Metadata follows the bus unless told otherwise: with NATS, every replica shares JetStream KV.
     metadata: oneOf(env, 'CDP_METADATA', METADATA_DRIVERS, bus === 'nats' ? 'nats' : 'file'),
@@ -252,6 +299,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
       assetsDir: resolve(env.CDP_CONSOLE_ASSETS_DIR || 'dist/console'),
       inspectorBound: integer(env, 'CDP_INSPECTOR_MAX_PER_SECOND', 200, 1, 100_000),
     },
+    deprecations,
   };
 }
 
@@ -331,14 +379,25 @@ export type Role = 'api' | 'processor' | 'exporter' | 'loader';
 
 /**
  * Checks that a wiring can work for the roles of this process: a role in its own process cannot
- * share an in-memory bus or identity index with another process, so those need the real engines.
+ * share a local log, in-memory state or a local file with another process, so those need the real engines.
  */
 export function checkWiring(config: AppConfig, roles: readonly Role[], allInOne: boolean): void {
   if (allInOne) return;
   const problems: string[] = [];
-  if (config.bus === 'memory') problems.push('CDP_BUS=memory only works in the all-in-one process; use nats');
-  if (config.identity === 'memory')
-    problems.push('CDP_IDENTITY=memory only works in the all-in-one process; use redis');
+  if (config.bus === 'log') problems.push('CDP_BUS=log only works in the all-in-one process; use nats');
+  const inProcess = Object.entries({
+    CDP_IDENTITY: config.identity,
+    CDP_RATE_LIMITS: config.rateLimiter,
+    CDP_IDEMPOTENCY: config.idempotencyStore,
+    CDP_ORDERS: config.orderState,
+    CDP_CONSENT: config.consentState,
+  })
+    .filter(([, driver]) => driver !== 'redis')
+    .map(([name, driver]) => `${name}=${driver}`);
+  if (inProcess.length)
+    problems.push(
+      `${inProcess.join(', ')} only work${inProcess.length > 1 ? '' : 's'} in the all-in-one process; use redis`,
+    );
   if (config.metadata === 'file' && roles.includes('api')) {
     problems.push('CDP_METADATA=file cannot be shared by separate processes; use nats');
   }

@@ -49,6 +49,15 @@ export interface DriverOptions {
 export class DriversModule {
   static forRoot(config: AppConfig, logger: Logger, options: DriverOptions): DynamicModule {
     const needsNats = config.bus === 'nats' || config.metadata === 'nats';
+    // One Redis connection for every port configured to keep its state there (each follows CDP_IDENTITY
+    // unless set on its own).
+    const needsRedis = [
+      config.identity,
+      config.rateLimiter,
+      config.idempotencyStore,
+      config.orderState,
+      config.consentState,
+    ].includes('redis');
     const providers: Provider[] = [
       { provide: APP_CONFIG, useValue: config },
       { provide: LOGGER, useValue: logger },
@@ -81,11 +90,11 @@ export class DriversModule {
       {
         provide: REDIS_CLIENT,
         useFactory: async (): Promise<RedisConnection | undefined> => {
-          if (config.identity !== 'redis') return undefined;
+          if (!needsRedis) return undefined;
           const { connectRedis } = await import('@cdp/redis');
-          const { loadIdentityFunctions } = await import('@cdp/identity/redis');
           const client = await connectRedis(config.redisUrl, !options.answersClients);
-          await loadIdentityFunctions(client);
+          if (config.identity === 'redis')
+            await (await import('@cdp/identity/redis')).loadIdentityFunctions(client);
           return client;
         },
       },
@@ -152,7 +161,7 @@ export class DriversModule {
         provide: ConsentState,
         inject: [REDIS_CLIENT],
         useFactory: async (redis?: RedisConnection): Promise<ConsentState> =>
-          config.identity === 'redis'
+          config.consentState === 'redis'
             ? new (await import('@cdp/consent/redis')).RedisConsentState(redis!)
             : new (await import('@cdp/consent/memory')).MemoryConsentState(),
       },
@@ -160,7 +169,7 @@ export class DriversModule {
         provide: IdentifierState,
         inject: [REDIS_CLIENT],
         useFactory: async (redis?: RedisConnection): Promise<IdentifierState> =>
-          config.identity === 'redis'
+          config.consentState === 'redis'
             ? new (await import('@cdp/consent/redis')).RedisIdentifierState(redis!)
             : new (await import('@cdp/consent/memory')).MemoryIdentifierState(),
       },
@@ -169,16 +178,16 @@ export class DriversModule {
         provide: RateLimiter,
         inject: [REDIS_CLIENT],
         useFactory: async (redis?: RedisConnection): Promise<RateLimiter> =>
-          config.identity === 'redis'
+          config.rateLimiter === 'redis'
             ? new (await import('@cdp/rate-limits/redis')).RedisRateLimiter(redis!)
             : new (await import('@cdp/rate-limits/memory')).MemoryRateLimiter(),
       },
       {
-        // Redis when the API runs beside other replicas; a durable log in the data dir otherwise.
+        // Redis when the API runs beside other replicas; a durable file in the data dir otherwise.
         provide: IdempotencyStore,
         inject: [REDIS_CLIENT],
         useFactory: async (redis?: RedisConnection): Promise<IdempotencyStore> =>
-          config.identity === 'redis'
+          config.idempotencyStore === 'redis'
             ? new (await import('@cdp/idempotency/redis')).RedisIdempotencyStore(redis!)
             : new (await import('@cdp/idempotency/file')).FileIdempotencyStore(
                 join(config.dataDir, 'idempotency'),
@@ -188,7 +197,7 @@ export class DriversModule {
         provide: OrderState,
         inject: [REDIS_CLIENT],
         useFactory: async (redis?: RedisConnection): Promise<OrderState> =>
-          config.identity === 'redis'
+          config.orderState === 'redis'
             ? new (await import('@cdp/orders/redis')).RedisOrderState(redis!, config.orderRetentionMs)
             : new (await import('@cdp/orders/memory')).MemoryOrderState(),
       },

@@ -29,6 +29,7 @@ export async function runMain(
   configureFaults(parseFaults(config.testFaults));
   const output = logOutput(config.logFormat, process.stdout.isTTY === true);
   const logger = createLogger(config.logLevel, output).child({ app: name });
+  for (const deprecation of config.deprecations) logger.warn(deprecation);
   const app = await build(config, logger);
   await app.listen({ port: config.port, host: config.host });
   logger.info(

@@ -10,7 +10,7 @@ const facts: StartupFacts = {
   url: 'http://localhost:3000',
   servesApi: true,
   servesConsole: true,
-  drivers: 'bus memory, identity memory, store chdb, metadata file',
+  drivers: 'bus log, identity memory, store chdb, metadata file',
   dataDir: '/srv/cdp/data',
   firstAccount: { publicKey: 'pk123', privateKey: 'pk123.secret' },
 };
@@ -36,7 +36,7 @@ describe('startupBanner', () => {
   it('is one line for a role without the API', () => {
     const banner = startupBanner({ ...facts, name: 'processor', servesApi: false, servesConsole: false });
     expect(banner).toBe(
-      '  processor is ready  (bus memory, identity memory, store chdb, metadata file); ' +
+      '  processor is ready  (bus log, identity memory, store chdb, metadata file); ' +
         'health http://localhost:3000/health/ready, metrics http://localhost:3000/metrics\n',
     );
   });

@@ -527,7 +527,7 @@ export class LocalLogEventBus extends EventBus {
 
   health(): Promise<DriverHealth> {
     return Promise.resolve({
-      driver: 'memory (local log)',
+      driver: 'log',
       ready: !this.closed,
       detail: `${this.pending.length} message(s) pending, ${this.holds.size} account(s) waiting to retry`,
     });

@@ -31,7 +31,7 @@ import {
   encodedMessageJson,
 } from '../event-bus.port.js';
 import { AccountHolds, DEFAULT_RETRY, RetryPolicy } from '../retry-policy.js';
-import { decodeIngest, encodeIngest, encodeIngestText, type EncodedPart } from './ingest-codec.js';
+import { decodeIngest, encodeIngest, encodeIngestText, type EncodedPart } from './ingest-message-payload.js';
 import { Arrivals } from './arrivals.js';
 import { degradedReplicas, placementRefusal } from './jetstream-cluster.js';
 
