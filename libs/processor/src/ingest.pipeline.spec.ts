@@ -21,7 +21,7 @@ import type { OrdersStep } from './orders.step.js';
 import type { ProductsStep } from './products.step.js';
 import type { SubscriptionsStep } from './subscriptions.step.js';
 import { StepWriter } from './step-writer.js';
-import { buildProcessor, deliveryOf, eventsMessage, tempChdbStore } from './testing/processor-harness.js';
+import { newProcessor, deliveryOf, eventsMessage, tempChdbStore } from './testing/processor-harness.js';
 
 /** A value the store can never take: what a deterministic store error says of itself. */
 class Unstorable extends Error {
@@ -157,7 +157,7 @@ describe('IngestPipeline on the embedded drivers and chDB', () => {
   afterAll(() => chdb.close());
 
   let n = 0;
-  function harnessOnChdb() {
+  async function harnessOnChdb() {
     const writes: string[][] = [];
     const gates = new Map<string, Promise<void>>();
     const store = new Proxy(chdb, {
@@ -174,7 +174,7 @@ describe('IngestPipeline on the embedded drivers and chDB', () => {
         return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
       },
     });
-    const built = buildProcessor(store);
+    const built = await newProcessor(store);
     const resolved: string[] = [];
     const resolve = built.identityStep.run.bind(built.identityStep);
     built.identityStep.run = (input) => {
@@ -196,7 +196,7 @@ describe('IngestPipeline on the embedded drivers and chDB', () => {
   const outcomes = (s: DeliveryResult[]) => s.map((x) => x.result.type);
 
   it('resolves batch N+1 while batch N is written, and writes them in arrival order', async () => {
-    const h = harnessOnChdb();
+    const h = await harnessOnChdb();
     const [d1, d2, d3] = [h.event('v1'), h.event('v2'), h.event('v1')];
     const held = gate();
     h.gates.set(d1.message.id, held.promise);
@@ -215,7 +215,7 @@ describe('IngestPipeline on the embedded drivers and chDB', () => {
   });
 
   it('fails a batch whose write fails, and the batch behind it writes nothing until both come again', async () => {
-    const h = harnessOnChdb();
+    const h = await harnessOnChdb();
     const [d1, d2] = [h.event('f1'), h.event('f2')];
     const held = gate();
     h.gates.set(d1.message.id, held.promise);
