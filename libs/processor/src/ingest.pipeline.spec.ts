@@ -22,6 +22,7 @@ import type { ProductsStep } from './products.step.js';
 import type { SubscriptionsStep } from './subscriptions.step.js';
 import { StepWriter } from './step-writer.js';
 import { newProcessor, deliveryOf, eventsMessage, tempChdbStore } from './testing/processor-harness.js';
+import { eventually } from '../../../test/support/eventually.js';
 
 /** A value the store can never take: what a deterministic store error says of itself. */
 class Unstorable extends Error {
@@ -136,14 +137,6 @@ function gate(): { promise: Promise<void>; open: () => void; fail: (err: Error) 
   return { promise, open, fail };
 }
 
-async function until(check: () => boolean, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 /**
  * The pipeline on real embedded drivers and chDB (testing/processor-harness.ts). The store in front
  * of chDB only reports each write (the messages whose events it carries) and may hold it at a gate
@@ -203,7 +196,7 @@ describe('IngestPipeline on the embedded drivers and chDB', () => {
     const processed = [h.pipeline.process([d1]), h.pipeline.process([d2]), h.pipeline.process([d3])];
     // Batch 1's write is held; batches 2 and 3 are resolved meanwhile, and none of them writes first.
     // (Batch 1 opens its bracket of store writes before it reaches the held write: wait for both.)
-    await until(() => h.resolved.length === 3 && h.writes.length > 0);
+    await eventually(() => h.resolved.length === 3 && h.writes.length > 0);
     expect(h.resolved).toEqual([d1.message.id, d2.message.id, d3.message.id]);
     expect(h.writes).toEqual([[d1.message.id]]);
     held.open();
@@ -221,7 +214,7 @@ describe('IngestPipeline on the embedded drivers and chDB', () => {
     h.gates.set(d1.message.id, held.promise);
     const first = h.pipeline.process([d1]);
     const second = h.pipeline.process([d2]);
-    await until(() => h.resolved.length === 2);
+    await eventually(() => h.resolved.length === 2);
     held.fail(new Error('store timeout'));
     // A plain error is transient: the batch's delivery is to be retried, with the error as the reason.
     expect((await first).map((x) => x.result)).toEqual([{ type: 'retry', reason: 'Error: store timeout' }]);
