@@ -1,6 +1,7 @@
 import { ADMIN_TOKEN, EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import type { ScaledPlatform } from './support/scaled.js';
+import { StoreChecks } from './support/store-checks.js';
 import { WIRINGS } from './support/wirings.js';
 
 /** The same suite on both wirings: all in one process, and API + processor on NATS and Redis. */
@@ -8,6 +9,11 @@ describe.each(WIRINGS)('authentication, keys and the error envelope (%s)', (_wir
   let p: EmbeddedPlatform | ScaledPlatform;
   let a: TestAccount;
   let b: TestAccount;
+  // The other account's store: what one account sends never lands there.
+  const storeOfB = new StoreChecks(
+    () => p,
+    () => b.id,
+  );
 
   beforeAll(async () => {
     p = await start();
@@ -98,11 +104,12 @@ describe.each(WIRINGS)('authentication, keys and the error envelope (%s)', (_wir
     // A private key made of one account's tracker id and another's secret authenticates nobody.
     const mixed = `${a.publicKey}.${b.privateKey.split('.')[1]}`;
     expect((await p.http().get('/v3/profiles?email=only-a@x.com').set('x-api-key', mixed)).status).toBe(401);
-    if (p instanceof EmbeddedPlatform) {
-      expect(
-        await p.scalar(b.id, "SELECT count() AS n FROM {db}.customers WHERE email = 'only-a@x.com'"),
-      ).toBe(0);
-    }
+    await storeOfB.check(async (query) => {
+      const [row] = await query<{ n: number | string }>(
+        "SELECT count() AS n FROM {db}.customers WHERE email = 'only-a@x.com'",
+      );
+      expect(Number(row!.n)).toBe(0);
+    });
   });
 
   it('puts z-request-id and the envelope on every kind of answer', async () => {
@@ -195,4 +202,9 @@ describe.each(WIRINGS)('authentication, keys and the error envelope (%s)', (_wir
       expect((await admin('/admin/v1/accounts', 'post').send({ tracker_id: 'has.dot' })).status).toBe(400);
     });
   });
+
+  it('holds in the store what the tests above checked there (scaled out: read once, here)', async () => {
+    const ran = await storeOfB.runKept();
+    if (!(p instanceof EmbeddedPlatform)) expect(ran).toBe(1);
+  }, 120_000);
 });

@@ -590,6 +590,7 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
     expect((await issueUpload('svc_events_x.csv', acc.publicKey)).status).toBe(403);
   });
 
+  // Embedded only: scaled out, uploads go to the S3 server (s3rver), whose URL checks are its own, not the API's.
   if (wiring === 'embedded') {
     it("checks the query of the API's own upload URL as every control-plane query is, in the envelope", async () => {
       const url = new URL(upload.url);

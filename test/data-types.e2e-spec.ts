@@ -218,10 +218,6 @@ const API_ROUTE: Partial<Record<Path, string>> = {
 
 type Row = Record<string, string>;
 
-/** eventually, for a check that answers false until its value is there. */
-const until = async <T>(check: () => Promise<T | false>, timeoutMs: number, everyMs = 50): Promise<T> =>
-  (await eventually(check, timeoutMs, everyMs)) as T;
-
 describe.each(WIRINGS)('data types (%s)', (_wiring, start) => {
   let p: EmbeddedPlatform | ScaledPlatform;
   let acc: TestAccount;
@@ -243,7 +239,7 @@ describe.each(WIRINGS)('data types (%s)', (_wiring, start) => {
     expect(put.status).toBe(200);
   }
   async function activity(names: string[]): Promise<Map<string, ActivityRecord>> {
-    return until(
+    return eventually(
       async () => {
         const res = await p.http().get('/v3/activity?limit=100').set('x-api-key', acc.privateKey);
         const all = new Map((res.body.activity as ActivityRecord[]).map((r) => [r.name, r]));
@@ -393,7 +389,7 @@ describe.each(WIRINGS)('data types (%s)', (_wiring, start) => {
     for (const path of PATHS.filter((x) => WRITES_PROFILES.has(x))) {
       for (const c of cellsOf(path, VALID)) {
         const id = idOf(path, c.name);
-        const text = await until(async () => (await profileText(id)) ?? false, 30_000, 50);
+        const text = await eventually(async () => (await profileText(id)) ?? false, 30_000, 50);
         expect([path, c.name, fieldText(text, c.field)]).toEqual([path, c.name, c.read]);
         expect([path, c.name, fieldText(text, 'email')]).toEqual([path, c.name, JSON.stringify(emailOf(id))]);
       }
@@ -408,7 +404,7 @@ describe.each(WIRINGS)('data types (%s)', (_wiring, start) => {
   async function exportAll(): Promise<Map<string, Row>> {
     const keyOf = { customers: 'customer_id', events: 'page', gadgets: 'gadget_id' } as const;
     // Events reach the store after the profiles a read shows: the export is repeated until all are there.
-    const rows = await until(
+    const rows = await eventually(
       async () => {
         const res = await control('/v3/exports', { objects: ['customers', 'events', 'gadgets'] });
         expect(res.status).toBe(202);
@@ -513,7 +509,7 @@ describe.each(WIRINGS)('data types (%s)', (_wiring, start) => {
       expect((await send(API_ROUTE[path]!, body)).status).toBe(202);
     }
     for (const [name] of unsets) {
-      const text = await until(
+      const text = await eventually(
         async () => {
           const read = (await profileText(name)) ?? '';
           return Object.keys(FIELDS).every((f) => fieldText(read, f) === undefined) ? read : false;

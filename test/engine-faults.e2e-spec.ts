@@ -151,10 +151,10 @@ describe('engine faults under load (scaled-out wiring)', () => {
     const l = load('nats');
     l.start(CLIENTS);
     await l.acceptedMore(40);
-    const visible = (await eventually(async (): Promise<string | false> => {
+    const visible = await eventually(async () => {
       const email = l.latestCustomers()[0]!;
-      return (await getProfile(email)).status === 200 ? email : false;
-    })) as string;
+      return (await getProfile(email)).status === 200 && email;
+    });
     // Recent calls cached the account on both replicas; the outage outlasts that cache (5 s).
     await p.nats.down();
     const down = Date.now();

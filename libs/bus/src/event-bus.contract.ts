@@ -1,5 +1,6 @@
 import type { EventsMessage, IngestMessage } from '@cdp/contracts';
 import { BusUnavailableError, type Delivery, type EventBus, type Settlement } from './event-bus.port.js';
+import { eventually } from '../../../test/support/eventually.js';
 
 /**
  * The behaviour every EventBus driver owes the API and the processor. A driver's spec calls this
@@ -53,24 +54,6 @@ export function collector(settle: (d: Delivery) => Settlement['outcome'] = () =>
   return { seen, acked, batches, consumer };
 }
 
-export async function until(check: () => boolean, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-export async function untilValue<T>(read: () => Promise<T | undefined>, ms = 5000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 export function eventBusContract(name: string, makeHarness: () => BusHarness): void {
   describe(`EventBus contract: ${name}`, () => {
     const made: BusHarness[] = [];
@@ -88,7 +71,7 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       const c = collector();
       bus.consume(c.consumer);
       await Promise.all(Array.from({ length: 50 }, (_, i) => bus.publish(message(`m${i}`))));
-      await until(() => c.seen.length === 50);
+      await eventually(() => c.seen.length === 50);
       expect(c.seen.map((d) => d.message.id)).toEqual(Array.from({ length: 50 }, (_, i) => `m${i}`));
       expect(c.seen.every((d) => d.deliveryCount === 1)).toBe(true);
       await bus.close();
@@ -108,7 +91,7 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       await first.publishEncoded(encoded);
       const c1 = collector();
       first.consume(c1.consumer);
-      await until(() => c1.seen.length === 2);
+      await eventually(() => c1.seen.length === 2);
       expect(c1.seen.map((d) => d.message)).toEqual([plain, { ...head, resend: true, records }]);
       await first.stopConsuming();
       // Never settled before the stop: read back from the log after a restart, whole.
@@ -117,7 +100,7 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       const second = await h.open();
       const c2 = collector();
       second.consume(c2.consumer);
-      await until(() => c2.seen.length === 1);
+      await eventually(() => c2.seen.length === 1);
       expect(c2.seen[0]!.message).toEqual({ ...head, id: 'owed', records });
       await second.close();
     });
@@ -128,7 +111,7 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       await first.publish(message('acked'));
       const c1 = collector();
       first.consume(c1.consumer);
-      await until(() => c1.seen.length === 1);
+      await eventually(() => c1.seen.length === 1);
       await first.stopConsuming();
       await first.publish(message('pending'));
       await first.close();
@@ -136,13 +119,13 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       const second = await h.open();
       const c2 = collector();
       second.consume(c2.consumer);
-      await until(() => c2.seen.length === 1);
+      await eventually(() => c2.seen.length === 1);
       expect(c2.seen[0]!.message.id).toBe('pending');
       expect(c2.seen[0]!.deliveryCount).toBeGreaterThanOrEqual(1);
       // A message published now comes after anything still owed (one account keeps its order): once
       // it arrived, the acknowledged one was not delivered again.
       await second.publish(message('sentinel'));
-      await until(() => c2.seen.some((d) => d.message.id === 'sentinel'));
+      await eventually(() => c2.seen.some((d) => d.message.id === 'sentinel'));
       expect(c2.seen.map((d) => d.message.id)).toEqual(['pending', 'sentinel']);
       await second.close();
     });
@@ -153,7 +136,7 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       const c = collector((d) => (d.message.id === 's2' && failuresLeft-- > 0 ? 'retry' : 'ack'));
       bus.consume(c.consumer);
       for (let i = 0; i < 5; i++) await bus.publish(message(`s${i}`));
-      await until(() => c.acked.length === 5);
+      await eventually(() => c.acked.length === 5);
       // Every delivery of a message (a retried one, and those held behind it) carries its number.
       const numbers = new Map<string, Set<number>>();
       for (const d of c.seen)
@@ -171,11 +154,11 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       bus.consume(c.consumer);
       await bus.publish(message('poison', 3, 'acctP'));
       await bus.publish(message('fine'));
-      await until(() => c.acked.length === 1);
-      await until(() => c.seen.length === 2);
-      const page = await untilValue(async () => {
+      await eventually(() => c.acked.length === 1);
+      await eventually(() => c.seen.length === 2);
+      const page = await eventually(async () => {
         const p = await bus.deadLetters({ limit: 10 });
-        return p.items.length === 1 ? p : undefined;
+        return p.items.length === 1 && p;
       });
       expect(page.items[0]).toMatchObject({
         account: 'acctP',
@@ -190,7 +173,7 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       // A later message of the same account is delivered only behind anything of it still owed: once
       // it arrived, the dead letter was not delivered again.
       await bus.publish(message('after', 1, 'acctP'));
-      await until(() => c.seen.some((d) => d.message.id === 'after'));
+      await eventually(() => c.seen.some((d) => d.message.id === 'after'));
       expect(c.seen.filter((d) => d.message.id === 'poison')).toHaveLength(1);
       await bus.close();
     });
@@ -220,11 +203,11 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       const c = collector((d) => (d.message.id === 'flaky' && failuresLeft-- > 0 ? 'retry' : 'ack'));
       bus.consume(c.consumer);
       await bus.publish(message('flaky', 1, 'acctA'));
-      await until(() => c.seen.length === 1);
+      await eventually(() => c.seen.length === 1);
       await bus.publish(message('later-A', 1, 'acctA'));
       await bus.publish(message('b1', 1, 'acctB'));
       await bus.publish(message('b2', 1, 'acctB'));
-      await until(() => c.acked.length === 4, 15_000);
+      await eventually(() => c.acked.length === 4, 15_000);
       const order = c.seen.map((d) => d.message.id);
       const retryAt = order.lastIndexOf('flaky');
       expect(retryAt).toBeGreaterThan(0);
@@ -250,10 +233,10 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
         ids.push(`m${i}`);
         await bus.publish(message(`m${i}`, 1, `acct${i % 3}`));
       }
-      await until(() => c.seen.length >= 36, 30_000);
+      await eventually(() => c.seen.length >= 36, 30_000);
       expect(await bus.deadLetterCount()).toBe(0);
       away = false;
-      await until(() => new Set(c.acked.map((d) => d.message.id)).size === 12, 30_000);
+      await eventually(() => new Set(c.acked.map((d) => d.message.id)).size === 12, 30_000);
       expect(await bus.deadLetterCount()).toBe(0);
       expect(c.acked.map((d) => d.message.id).sort()).toEqual([...ids].sort());
       // Each account's messages were stored in the order they were published.
@@ -272,8 +255,8 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       await bus.publish(message('bad-a1', 2, 'acctA'));
       await bus.publish(message('bad-b1', 1, 'acctB'));
       await bus.publish(message('bad-a2', 1, 'acctA'));
-      await until(() => c.seen.length === 3);
-      await untilValue(async () => ((await bus.deadLetterCount()) === 3 ? true : undefined));
+      await eventually(() => c.seen.length === 3);
+      await eventually(async () => (await bus.deadLetterCount()) === 3);
       const first = await bus.deadLetters({ account: 'acctA', limit: 1 });
       expect(first.items.map((d) => d.messageId)).toEqual(['bad-a1']);
       expect(first.next).toBeDefined();
@@ -284,11 +267,11 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       rejecting = false;
       expect(await bus.replayDeadLetter(first.items[0]!.id)).toBe(true);
       expect(await bus.replayDeadLetter(first.items[0]!.id)).toBe(false);
-      await until(() => c.acked.some((d) => d.message.id === 'bad-a1'));
+      await eventually(() => c.acked.some((d) => d.message.id === 'bad-a1'));
       expect(c.acked.find((d) => d.message.id === 'bad-a1')!.message.records).toHaveLength(2);
       expect(await bus.deadLetterCount()).toBe(2);
       expect(await bus.replayDeadLetters('acctB')).toBe(1);
-      await until(() => c.acked.some((d) => d.message.id === 'bad-b1'));
+      await eventually(() => c.acked.some((d) => d.message.id === 'bad-b1'));
       const left = await bus.deadLetters({ limit: 10 });
       expect(left.items.map((d) => d.messageId)).toEqual(['bad-a2']);
       await bus.close();
@@ -299,7 +282,7 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       const first = await h.open();
       first.consume(collector(() => 'dead-letter').consumer);
       await first.publish(message('kept', 1, 'acctK'));
-      await untilValue(async () => ((await first.deadLetterCount()) === 1 ? true : undefined));
+      await eventually(async () => (await first.deadLetterCount()) === 1);
       await first.close();
 
       const second = await h.open();
@@ -309,7 +292,7 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       const c = collector();
       second.consume(c.consumer);
       expect(await second.replayDeadLetter(kept!.id)).toBe(true);
-      await until(() => c.acked.some((d) => d.message.id === 'kept'));
+      await eventually(() => c.acked.some((d) => d.message.id === 'kept'));
       expect(await second.deadLetterCount()).toBe(0);
       await second.close();
     });
@@ -319,7 +302,7 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       for (let i = 0; i < 6; i++) await bus.publish(message(`b${i}`, 10));
       const c = collector();
       bus.consume(c.consumer);
-      await until(() => c.seen.length === 6);
+      await eventually(() => c.seen.length === 6);
       expect(Math.max(...c.batches)).toBeLessThanOrEqual(2);
       await bus.close();
     });

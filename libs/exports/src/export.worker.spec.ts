@@ -6,6 +6,7 @@ import { FileMetadataStore } from '@cdp/metadata/file';
 import { EXPORTS_BUCKET, type ExportJob } from './export-record.js';
 import type { CompleteManifest } from './export.runner.js';
 import { ExportWorker, type JobRunner } from './export.worker.js';
+import { eventually } from '../../../test/support/eventually.js';
 
 const logger = createLogger('silent');
 
@@ -41,15 +42,6 @@ class SteppedRunner implements JobRunner {
 
   finish(): void {
     this.release?.();
-  }
-}
-
-/** Polls until `check` holds (a deadline, not a measured time). */
-async function until(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
   }
 }
 
@@ -202,7 +194,7 @@ describe('export worker', () => {
     // the running worker's heartbeat reaching the moved clock; then the other may not take the job.
     for (let i = 0; i < 6; i++) {
       clock += 100;
-      await until(async () => (await stored('j7')).heartbeat === clock);
+      await eventually(async () => (await stored('j7')).heartbeat === clock);
       expect(await other.tick()).toBe(false);
     }
     runner.finish();

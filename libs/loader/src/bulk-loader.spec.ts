@@ -8,6 +8,7 @@ import { createLogger } from '@cdp/logger';
 import { FileMetadataStore } from '@cdp/metadata/file';
 import { ActivityLog, type ActivityRecord } from './activity.js';
 import { BulkLoader } from './bulk-loader.js';
+import { eventually } from '../../../test/support/eventually.js';
 
 /**
  * spec "Bulk file ingestion": a file still being written is not read until it is complete. A local
@@ -76,8 +77,7 @@ describe('BulkLoader', () => {
       state: 'completed',
       records: { read: 3, loaded: 3, invalid: 0 },
     });
-    const until = Date.now() + 10_000;
-    while (published.length < 3 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await eventually(() => published.length >= 3);
     expect(published).toHaveLength(3);
     // Looked at again, unchanged, it is not loaded again.
     expect(await loader.tick()).toBe(false);
@@ -89,22 +89,18 @@ describe('BulkLoader', () => {
     const body = `type,email,page\n${Array.from({ length: 200 }, (_, i) => `pageview,p${i}@x.com,/p\n`).join('')}`;
     writeFileSync(join(incoming, 'svc_events_paced.csv'), body);
     loader.start();
-    const deadline = Date.now() + 20_000;
-    let entry: ActivityRecord | undefined;
-    while (Date.now() < deadline) {
-      entry = (await log.list('acct', 10)).activity.find((r) => r.name === 'svc_events_paced.csv');
-      if (entry?.state === 'running' && entry.progress.records === 200) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    const entry: ActivityRecord = await eventually(async () => {
+      const e = (await log.list('acct', 10)).activity.find((r) => r.name === 'svc_events_paced.csv');
+      return e?.state === 'running' && e.progress.records === 200 && e;
+    }, 20_000);
     // Read whole and checked; publishing waits, 30 records ahead of a processor that takes none.
-    expect(await log.get('acct', entry!.id)).toMatchObject({
+    expect(await log.get('acct', entry.id)).toMatchObject({
       state: 'running',
       progress: { records: 200, bytes: Buffer.byteLength(body), size: Buffer.byteLength(body) },
     });
     consuming.on = true;
-    while (Date.now() < deadline && (await log.get('acct', entry!.id))?.state !== 'completed')
-      await new Promise((r) => setTimeout(r, 20));
-    expect(await log.get('acct', entry!.id)).toMatchObject({
+    await eventually(async () => (await log.get('acct', entry.id))?.state === 'completed', 20_000);
+    expect(await log.get('acct', entry.id)).toMatchObject({
       state: 'completed',
       records: { read: 200, loaded: 200 },
     });

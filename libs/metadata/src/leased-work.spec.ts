@@ -4,18 +4,11 @@ import { join } from 'node:path';
 import { FileMetadataStore } from './file/index.js';
 import { Lease, PollLoop } from './leased-work.js';
 import { MetadataConflictError } from './metadata-store.port.js';
+import { eventually } from '../../../test/support/eventually.js';
 
 interface Job {
   state: string;
   heartbeat?: number;
-}
-
-async function until(check: () => boolean | Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
 
 describe('PollLoop and Lease (the export worker and the bulk loader share them)', () => {
@@ -39,7 +32,7 @@ describe('PollLoop and Lease (the export worker and the bulk loader share them)'
         lostReason: 'lost it',
       },
     );
-    await until(async () => ((await metadata.get<Job>('jobs', 'j1'))?.value.heartbeat ?? 0) > 0);
+    await eventually(async () => ((await metadata.get<Job>('jobs', 'j1'))?.value.heartbeat ?? 0) > 0);
     await lease.write((j) => ({ ...j, state: 'half-way' }));
     expect(lease.latest.value.state).toBe('half-way');
 
@@ -86,13 +79,15 @@ describe('PollLoop and Lease (the export worker and the bulk loader share them)'
       { pollMs: 60_000, stoppingReason: 'stopping now', onError: () => undefined },
     );
     loop.start();
-    await until(() => looks.length === 2);
+    await eventually(() => looks.length === 2);
     expect(loop.stopping).toBe(false);
     await loop.stop();
     expect(loop.stopping).toBe(true);
     expect(String(reason)).toContain('stopping now');
-    // Stopped: no third look, although the last tick did work.
-    await new Promise((r) => setTimeout(r, 20));
+    // Stopped: no third look, although the last tick did work. A look after work is a 0 ms timer set
+    // before `stop` returned; timers of equal delay fire in the order they were set, so once a marker
+    // timer set now has fired, that look would have happened.
+    await new Promise((marker) => setTimeout(marker, 0));
     expect(looks).toHaveLength(2);
   });
 });

@@ -3,9 +3,7 @@ import type { Delivery } from '@cdp/bus';
 import type { IngestMessage } from '@cdp/contracts';
 import { configureFaults, parseFaults } from '@cdp/faults';
 import type { ClickHouseStore } from '@cdp/store';
-import type { IdentityRebuild } from './identity-rebuild.service.js';
-import type { OrdersRebuild } from './orders-rebuild.service.js';
-import { buildProcessor, deliveryOf, eventsMessage, tempChdbStore } from './testing/processor-harness.js';
+import { newProcessor, deliveryOf, eventsMessage, tempChdbStore } from './testing/processor-harness.js';
 
 /**
  * A crash after a batch's `customers` insert and before its commit, then a restart: the rebuilt hot
@@ -41,7 +39,7 @@ describe('rebuild after a crash mid-batch (embedded drivers, chDB)', () => {
    */
   async function round(cut: 'after 1' | 'after 2', mergeParts: boolean) {
     const account = `acct${++n}${Date.now()}`;
-    const first = buildProcessor(chdb);
+    const first = await newProcessor(chdb);
     const m1 = eventsMessage(account, [{ type: 'pageview', identifiers: { email: 'a@x.com' } }]);
     await tick(); // A is born first
     const m2 = profilesMessage(account, { customer_id: 'l', first_name: 'Lo' });
@@ -71,13 +69,9 @@ describe('rebuild after a crash mid-batch (embedded drivers, chDB)', () => {
     configureFaults([]);
     if (mergeParts) await chdb.query(account, 'OPTIMIZE TABLE {db}.customers FINAL');
 
-    const second = buildProcessor(chdb);
-    expect(
-      await (second.identityStep as unknown as { rebuild: IdentityRebuild }).rebuild.rebuild(account),
-    ).toBe(true);
-    expect(await (second.ordersStep as unknown as { rebuild: OrdersRebuild }).rebuild.rebuild(account)).toBe(
-      true,
-    );
+    const second = await newProcessor(chdb);
+    expect(await second.identityRebuild.rebuild(account)).toBe(true);
+    expect(await second.ordersRebuild.rebuild(account)).toBe(true);
     const redelivered = await second.pipeline.process(crashed.map((m) => deliveryOf(m, 2)));
     expect(redelivered.map((s) => s.result.type)).toEqual(crashed.map(() => 'ok'));
     return async (kind: string, value: string) => {

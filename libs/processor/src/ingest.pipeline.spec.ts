@@ -21,7 +21,8 @@ import type { OrdersStep } from './orders.step.js';
 import type { ProductsStep } from './products.step.js';
 import type { SubscriptionsStep } from './subscriptions.step.js';
 import { StepWriter } from './step-writer.js';
-import { buildProcessor, deliveryOf, eventsMessage, tempChdbStore } from './testing/processor-harness.js';
+import { newProcessor, deliveryOf, eventsMessage, tempChdbStore } from './testing/processor-harness.js';
+import { eventually } from '../../../test/support/eventually.js';
 
 /** A value the store can never take: what a deterministic store error says of itself. */
 class Unstorable extends Error {
@@ -136,14 +137,6 @@ function gate(): { promise: Promise<void>; open: () => void; fail: (err: Error) 
   return { promise, open, fail };
 }
 
-async function until(check: () => boolean, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 /**
  * The pipeline on real embedded drivers and chDB (testing/processor-harness.ts). The store in front
  * of chDB only reports each write (the messages whose events it carries) and may hold it at a gate
@@ -157,7 +150,7 @@ describe('IngestPipeline on the embedded drivers and chDB', () => {
   afterAll(() => chdb.close());
 
   let n = 0;
-  function harnessOnChdb() {
+  async function harnessOnChdb() {
     const writes: string[][] = [];
     const gates = new Map<string, Promise<void>>();
     const store = new Proxy(chdb, {
@@ -174,7 +167,7 @@ describe('IngestPipeline on the embedded drivers and chDB', () => {
         return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
       },
     });
-    const built = buildProcessor(store);
+    const built = await newProcessor(store);
     const resolved: string[] = [];
     const resolve = built.identityStep.run.bind(built.identityStep);
     built.identityStep.run = (input) => {
@@ -196,14 +189,14 @@ describe('IngestPipeline on the embedded drivers and chDB', () => {
   const outcomes = (s: DeliveryResult[]) => s.map((x) => x.result.type);
 
   it('resolves batch N+1 while batch N is written, and writes them in arrival order', async () => {
-    const h = harnessOnChdb();
+    const h = await harnessOnChdb();
     const [d1, d2, d3] = [h.event('v1'), h.event('v2'), h.event('v1')];
     const held = gate();
     h.gates.set(d1.message.id, held.promise);
     const processed = [h.pipeline.process([d1]), h.pipeline.process([d2]), h.pipeline.process([d3])];
     // Batch 1's write is held; batches 2 and 3 are resolved meanwhile, and none of them writes first.
     // (Batch 1 opens its bracket of store writes before it reaches the held write: wait for both.)
-    await until(() => h.resolved.length === 3 && h.writes.length > 0);
+    await eventually(() => h.resolved.length === 3 && h.writes.length > 0);
     expect(h.resolved).toEqual([d1.message.id, d2.message.id, d3.message.id]);
     expect(h.writes).toEqual([[d1.message.id]]);
     held.open();
@@ -215,13 +208,13 @@ describe('IngestPipeline on the embedded drivers and chDB', () => {
   });
 
   it('fails a batch whose write fails, and the batch behind it writes nothing until both come again', async () => {
-    const h = harnessOnChdb();
+    const h = await harnessOnChdb();
     const [d1, d2] = [h.event('f1'), h.event('f2')];
     const held = gate();
     h.gates.set(d1.message.id, held.promise);
     const first = h.pipeline.process([d1]);
     const second = h.pipeline.process([d2]);
-    await until(() => h.resolved.length === 2);
+    await eventually(() => h.resolved.length === 2);
     held.fail(new Error('store timeout'));
     // A plain error is transient: the batch's delivery is to be retried, with the error as the reason.
     expect((await first).map((x) => x.result)).toEqual([{ type: 'retry', reason: 'Error: store timeout' }]);

@@ -3,7 +3,7 @@ import type { IngestMessage } from '@cdp/contracts';
 import type { ClickHouseStore, EventRow } from '@cdp/store';
 import { orderEventOf, type OrderEvent } from './orders.step.js';
 import { emptyBatch } from './store-rows.js';
-import { buildProcessor, deliveryOf, okValue, tempChdbStore } from './testing/processor-harness.js';
+import { newProcessor, deliveryOf, okValue, tempChdbStore } from './testing/processor-harness.js';
 
 const NOW = '2026-11-22 10:00:00.000';
 const T0 = Date.parse('2026-11-22T09:00:00Z');
@@ -56,7 +56,7 @@ describe('OrdersStep', () => {
 
   it('records the first purchase with its line items, keeps a second purchase out, and tallies a return', async () => {
     const account = `orders${++n}`;
-    const { ordersStep } = buildProcessor(store);
+    const { ordersStep } = await newProcessor(store);
     const purchase = {
       order_id: 'o1',
       subtotal: 100,
@@ -137,7 +137,7 @@ describe('OrdersStep', () => {
 
   it('applies an order update only to an order that exists, and a redelivered change moves nothing', async () => {
     const account = `orders${++n}`;
-    const { ordersStep } = buildProcessor(store);
+    const { ordersStep } = await newProcessor(store);
     const update = (id: string, orderId: string) =>
       deliveryOf({
         id,

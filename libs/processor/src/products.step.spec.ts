@@ -1,7 +1,7 @@
 import type { IngestMessage } from '@cdp/contracts';
 import type { ClickHouseStore } from '@cdp/store';
 import { emptyBatch } from './store-rows.js';
-import { buildProcessor, deliveryOf, okValue, tempChdbStore } from './testing/processor-harness.js';
+import { newProcessor, deliveryOf, okValue, tempChdbStore } from './testing/processor-harness.js';
 
 const NOW = '2026-11-22 10:00:00.000';
 
@@ -25,7 +25,7 @@ describe('ProductsStep', () => {
 
   it('merges a batch in delivery order into one row per product, versioned by the time the API took it', async () => {
     const account = `products${++n}`;
-    const { productsStep } = buildProcessor(store);
+    const { productsStep } = await newProcessor(store);
     const batch = okValue(
       await productsStep.run({
         account,
@@ -53,7 +53,7 @@ describe('ProductsStep', () => {
 
   it('keeps the stored fields an update does not name (additive, across batches)', async () => {
     const account = `products${++n}`;
-    const { productsStep } = buildProcessor(store);
+    const { productsStep } = await newProcessor(store);
     const first = okValue(
       await productsStep.run({
         account,
@@ -82,7 +82,7 @@ describe('ProductsStep', () => {
 
   it('adds nothing for a batch without product updates', async () => {
     const account = `products${++n}`;
-    const { productsStep } = buildProcessor(store);
+    const { productsStep } = await newProcessor(store);
     const rows = okValue(await productsStep.run({ account, deliveries: [], now: NOW }));
     expect(rows.products).toBeUndefined();
   });

@@ -1,10 +1,19 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { checkKey } from '../buckets.port.js';
 import { bucketsContract } from '../buckets.contract.js';
 import { LocalDirBuckets } from './local-dir-buckets.adapter.js';
+import { eventually } from '../../../../test/support/eventually.js';
 
 let root: string;
 let dirs: { incoming: string; scratch: string; export: string };
@@ -163,7 +172,11 @@ describe('LocalDirBuckets', () => {
       const source = new PassThrough();
       const writing = buckets.write('scratch', 'k', source);
       source.write('new, part 1;');
-      await new Promise((r) => setTimeout(r, 20));
+      // The first part is on disk (in the write's temporary file) before the key is read again.
+      await eventually(() => {
+        const partial = readdirSync(dirs.scratch).find((name) => name.startsWith('k.partial-'));
+        return partial !== undefined && readFileSync(join(dirs.scratch, partial), 'utf8') === 'new, part 1;';
+      });
       expect(await text(buckets.read('scratch', 'k'))).toBe('old');
       source.end('part 2');
       await writing;

@@ -1,7 +1,8 @@
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { collector, eventBusContract, message, until } from '../event-bus.contract.js';
+import { collector, eventBusContract, message } from '../event-bus.contract.js';
+import { eventually } from '../../../../test/support/eventually.js';
 import { LocalLogEventBus } from './local-log-event-bus.adapter.js';
 
 function harness() {
@@ -34,7 +35,7 @@ describe('LocalLogEventBus specifics', () => {
     const again = await h.open();
     const c = collector();
     again.consume(c.consumer);
-    await until(() => c.seen.length === 1);
+    await eventually(() => c.seen.length === 1);
     expect(c.seen.map((d) => d.message.id)).toEqual(['whole']);
     await again.close();
   });
@@ -49,7 +50,7 @@ describe('LocalLogEventBus specifics', () => {
     const c = collector((d) => (d.message.id === 'bad' ? 'dead-letter' : 'ack'));
     bus.consume(c.consumer);
     for (const id of ['x1', 'x2', 'bad', 'x3']) await bus.publish(message(id));
-    await until(() => c.seen.length === 4);
+    await eventually(() => c.seen.length === 4);
     await bus.drained();
     await bus.close();
     const segments = readdirSync(h.dir).filter((f) => f.startsWith('segment-'));
@@ -72,7 +73,7 @@ describe('LocalLogEventBus specifics', () => {
     const second = await h.open();
     const c = collector();
     second.consume(c.consumer);
-    await until(() => c.seen.length === 1);
+    await eventually(() => c.seen.length === 1);
     await second.drained();
     await second.close();
     expect(readdirSync(h.dir).filter((f) => f.startsWith('segment-'))).toEqual([]);
@@ -82,7 +83,7 @@ describe('LocalLogEventBus specifics', () => {
     const fourth = await h.open();
     const d = collector();
     fourth.consume(d.consumer);
-    await until(() => d.seen.length === 1);
+    await eventually(() => d.seen.length === 1);
     expect(d.seen.map((x) => x.message.id)).toEqual(['new']);
     await fourth.close();
     await third.close();

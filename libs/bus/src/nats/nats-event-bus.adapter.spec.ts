@@ -4,7 +4,8 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { INGEST_PATTERN, type EventsMessage } from '@cdp/contracts';
 import { loadConfig } from '@cdp/config';
 import { BusTransport } from '../bus.transport.js';
-import { collector, eventBusContract, message, until } from '../event-bus.contract.js';
+import { collector, eventBusContract, message } from '../event-bus.contract.js';
+import { eventually } from '../../../../test/support/eventually.js';
 import { BusUnavailableError, type Delivery, type EventBus } from '../event-bus.port.js';
 import { PrecededByFailure } from '../retry-policy.js';
 import { failureOf, isFailure, ok, type DeliveryResult } from '../step-result.js';
@@ -81,7 +82,7 @@ describe('NatsEventBus specifics', () => {
       }
       const c = collector();
       bus.consume(c.consumer);
-      await until(() => c.seen.reduce((n, d) => n + d.message.records.length, 0) === 3000, 10_000);
+      await eventually(() => c.seen.reduce((n, d) => n + d.message.records.length, 0) === 3000, 10_000);
       const ids = c.seen.map((d) => d.message.id);
       expect(new Set(ids).size).toBe(ids.length);
       expect(ids.every((id) => id.startsWith('huge.p'))).toBe(true);
@@ -99,7 +100,7 @@ describe('NatsEventBus specifics', () => {
     await bus.publish(message('sentinel'));
     const c = collector();
     bus.consume(c.consumer);
-    await until(() => c.seen.some((d) => d.message.id === 'sentinel'));
+    await eventually(() => c.seen.some((d) => d.message.id === 'sentinel'));
     expect(c.seen.map((d) => d.message.id)).toEqual(['same-id', 'sentinel']);
     await h.cleanup();
   });
@@ -121,12 +122,12 @@ describe('NatsEventBus specifics', () => {
     await bus.publish(message('when-up'));
     const c = collector();
     bus.consume(c.consumer);
-    await until(() => c.seen.length >= 1);
+    await eventually(() => c.seen.length >= 1);
     // A message held back while down would reach the stream before anything published after it (the
     // connection's outbound buffer is first in, first out; one account keeps its order): once a
     // sentinel published now has arrived, nothing else can still land.
     await bus.publish(message('sentinel'));
-    await until(() => c.seen.some((d) => d.message.id === 'sentinel'));
+    await eventually(() => c.seen.some((d) => d.message.id === 'sentinel'));
     expect(c.seen.map((d) => d.message.id)).toEqual(['when-up', 'sentinel']);
     await bus.close();
     await h.cleanup();
@@ -203,9 +204,9 @@ describe("NatsEventBus under the processor's transport (two batches in flight)",
         for (const id of firstBatch) await bus.publish(message(id, 1, id === 'other' ? 'acctB' : 'acctA'));
         transport.listen(() => undefined);
         // Published once the first batch is being written, so that it comes in the next fetch.
-        await until(() => failuresLeft < failures, 10_000);
+        await eventually(() => failuresLeft < failures, 10_000);
         await bus.publish(message('later-A', 1, 'acctA'));
-        await until(() => stored.includes('flaky') && stored.includes('later-A'), 15_000);
+        await eventually(() => stored.includes('flaky') && stored.includes('later-A'), 15_000);
         expect(stored.filter((id) => id !== 'other')).toEqual(['flaky', 'later-A']);
         expect(await bus.deadLetterCount()).toBe(0);
       } finally {
