@@ -117,6 +117,9 @@ export class RecommendationRulesPipe implements PipeTransform<RulesRequest, Prom
 
   async transform({ account, body }: RulesRequest): Promise<RecommendationRules> {
     await this.accounts.get(account);
+    // An empty body is no body (API notes): the rules are an object, as the validation pipe says of any body.
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw ApiError.invalid([{ field: 'body', reason: 'must be an object' }]);
     const products = (await this.schema.read(account, true)).customFields('products');
     const booleans = new Set(Object.keys(products).filter((f) => products[f] === 'boolean'));
     const shape = await shapeOf(body);
