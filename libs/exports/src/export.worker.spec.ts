@@ -2,10 +2,12 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '@cdp/logger';
+import type { MetadataStore } from '@cdp/metadata';
 import { FileMetadataStore } from '@cdp/metadata/file';
 import { EXPORTS_BUCKET, type ExportJob } from './export-record.js';
 import type { CompleteManifest } from './export.runner.js';
 import { ExportWorker, type JobRunner } from './export.worker.js';
+import { OPEN_EXPORTS_BUCKET, recordJob } from './open-exports.js';
 import { eventually } from '../../../test/support/eventually.js';
 
 const logger = createLogger('silent');
@@ -217,4 +219,87 @@ describe('export worker', () => {
     await w.tick();
     expect(order).toEqual(['early', 'late']);
   });
+
+  it('looks at the open exports only: 10,000 finished exports cost a poll no read', async () => {
+    const finished = (id: string): ExportJob => {
+      const done = job(id);
+      done.record.state = 'completed';
+      return done;
+    };
+    for (let i = 0; i < 10_000; i++)
+      await metadata.create(EXPORTS_BUCKET, `done-${i}`, finished(`done-${i}`));
+    const reads = countReads(metadata);
+    const ran: string[] = [];
+    const recording: JobRunner = {
+      run: (j) => {
+        ran.push(j.record.id);
+        return Promise.resolve({ export_id: j.record.id, state: 'completed', files: [], columns: {} });
+      },
+    };
+    const w = new ExportWorker(reads.store, recording, { pollMs: 10, leaseMs: 10_000 }, logger);
+    // The first look of the deployment fills the open exports from the records, once.
+    expect(await w.tick()).toBe(false);
+    expect(reads.lists[EXPORTS_BUCKET]).toBe(1);
+
+    for (const round of [1, 2, 3]) {
+      reads.reset();
+      await recordJob(metadata, job(`open-${round}`), Date.now());
+      expect(await w.tick()).toBe(true);
+      expect(await w.tick()).toBe(false);
+      // Two looks: one listing of the open exports each, and the one open job read (then closed).
+      expect(reads.lists).toEqual({ [OPEN_EXPORTS_BUCKET]: 2 });
+      expect(reads.gets[EXPORTS_BUCKET]).toBe(1);
+    }
+    expect(ran).toEqual(['open-1', 'open-2', 'open-3']);
+    expect(await metadata.list(OPEN_EXPORTS_BUCKET)).toEqual([]);
+    // Another exporter starting later does not list the records again.
+    reads.reset();
+    const other = new ExportWorker(reads.store, recording, { pollMs: 10, leaseMs: 10_000 }, logger);
+    expect(await other.tick()).toBe(false);
+    expect(reads.lists).toEqual({ [OPEN_EXPORTS_BUCKET]: 1 });
+  });
+
+  it('closes an open export whose job was never written once it is an orphan, and one already finished', async () => {
+    let clock = Date.parse('2026-11-22T10:00:00Z');
+    await metadata.create(OPEN_EXPORTS_BUCKET, 'never', {
+      requested_at: '2026-11-22T10:00:00.000Z',
+      at: clock,
+    });
+    const finishedJob = job('finished');
+    finishedJob.record.state = 'completed';
+    await metadata.create(OPEN_EXPORTS_BUCKET, 'finished', {
+      requested_at: '2026-11-22T10:00:00.000Z',
+      at: clock,
+    });
+    await metadata.create(EXPORTS_BUCKET, 'finished', finishedJob);
+    const w = worker(new SteppedRunner(metadata), () => clock);
+    expect(await w.tick()).toBe(false);
+    expect((await metadata.list(OPEN_EXPORTS_BUCKET)).map((e) => e.key)).toEqual(['never']);
+    clock += 61_000;
+    expect(await w.tick()).toBe(false);
+    expect(await metadata.list(OPEN_EXPORTS_BUCKET)).toEqual([]);
+  });
 });
+
+/** The store with its listings and reads counted by bucket: what a look for work costs. */
+function countReads(target: MetadataStore) {
+  const lists: Record<string, number> = {};
+  const gets: Record<string, number> = {};
+  const store = new Proxy(target, {
+    get(t, prop, receiver) {
+      const value = Reflect.get(t, prop, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        const bucket = args[0] as string;
+        if (prop === 'list') lists[bucket] = (lists[bucket] ?? 0) + 1;
+        if (prop === 'get') gets[bucket] = (gets[bucket] ?? 0) + 1;
+        return (value as (...a: unknown[]) => unknown).apply(t, args);
+      };
+    },
+  });
+  const reset = () => {
+    for (const k of Object.keys(lists)) delete lists[k];
+    for (const k of Object.keys(gets)) delete gets[k];
+  };
+  return { store, lists, gets, reset };
+}

@@ -4,6 +4,7 @@ import type { Metrics } from '@cdp/metrics';
 import { Lease, MetadataConflictError, PollLoop, type MetadataStore, type Versioned } from '@cdp/metadata';
 import { failureReason } from './export-failure.js';
 import { EXPORTS_BUCKET, type ExportJob } from './export-record.js';
+import { closeJob, fillOpenExportsOnce, openJobs } from './open-exports.js';
 import type { CompleteManifest } from './export.runner.js';
 
 /** What runs a claimed job; the DuckDB runner in production, anything in the state-machine tests. */
@@ -55,17 +56,23 @@ export class ExportWorker {
     await this.loop.stop();
   }
 
-  /** Claims and runs one job if there is one; tells whether it did. */
+  private filled = false;
+
+  /**
+   * Claims and runs one job if there is one; tells whether it did. The open exports are read, not the
+   * export records: a look costs the same however many exports were ever run.
+   */
   async tick(): Promise<boolean> {
-    const jobs = await this.metadata.list<ExportJob>(EXPORTS_BUCKET);
+    if (!this.filled) {
+      await fillOpenExportsOnce(this.metadata, this.now());
+      this.filled = true;
+    }
     const now = this.now();
-    const candidates = jobs
-      .filter(
-        (j) =>
-          j.value.record.state === 'pending' ||
-          (j.value.record.state === 'running' && (j.value.heartbeat ?? 0) + this.options.leaseMs < now),
-      )
-      .sort((a, b) => (a.value.record.requested_at < b.value.record.requested_at ? -1 : 1));
+    const candidates = (await openJobs(this.metadata, now)).filter(
+      (j) =>
+        j.value.record.state === 'pending' ||
+        (j.value.record.state === 'running' && (j.value.heartbeat ?? 0) + this.options.leaseMs < now),
+    );
     for (const candidate of candidates) {
       if (this.loop.stopping) return false;
       const claimed = await this.claim(candidate);
@@ -124,6 +131,7 @@ export class ExportWorker {
         },
         owner: undefined,
       }));
+      await closeJob(this.metadata, entry.key).catch(() => undefined); // else the next look closes it
       this.logger.info({ ...log, state: manifest.state, files: manifest.files.length }, 'export finished');
       outcome = manifest.state;
       metrics?.exportRows.inc(manifest.files.reduce((n, f) => n + f.rows, 0));
@@ -157,7 +165,9 @@ export class ExportWorker {
           })),
         },
         owner: undefined,
-      })).catch(() => undefined);
+      }))
+        .then(() => closeJob(this.metadata, entry.key))
+        .catch(() => undefined);
     } finally {
       metrics?.exportJobsRunning.dec();
       metrics?.exportJobs.inc({ state: outcome });

@@ -15,6 +15,7 @@ import {
   type ExportRecord,
 } from './export-record.js';
 import type { ExportDetail } from './export-request.js';
+import { recordJob } from './open-exports.js';
 import { compileSelect } from './select.compiler.js';
 
 /** A lock whose export record never appeared (the API died in between) stops holding after this. */
@@ -70,7 +71,7 @@ export class ExportsService {
       detail,
     };
     const job: ExportJob = { record, account, trackerId, attempts: 0 };
-    await this.metadata.create(EXPORTS_BUCKET, id, job);
+    await recordJob(this.metadata, job, now.getTime());
     return record;
   }
 
