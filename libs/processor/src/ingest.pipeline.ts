@@ -167,11 +167,19 @@ export class IngestPipeline {
           await this.writer.write(account, deliveries, rows);
         }
       } else if (run.every(isOptOutDelivery)) {
-        for (const [account, deliveries] of groupByAccount(run))
+        // The hot state one message at a time, in order; the store once for the account's whole run:
+        // one insert per table and one redaction mutation per table for every customer it reaches,
+        // not one full-table mutation per message. A crash before the commit redelivers them all.
+        for (const [account, deliveries] of groupByAccount(run)) {
+          const rows = emptyBatch();
+          const redact = new Set<string>();
           for (const delivery of deliveries) {
-            const { rows, redact } = unwrap(await this.optout.run({ account, delivery }));
-            await this.writer.write(account, [delivery], rows, { redact, settleIdentity: false });
+            const write = unwrap(await this.optout.run({ account, delivery }));
+            collectRows(rows, write.rows);
+            for (const c of write.redact) redact.add(c);
           }
+          await this.writer.write(account, deliveries, rows, { redact: [...redact], settleIdentity: false });
+        }
       } else {
         for (const write of await this.prepareIngest(run)) await write();
       }

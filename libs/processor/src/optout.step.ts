@@ -28,7 +28,8 @@ const asText = (id: Identifier) => `${id.kind}:${id.value}`;
  * A compliance opt-out message (spec "Compliance opt-out"): every customer the request reaches is
  * redacted in the hot state (and, through the rows and `redact` it returns, in the store), its
  * identifiers join the opt-out pool (hot and stored), and the request is audited. The runner takes an
- * account's opt-outs one message at a time, in the order they came.
+ * account's opt-outs one message at a time, in the order they came, and stores a batch's together
+ * (one redaction for all the customers they reach: IngestPipeline).
  *
  * The API found the customers when it accepted the request; a merge may have happened since, so the
  * identifiers are looked up again here and the survivors redacted.
