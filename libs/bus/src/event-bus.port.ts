@@ -27,6 +27,15 @@ export function acceptanceOrder(delivery: Delivery, index: number): number {
 }
 
 /**
+ * How long after it was accepted a message may still be delivered: the NATS ingest stream's max age
+ * (a message older than that is dropped from the stream, delivered or not). What the processor keeps
+ * of a message to tell a redelivery apart (the store's commit log) is kept this long and a day more.
+ * The local log has no age limit (it holds unsettled messages only); a committed message it delivers
+ * again later than this is still written once: every store write skips the message ids a table holds.
+ */
+export const REDELIVERY_HORIZON_MS = 7 * 24 * 3600 * 1000;
+
+/**
  * Whether the delivery's rows may be in the store already: a redelivery, or a resend of a request whose
  * earlier publish was never confirmed. The store then skips the message ids it holds.
  */

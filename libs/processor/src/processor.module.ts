@@ -13,6 +13,7 @@ import { ProductsStep } from './products.step.js';
 import { OptOutStep } from './optout.step.js';
 import { IdentifierUpdatesStep } from './identifier-updates.step.js';
 import { StepWriter } from './step-writer.js';
+import { CommitLogPruner } from './commit-log-pruner.js';
 
 /**
  * The processor role: consumes ingest messages, resolves identities, writes the store. Its ports
@@ -33,6 +34,7 @@ import { StepWriter } from './step-writer.js';
     ProductsStep,
     OptOutStep,
     StepWriter,
+    CommitLogPruner,
     IdentifierUpdatesStep,
   ],
   exports: [IdentityRebuild, CustomColumns, OrdersRebuild],

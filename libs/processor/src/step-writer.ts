@@ -2,6 +2,7 @@ import { Injectable, Optional } from '@nestjs/common';
 import { mayBeStored, type Delivery } from '@cdp/bus';
 import { PurchaseNotices } from '@cdp/recommendations';
 import { AnalyticStore, withoutPersonalData, type StoreBatch } from '@cdp/store';
+import { CommitLogPruner } from './commit-log-pruner.js';
 import { IdentityStep } from './identity.step.js';
 import { purchasesOf } from './stored-purchases.js';
 
@@ -24,6 +25,7 @@ export class StepWriter {
     private readonly store: AnalyticStore,
     private readonly identityStep: IdentityStep,
     @Optional() private readonly notices?: PurchaseNotices,
+    @Optional() private readonly pruner?: CommitLogPruner,
   ) {}
 
   async write(
@@ -44,6 +46,7 @@ export class StepWriter {
     // Older snapshots last: a redelivery after a crash here redacts them then.
     if (options.redact) await this.store.redactCustomers(account, options.redact);
     await this.store.commit(account, messages);
+    this.pruner?.afterCommit(account);
     // Once stored: recommendations leave these products out from now on, not from the next refresh.
     const purchases = this.notices && purchasesOf(rows);
     if (purchases?.length) this.notices!.notify({ account, purchases });

@@ -65,6 +65,12 @@ export abstract class AnalyticStore {
   abstract commit(account: string, messages: readonly string[]): Promise<void>;
   /** Messages begun and not committed: their rows are left out of every rebuild. */
   abstract unfinishedMessages(account: string): Promise<string[]>;
+  /**
+   * Forgets the brackets of the messages committed before `before` (ms since the epoch), so the
+   * commit log holds the bus's redelivery horizon, not the deployment's history. Unfinished messages
+   * keep theirs (their rows stay out of rebuilds). Returns how many messages were forgotten.
+   */
+  abstract pruneCommits(account: string, before: number): Promise<number>;
   /** What the identity index is rebuilt from: every identifier's first link, then the merges in order. */
   abstract identityGraph(account: string): {
     links: AsyncIterable<{ kind: string; value: string; svc_id: string; born: string }>;

@@ -99,6 +99,27 @@ export class ClickHouseStore extends AnalyticStore {
     return rows.map((r) => r.msg_id);
   }
 
+  async pruneCommits(account: string, before: number): Promise<number> {
+    await this.ensureAccount(account);
+    const table = `${databaseName(account)}.${COMMITS_TABLE}`;
+    const committedBefore = `done = 1 AND at < fromUnixTimestamp64Milli(${Math.floor(before)}, 'UTC')`;
+    const old = `SELECT msg_id FROM ${table} WHERE ${committedBefore}`;
+    const [found] = await this.transport.query<{ n: number }>(
+      `SELECT uniqExact(msg_id) AS n FROM ${table} WHERE ${committedBefore}`,
+    );
+    const n = Number(found?.n ?? 0);
+    if (n === 0) return n;
+    // Begins first, then commits, each mutation waited for: a mutation rewrites one part after another,
+    // and a message whose commit row went before its begin row would read as unfinished in between.
+    await this.transport.exec(
+      `ALTER TABLE ${table} DELETE WHERE done = 0 AND msg_id IN (${old}) SETTINGS mutations_sync = 2`,
+    );
+    await this.transport.exec(
+      `ALTER TABLE ${table} DELETE WHERE ${committedBefore} SETTINGS mutations_sync = 2`,
+    );
+    return n;
+  }
+
   async redactCustomers(account: string, customerIds: readonly string[]): Promise<void> {
     if (customerIds.length === 0) return;
     await this.ensureAccount(account);

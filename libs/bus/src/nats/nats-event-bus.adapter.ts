@@ -29,6 +29,7 @@ import {
   type Settlement,
   decodeMessage,
   encodedMessageJson,
+  REDELIVERY_HORIZON_MS,
 } from '../event-bus.port.js';
 import { AccountHolds, DEFAULT_RETRY, RetryPolicy } from '../retry-policy.js';
 import { decodeIngest, encodeIngest, encodeIngestText, type EncodedPart } from './ingest-message-payload.js';
@@ -143,7 +144,7 @@ export class NatsEventBus extends EventBus {
       storage: StorageType.File,
       discard: DiscardPolicy.New,
       max_bytes: this.options.maxBytes,
-      max_age: nanos(7 * 24 * 3600 * 1000),
+      max_age: nanos(REDELIVERY_HORIZON_MS),
       duplicate_window: nanos(2 * 60 * 1000),
       num_replicas: this.options.replicas,
     };
