@@ -45,7 +45,7 @@ export class ClickHouseStore extends AnalyticStore {
   private readonly layout: StoreLayout;
   private readonly retention: RetentionSource | undefined;
   /** The retention each open account's tables enforce, and when the setting was last read. */
-  private readonly retained = new Map<string, { days: number | null; readAt: number }>();
+  private readonly retained = new Map<string, { days: number | null | undefined; readAt: number }>();
   /** The empty tables a never-written account's reads run against (created once, on the first such read). */
   private unwritten: Promise<void> | undefined;
 
@@ -115,7 +115,15 @@ export class ClickHouseStore extends AnalyticStore {
     const known = this.retained.get(account);
     const now = Date.now();
     if (!force && known && now - known.readAt < RETENTION_CHECK_MS) return;
-    const days = await this.retention(account);
+    let days: number | null;
+    try {
+      days = await this.retention(account);
+    } catch {
+      // Where the setting lives (the metadata store) is away: the tables keep the TTL they have, and
+      // writes go on; the setting is read again after RETENTION_CHECK_MS.
+      this.retained.set(account, { days: known?.days, readAt: now });
+      return;
+    }
     if (!force && known && known.days === days) {
       known.readAt = now;
       return;

@@ -156,6 +156,14 @@ describe('store partitions, retention and lazy tables on chDB', () => {
     expect(await count('changed', 'events')).toBe(2);
   });
 
+  it('write on when the retention setting cannot be read (its tables keep the TTL they have)', async () => {
+    const away = new ClickHouseStore(transport, {
+      retention: () => Promise.reject(new Error('metadata store unreachable')),
+    });
+    await away.write('away', batch('m1', [Date.now() - 400 * DAY]), false);
+    expect(await count('away', 'events')).toBe(1);
+  });
+
   it("create an account's tables at its first write; before it, reads answer empty", async () => {
     const db = databaseName('lazy');
     expect(await count('lazy', 'events')).toBe(0);
