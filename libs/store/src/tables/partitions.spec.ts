@@ -182,6 +182,23 @@ describe('store partitions, retention and lazy tables on chDB', () => {
     expect(await transport.query(`SELECT * FROM ${UNWRITTEN_DB}.events`)).toEqual([]);
   });
 
+  it('open an account whose tables are up to date without DDL; one missing a column gets it', async () => {
+    await store.write('opened', batch('m1', [Date.now()]), false);
+    const ran: string[] = [];
+    const counting = Object.assign(Object.create(transport) as ChdbTransport, {
+      exec: (sql: string) => {
+        ran.push(sql);
+        return transport.exec(sql);
+      },
+    });
+    await new ClickHouseStore(counting).ensureAccount('opened');
+    expect(ran).toEqual([]);
+
+    await transport.exec(`ALTER TABLE ${databaseName('opened')}.customers DROP COLUMN redacted`);
+    await new ClickHouseStore(counting).ensureAccount('opened');
+    expect(ran.some((sql) => sql.includes('customers ADD COLUMN IF NOT EXISTS redacted'))).toBe(true);
+  });
+
   it('keep an account made before partitions working: unpartitioned, retention by TTL all the same', async () => {
     const before = readFileSync(
       join('libs', 'store', 'src', 'tables', 'fixtures', 'account-ddl-before-declarations.sql'),
