@@ -117,12 +117,14 @@ export class ClickHouseHttpTransport implements ClickHouseTransport {
     });
   }
 
-  /** Ready while any host answers (the others are skipped by every call until they are back). */
+  /** Ready while any host answers. */
   async ping(): Promise<void> {
     await storeCall(() =>
       this.clients.call(async (client) => {
         const result = await client.ping();
-        if (!result.success) throw (result as { error?: unknown }).error ?? new Error('ping failed');
+        if (result.success) return;
+        const error = (result as { error?: unknown }).error;
+        throw error instanceof Error ? error : new Error('ping failed', { cause: error });
       }),
     );
   }
