@@ -407,9 +407,10 @@ export type RetentionSource = (account: string) => Promise<number | null>;
 export const RETENTION_CHECK_MS = 60_000;
 
 /**
- * The database of empty tables never-written accounts read. Not `cdp_<id>`: no account id can name it.
+ * The database of empty tables never-written accounts read. Not starting with `cdp`: no account id can
+ * name it, and a look for account databases (`LIKE 'cdp_%'`, where `_` is any character) does not find it.
  */
-export const UNWRITTEN_DB = 'cdpx_unwritten';
+export const UNWRITTEN_DB = 'empty_cdp_account';
 
 /** Columns of `products` that are not a product's field (the declared ones outside its field group). */
 const PRODUCT_META_COLUMNS = new Set(
