@@ -270,4 +270,17 @@ describe('console sessions (embedded)', () => {
       .send([{ type: 't', action: 'a', identifiers: { email: 'n@x.io' } }]);
     expect(back.status).toBe(202);
   });
+
+  it("shows the account's events retention the operator set (forever by default)", async () => {
+    const cookie = cookieOf((await signIn()).headers['set-cookie']);
+    const plans = () => p.http().get('/console/api/plans').set('cookie', cookie);
+    expect((await plans()).body.events_retention_days).toBeNull();
+    const set = await p
+      .http()
+      .put(`/admin/v1/accounts/${account.id}/retention`)
+      .set('authorization', `Bearer ${ADMIN_TOKEN}`)
+      .send({ events_days: 400 });
+    expect(set.status).toBe(200);
+    expect((await plans()).body.events_retention_days).toBe(400);
+  });
 });

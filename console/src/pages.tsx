@@ -164,12 +164,19 @@ function rateText(rate: number | string): string {
 }
 
 export function ApisPage() {
-  const { data, error } = useLoad<{ families: PlanView[] }>('plans');
+  const { data, error } = useLoad<{ families: PlanView[]; events_retention_days: number | null }>('plans');
   if (error) return <p class="error">{error}</p>;
   if (!data) return <p>Loading…</p>;
+  const days = data.events_retention_days;
   return (
     <section aria-label="APIs">
-      <p>Each API family's usage plan and limit. The operator changes them through the admin API.</p>
+      <p>
+        Each API family's usage plan and limit, and how long events are kept. The operator changes them
+        through the admin API.
+      </p>
+      <p data-testid="retention">
+        Events are kept {days === null ? 'forever' : `for ${days} day${days === 1 ? '' : 's'}`}.
+      </p>
       <table class="table" data-testid="plans">
         <thead>
           <tr>

@@ -8,6 +8,7 @@ import {
   ACCOUNT_CACHE_MS,
   AccountsService,
   REVOKED_KEY_GRACE_MS,
+  eventsRetentionOf,
   viewAccount,
   type Account,
 } from './accounts.service.js';
@@ -454,12 +455,33 @@ describe('AccountsService', () => {
           },
           { id: account.keys[1]!.id, created_at: account.keys[1]!.createdAt },
         ],
+        events_retention_days: null,
       });
       const text = JSON.stringify(view);
       for (const k of account.keys) {
         expect(text).not.toContain(k.hash);
         expect(text).not.toContain(k.salt);
       }
+    });
+  });
+
+  describe('events retention', () => {
+    it('keeps events forever until the operator sets days, and back to forever with null', async () => {
+      const { account } = await accounts.create({ name: 'Kept' });
+      expect(await eventsRetentionOf(store, account.id)).toBeNull();
+      expect(viewAccount(await accounts.setEventsRetention(account.id, 90)).events_retention_days).toBe(90);
+      expect(await eventsRetentionOf(store, account.id)).toBe(90);
+      await accounts.setEventsRetention(account.id, null);
+      expect(await eventsRetentionOf(store, account.id)).toBeNull();
+    });
+
+    it('refuses days that are not a whole number from 1 to 36500', async () => {
+      const { account } = await accounts.create();
+      for (const days of [0, -1, 1.5, 36_501]) {
+        const err = await rejection(accounts.setEventsRetention(account.id, days));
+        expect((err as ApiError).status).toBe(400);
+      }
+      expect(((await rejection(accounts.setEventsRetention('a-missing', 30))) as ApiError).status).toBe(404);
     });
   });
 

@@ -27,6 +27,11 @@ export interface Account {
   trackerId: string;
   createdAt: string;
   keys: PrivateKeyRecord[];
+  /**
+   * Events (and line items) older than this many days are removed from the store; absent: kept
+   * forever (the default). Enforced by the store as a TTL (docs/operations.md "Retention").
+   */
+  eventsRetentionDays?: number;
 }
 
 /** What a key authenticated: the account, and whether it was the private key. */
@@ -45,9 +50,22 @@ export interface AccountView {
   tracker_id: string;
   created_at: string;
   keys: { id: string; created_at: string; revoked_at?: string; expires_at?: string }[];
+  /** Days events are kept; `null`: forever. */
+  events_retention_days: number | null;
 }
 
 const ACCOUNTS = 'accounts';
+
+/** The longest events retention an operator can set (100 years); longer is "forever" (null). */
+export const MAX_RETENTION_DAYS = 36_500;
+
+/**
+ * An account's events retention as stored, for the store (which reads it at most once a minute per
+ * account it writes): no cache here, so a change is seen by the store's next reading.
+ */
+export async function eventsRetentionOf(metadata: MetadataStore, account: string): Promise<number | null> {
+  return (await metadata.get<Account>(ACCOUNTS, account))?.value.eventsRetentionDays ?? null;
+}
 const TRACKERS = 'trackers';
 
 /** How long an authenticated account is reused without reading the metadata store again (README). */
@@ -182,6 +200,21 @@ export class AccountsService {
     return { account, privateKey: `${account.trackerId}.${secret}` };
   }
 
+  /** Sets how many days the account's events are kept (`null`: forever). */
+  async setEventsRetention(id: string, days: number | null): Promise<Account> {
+    if (days !== null && (!Number.isInteger(days) || days < 1 || days > MAX_RETENTION_DAYS))
+      throw ApiError.invalid([
+        {
+          field: 'events_days',
+          reason: `must be an integer from 1 to ${MAX_RETENTION_DAYS}, or null (forever)`,
+        },
+      ]);
+    return this.change(id, (a) => {
+      if (days === null) delete a.eventsRetentionDays;
+      else a.eventsRetentionDays = days;
+    });
+  }
+
   async revoke(id: string, keyId: string): Promise<Account> {
     return this.change(id, (a) => {
       const key = a.keys.find((k) => k.id === keyId);
@@ -255,5 +288,6 @@ export function viewAccount(a: Account): AccountView {
           }
         : {}),
     })),
+    events_retention_days: a.eventsRetentionDays ?? null,
   };
 }

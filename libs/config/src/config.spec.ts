@@ -86,6 +86,20 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ CDP_NATS_REPLICAS: '7' })).toThrow(/CDP_NATS_REPLICAS/);
   });
 
+  it('takes a ClickHouse cluster name with a ClickHouse server only, spelled as ON CLUSTER takes it', () => {
+    expect(loadConfig({}).clickhouse.cluster).toBeUndefined();
+    const cluster = loadConfig({
+      CDP_STORE: 'clickhouse',
+      CLICKHOUSE_URL: 'http://ch1:8123,http://ch2:8123',
+      CLICKHOUSE_CLUSTER: 'cdp',
+    }).clickhouse;
+    expect(cluster).toMatchObject({ url: 'http://ch1:8123,http://ch2:8123', cluster: 'cdp' });
+    expect(() => loadConfig({ CLICKHOUSE_CLUSTER: 'cdp' })).toThrow(/CDP_STORE=clickhouse/);
+    expect(() => loadConfig({ CDP_STORE: 'clickhouse', CLICKHOUSE_CLUSTER: 'cdp; DROP' })).toThrow(
+      ConfigError,
+    );
+  });
+
   it('remembers idempotent answers 24 hours unless told otherwise', () => {
     expect(loadConfig({}).idempotency).toEqual({ ttlMs: 86_400_000, leaseMs: 30_000 });
     expect(loadConfig({ CDP_IDEMPOTENCY_TTL_SECONDS: '5' }).idempotency.ttlMs).toBe(5000);

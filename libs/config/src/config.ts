@@ -80,8 +80,12 @@ export interface AppConfig {
   redisUrl: string;
   /** An order's hot state (Redis) expires this long after its last change (CDP_ORDER_RETENTION_DAYS). */
   orderRetentionMs: number;
-  /** `named` tells whether CLICKHOUSE_URL was set (the default points at a local server). */
-  clickhouse: { url: string; user: string; password: string; named: boolean };
+  /**
+   * `named` tells whether CLICKHOUSE_URL was set (the default points at a local server); `url` may list
+   * several hosts, comma-separated. `cluster` (CLICKHOUSE_CLUSTER): the cluster of the servers' config
+   * the store creates its tables on (Replicated tables under Distributed ones); unset, one server.
+   */
+  clickhouse: { url: string; user: string; password: string; named: boolean; cluster?: string };
   /** Names of this deployment's streams (`<prefix>_INGEST`) and KV buckets (`<prefix>_accounts`). */
   natsPrefix: string;
   /**
@@ -209,6 +213,10 @@ export function loadConfig(env: Env = process.env): AppConfig {
   if ((publicKey === undefined) !== (privateKey === undefined)) {
     throw new ConfigError('CDP_BOOTSTRAP_PUBLIC_KEY and CDP_BOOTSTRAP_PRIVATE_KEY must be set together');
   }
+  if (env.CLICKHOUSE_CLUSTER && env.CDP_STORE !== 'clickhouse')
+    throw new ConfigError(
+      'CLICKHOUSE_CLUSTER needs CDP_STORE=clickhouse (chDB is one process, not a cluster)',
+    );
   return {
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: env.HOST || '0.0.0.0',
@@ -231,6 +239,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
       user: env.CLICKHOUSE_USER || 'default',
       password: env.CLICKHOUSE_PASSWORD || '',
       named: Boolean(env.CLICKHOUSE_URL),
+      ...(env.CLICKHOUSE_CLUSTER ? { cluster: clusterName(env.CLICKHOUSE_CLUSTER) } : {}),
     },
     natsPrefix: natsPrefix(env.CDP_NATS_PREFIX || 'CDP'),
     natsReplicas: env.CDP_NATS_REPLICAS ? integer(env, 'CDP_NATS_REPLICAS', 1, 1, 5) : undefined,
@@ -304,6 +313,13 @@ export function loadConfig(env: Env = process.env): AppConfig {
 }
 
 /** Comma-separated server URLs (a seed list): at least one. */
+/** CLICKHOUSE_CLUSTER: a cluster of the servers' `remote_servers`, spelled as `ON CLUSTER` takes it. */
+function clusterName(raw: string): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(raw))
+    throw new ConfigError(`CLICKHOUSE_CLUSTER=${raw} must be letters, digits and _ (a cluster name)`);
+  return raw;
+}
+
 function seedList(env: Env, name: string, fallback: string): string[] {
   const seeds = (env[name] || fallback)
     .split(',')

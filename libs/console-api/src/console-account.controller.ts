@@ -99,11 +99,16 @@ export class ConsoleAccountController {
     return accountView(await this.accounts.revoke(account.id, id), keyId);
   }
 
+  /** The API plans, and how long the account's events are kept (both the operator's to change). */
   @Get('plans')
-  async plans(@Req() request: ConsoleRequest): Promise<{ families: PlanView[] }> {
-    const overrides = await this.policy.overrides(request.consoleSession!.account.id);
+  async plans(
+    @Req() request: ConsoleRequest,
+  ): Promise<{ families: PlanView[]; events_retention_days: number | null }> {
+    const { account } = request.consoleSession!;
+    const overrides = await this.policy.overrides(account.id);
     const rates = this.policy.effective(overrides);
     return {
+      events_retention_days: account.eventsRetentionDays ?? null,
       families: RATE_LIMIT_FAMILIES.map((family) => ({
         family,
         plan: planName(overrides[family]),

@@ -11,6 +11,7 @@ import { LOGGER, type Logger } from '@cdp/logger';
 import { IdempotencyStore } from '@cdp/idempotency';
 import { Inspector } from '@cdp/inspector';
 import { MetadataStore } from '@cdp/metadata';
+import { eventsRetentionOf } from '@cdp/accounts';
 import { RateLimiter } from '@cdp/rate-limits';
 import { OrderState } from '@cdp/orders';
 import { Metrics } from '@cdp/metrics';
@@ -218,8 +219,8 @@ export class DriversModule {
     if (options.openStore) {
       providers.push({
         provide: AnalyticStore,
-        inject: [Metrics],
-        useFactory: async (metrics: Metrics): Promise<AnalyticStore> =>
+        inject: [Metrics, MetadataStore],
+        useFactory: async (metrics: Metrics, metadata: MetadataStore): Promise<AnalyticStore> =>
           new ClickHouseStore(
             new MeteredTransport(
               config.store === 'clickhouse'
@@ -227,6 +228,11 @@ export class DriversModule {
                 : new (await import('@cdp/store/chdb')).ChdbTransport(join(config.dataDir, 'store', 'chdb')),
               metrics,
             ),
+            {
+              ...(config.clickhouse.cluster ? { layout: { cluster: config.clickhouse.cluster } } : {}),
+              // The operator's events retention (admin API), enforced by the store as a TTL.
+              retention: (account) => eventsRetentionOf(metadata, account),
+            },
           ),
       });
     }

@@ -6,6 +6,7 @@ import { RateLimitsModule } from '@cdp/rate-limits';
 import { ExportsApiModule } from '@cdp/exports';
 import { AdminController } from './admin/admin.controller.js';
 import { AdminRateLimitsController } from './admin/admin-rate-limits.controller.js';
+import { AdminRetentionController } from './admin/admin-retention.controller.js';
 import { AdminDeadLettersController } from './admin/admin-dead-letters.controller.js';
 import { CommerceObjectsController } from './commerce/commerce-objects.controller.js';
 import { V2Controller } from './commerce/v2.controller.js';
@@ -75,6 +76,7 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     SchemaController,
     ObjectsController,
     AdminRateLimitsController,
+    AdminRetentionController,
     AdminDeadLettersController,
     ListsController,
     UnsubscribeLinksController,

@@ -17,10 +17,18 @@ import {
   ACCOUNT_TABLES,
   COMMITS_TABLE,
   PRODUCTS,
+  RETAINED_TABLES,
   accountTables,
   databaseName,
 } from './tables/account-tables.js';
-import { storeColumns } from './tables/table.js';
+import {
+  SINGLE_NODE,
+  localTable,
+  mutationTarget,
+  retentionTtl,
+  storeColumns,
+  type StoreLayout,
+} from './tables/table.js';
 
 /** The tables a batch writes, in write order (ACCOUNT_TABLES), each with its row encoder. */
 const BATCH_TABLES = ACCOUNT_TABLES.flatMap((table) =>
@@ -34,17 +42,34 @@ const BATCH_TABLES = ACCOUNT_TABLES.flatMap((table) =>
  */
 export class ClickHouseStore extends AnalyticStore {
   private readonly ready = new Map<string, Promise<void>>();
+  private readonly layout: StoreLayout;
+  private readonly retention: RetentionSource | undefined;
+  /** The retention each open account's tables enforce, and when the setting was last read. */
+  private readonly retained = new Map<string, { days: number | null | undefined; readAt: number }>();
+  /** The empty tables a never-written account's reads run against (created once, on the first such read). */
+  private unwritten: Promise<void> | undefined;
 
-  constructor(private readonly transport: ClickHouseTransport) {
+  constructor(
+    private readonly transport: ClickHouseTransport,
+    options: StoreOptions = {},
+  ) {
     super();
+    this.layout = options.layout ?? SINGLE_NODE;
+    this.retention = options.retention;
   }
 
+  /**
+   * Creates the account's database and tables (or brings older ones up to date) and applies its events
+   * retention. Called by every write: an account's tables exist from its first write, not its creation.
+   */
   async ensureAccount(account: string): Promise<void> {
     let done = this.ready.get(account);
     if (!done) {
       const db = databaseName(account);
       done = (async () => {
-        for (const statement of accountTables(db)) await this.transport.exec(statement);
+        if (!(await this.upToDate(db)))
+          for (const statement of accountTables(db, this.layout)) await this.transport.exec(statement);
+        await this.applyRetention(account, true);
       })();
       done.catch(() => this.ready.delete(account));
       this.ready.set(account, done);
@@ -52,8 +77,101 @@ export class ClickHouseStore extends AnalyticStore {
     await done;
   }
 
+  /**
+   * Whether the account's database already has every table and declared column (one query): then
+   * opening it runs no DDL, where running the ~80 idempotent statements costs most of a second each
+   * time a process first touches the account. Custom columns are not declared and not checked.
+   */
+  private async upToDate(db: string): Promise<boolean> {
+    const rows = await this.transport.query<{ table: string; name: string }>(
+      'SELECT table, name FROM system.columns WHERE database = {db:String}',
+      { db },
+    );
+    if (rows.length === 0) return false;
+    const present = new Set(rows.map((r) => `${r.table}.${r.name}`));
+    return declaredColumns(this.layout).every((c) => present.has(c));
+  }
+
+  /**
+   * The database a read of the account runs in: its own once it was written (opened, and brought up to
+   * date, on the first read), else an empty one with the same tables, so a never-written account
+   * answers every read as empty without getting 14 tables for it.
+   */
+  private async readDatabase(account: string): Promise<string> {
+    const db = databaseName(account);
+    if (this.ready.has(account)) {
+      await this.ensureAccount(account);
+      return db;
+    }
+    const [found] = await this.transport.query<{ n: number }>(
+      'SELECT count() AS n FROM system.databases WHERE name = {db:String}',
+      { db },
+    );
+    if (Number(found?.n) > 0) {
+      await this.ensureAccount(account);
+      return db;
+    }
+    this.unwritten ??= (async () => {
+      for (const statement of accountTables(UNWRITTEN_DB, this.layout)) await this.transport.exec(statement);
+    })().catch((err: unknown) => {
+      this.unwritten = undefined;
+      throw err;
+    });
+    await this.unwritten;
+    return UNWRITTEN_DB;
+  }
+
+  /**
+   * Makes the account's retained tables (RETAINED_TABLES) enforce its events retention: a TTL of that
+   * many days on their time column, none when it keeps events forever. The setting is read again at
+   * most every RETENTION_CHECK_MS, so an operator's change reaches the store at the account's next write.
+   */
+  private async applyRetention(account: string, force = false): Promise<void> {
+    if (!this.retention) return;
+    const known = this.retained.get(account);
+    const now = Date.now();
+    if (!force && known && now - known.readAt < RETENTION_CHECK_MS) return;
+    let days: number | null;
+    try {
+      days = await this.retention(account);
+    } catch {
+      // Where the setting lives (the metadata store) is away: the tables keep the TTL they have, and
+      // writes go on; the setting is read again after RETENTION_CHECK_MS.
+      this.retained.set(account, { days: known?.days, readAt: now });
+      return;
+    }
+    if (!force && known && known.days === days) {
+      known.readAt = now;
+      return;
+    }
+    const db = databaseName(account);
+    for (const table of RETAINED_TABLES) {
+      // The engine's own TTL is what is enforced: compared with it, a setting is applied once, and a
+      // table without a TTL is not asked to remove one (an error).
+      if ((await this.enforcedRetention(db, localTable(table.name, this.layout))) === days) continue;
+      const target = mutationTarget(db, table.name, this.layout);
+      await this.transport.exec(
+        days === null
+          ? `ALTER TABLE ${target} REMOVE TTL`
+          : `ALTER TABLE ${target} MODIFY TTL ${retentionTtl(table, days)}`,
+      );
+    }
+    this.retained.set(account, { days, readAt: now });
+  }
+
+  /** The retention (days) a table's TTL enforces, as the engine reports it; `null` without a TTL. */
+  private async enforcedRetention(db: string, table: string): Promise<number | null> {
+    const [row] = await this.transport.query<{ engine_full: string }>(
+      'SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = {table:String}',
+      { db, table },
+    );
+    const days = /\bTTL toDateTime\(\w+\) \+ toIntervalDay\((\d+)\)/.exec(row?.engine_full ?? '')?.[1];
+    return days === undefined ? null : Number(days);
+  }
+
   async write(account: string, batch: StoreBatch, redelivery: boolean): Promise<void> {
     await this.ensureAccount(account);
+    await this.applyRetention(account);
     const db = databaseName(account);
     for (const { table, key, encode } of BATCH_TABLES) {
       const target = `${db}.${table.name}`;
@@ -62,8 +180,22 @@ export class ClickHouseStore extends AnalyticStore {
       if (rows.length === 0) continue;
       const { body, columns } = encode(rows);
       faultPoint(storeInsertPoint(table.name));
-      await this.transport.insert(target, body, onceSettings(target, rows), columns);
+      await this.transport.insert(target, body, this.insertSettings(target, rows), columns);
     }
+  }
+
+  /**
+   * Every insert's settings: its dedup token; no cap on the months one insert touches (a backfill of
+   * years of events is one part per month, where the engine's default of 100 would refuse it every
+   * time); and on a cluster a synchronous Distributed insert, so the rows are in their shards'
+   * replicated tables (which deduplicate by the same token) when it returns.
+   */
+  private insertSettings(
+    target: string,
+    rows: readonly { msg_id: string }[],
+  ): Record<string, string | number> {
+    const settings = { ...onceSettings(target, rows), max_partitions_per_insert_block: 0 };
+    return this.layout.cluster ? { ...settings, insert_distributed_sync: 1 } : settings;
   }
 
   begin(account: string, messages: readonly string[]): Promise<void> {
@@ -84,7 +216,7 @@ export class ClickHouseStore extends AnalyticStore {
     await this.transport.insert(
       table,
       ids.map((msg_id) => JSON.stringify({ msg_id, done, at })).join('\n'),
-      onceSettings(
+      this.insertSettings(
         `${table}:${done}`,
         ids.map((msg_id) => ({ msg_id })),
       ),
@@ -92,9 +224,9 @@ export class ClickHouseStore extends AnalyticStore {
   }
 
   async unfinishedMessages(account: string): Promise<string[]> {
-    await this.ensureAccount(account);
+    const db = await this.readDatabase(account);
     const rows = await this.transport.query<{ msg_id: string }>(
-      `SELECT msg_id FROM ${databaseName(account)}.${COMMITS_TABLE} GROUP BY msg_id HAVING max(done) = 0`,
+      `SELECT msg_id FROM ${db}.${COMMITS_TABLE} GROUP BY msg_id HAVING max(done) = 0`,
     );
     return rows.map((r) => r.msg_id);
   }
@@ -129,12 +261,14 @@ export class ClickHouseStore extends AnalyticStore {
   async addColumns(account: string, table: string, columns: readonly ColumnSpec[]): Promise<void> {
     await this.ensureAccount(account);
     const db = databaseName(account);
-    for (const column of columns) await this.transport.exec(addColumnSql(db, table, column));
+    for (const column of columns)
+      for (const statement of addColumnSql(db, table, column, this.layout))
+        await this.transport.exec(statement);
   }
 
   async ensureObjectTable(account: string, table: string, columns: readonly ColumnSpec[]): Promise<void> {
     await this.ensureAccount(account);
-    for (const statement of objectTableSql(databaseName(account), table, columns))
+    for (const statement of objectTableSql(databaseName(account), table, columns, this.layout))
       await this.transport.exec(statement);
   }
 
@@ -154,7 +288,7 @@ export class ClickHouseStore extends AnalyticStore {
     await this.transport.insert(
       target,
       pending.map((r) => JSON.stringify(r)).join('\n'),
-      onceSettings(
+      this.insertSettings(
         target,
         pending.map((r) => ({ msg_id: r._msg_id })),
       ),
@@ -206,15 +340,15 @@ export class ClickHouseStore extends AnalyticStore {
     read: (transport: ClickHouseTransport, db: string, unfinished: readonly string[]) => AsyncIterable<T>,
   ): AsyncIterable<T> {
     const unfinished = await this.unfinishedMessages(account);
-    yield* read(this.transport, databaseName(account), unfinished);
+    yield* read(this.transport, await this.readDatabase(account), unfinished);
   }
 
   async products(account: string, productIds: string[]): Promise<ProductRow[]> {
     if (productIds.length === 0) return [];
-    await this.ensureAccount(account);
+    const db = await this.readDatabase(account);
     // Every column: custom product fields have theirs beside the spec's, and an update keeps them too.
     const rows = await this.transport.query<Record<string, string | number | boolean | null>>(
-      `SELECT * FROM ${databaseName(account)}.${PRODUCTS.name} FINAL WHERE product_id IN {ids:Array(String)}`,
+      `SELECT * FROM ${db}.${PRODUCTS.name} FINAL WHERE product_id IN {ids:Array(String)}`,
       { ids: productIds },
     );
     return rows.map((row) => {
@@ -239,8 +373,8 @@ export class ClickHouseStore extends AnalyticStore {
   }
 
   async query<T>(account: string, sql: string, params: Record<string, unknown> = {}): Promise<T[]> {
-    await this.ensureAccount(account);
-    return this.transport.query<T>(sql.replaceAll('{db}', databaseName(account)), params);
+    const db = await this.readDatabase(account);
+    return this.transport.query<T>(sql.replaceAll('{db}', db), params);
   }
 
   async writeParquet(
@@ -249,8 +383,8 @@ export class ClickHouseStore extends AnalyticStore {
     params: Record<string, unknown>,
     path: string,
   ): Promise<void> {
-    await this.ensureAccount(account);
-    await this.transport.writeParquet(sql.replaceAll('{db}', databaseName(account)), params, path);
+    const db = await this.readDatabase(account);
+    await this.transport.writeParquet(sql.replaceAll('{db}', db), params, path);
   }
 
   async health(): Promise<DriverHealth> {
@@ -266,6 +400,38 @@ export class ClickHouseStore extends AnalyticStore {
     await this.transport.close();
   }
 }
+
+/**
+ * `table.column` of every column an account's database declares (on a cluster, of the replicated tables
+ * and of the Distributed ones over them), and the survivors view's.
+ */
+function declaredColumns(layout: StoreLayout): string[] {
+  const names = (table: string) => (layout.cluster ? [localTable(table, layout), table] : [table]);
+  return [
+    ...ACCOUNT_TABLES.flatMap((table) =>
+      names(table.name).flatMap((name) => storeColumns(table).map((c) => `${name}.${c.name}`)),
+    ),
+    'customer_survivors.survivor',
+  ];
+}
+
+/** Where a ClickHouseStore's tables live, and where it learns an account's events retention. */
+export interface StoreOptions {
+  layout?: StoreLayout;
+  retention?: RetentionSource;
+}
+
+/** An account's events retention in days, `null` to keep events forever (the default). */
+export type RetentionSource = (account: string) => Promise<number | null>;
+
+/** How often an open account's retention setting is read again (on its writes). */
+export const RETENTION_CHECK_MS = 60_000;
+
+/**
+ * The database of empty tables never-written accounts read. Not starting with `cdp`: no account id can
+ * name it, and a look for account databases (`LIKE 'cdp_%'`, where `_` is any character) does not find it.
+ */
+export const UNWRITTEN_DB = 'empty_cdp_account';
 
 /** Columns of `products` that are not a product's field (the declared ones outside its field group). */
 const PRODUCT_META_COLUMNS = new Set(

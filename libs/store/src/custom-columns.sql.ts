@@ -1,4 +1,13 @@
 import type { CustomFieldType } from '@cdp/domain';
+import {
+  SINGLE_NODE,
+  addColumnStatements,
+  engineSql,
+  localTable,
+  onCluster,
+  clusterName,
+  type StoreLayout,
+} from './tables/table.js';
 
 /** A column the account's schema asks for: a custom field, or a field of an account's object. */
 export interface ColumnSpec {
@@ -35,9 +44,22 @@ export function storeType(type: CustomFieldType): string {
   }
 }
 
-/** A custom field's column in a built-in table: nullable, since rows before it have no value. */
-export function addColumnSql(db: string, table: string, column: ColumnSpec): string {
-  return `ALTER TABLE ${db}.${sqlName(table)} ADD COLUMN IF NOT EXISTS ${sqlName(column.name)} Nullable(${storeType(column.type)})`;
+/**
+ * A custom field's column in a built-in table: nullable, since rows before it have no value. On a
+ * cluster, added on every node to the replicated table and to the Distributed one over it.
+ */
+export function addColumnSql(
+  db: string,
+  table: string,
+  column: ColumnSpec,
+  layout: StoreLayout = SINGLE_NODE,
+): string[] {
+  return addColumnStatements(
+    db,
+    sqlName(table),
+    `${sqlName(column.name)} Nullable(${storeType(column.type)})`,
+    layout,
+  );
 }
 
 /**
@@ -53,20 +75,34 @@ function objectColumn(column: ColumnSpec): string {
 }
 
 /** Statements that make an account object's table hold every field it has now. */
-export function objectTableSql(db: string, table: string, columns: readonly ColumnSpec[]): string[] {
+export function objectTableSql(
+  db: string,
+  table: string,
+  columns: readonly ColumnSpec[],
+  layout: StoreLayout = SINGLE_NODE,
+): string[] {
   const keys = columns.filter((c) => c.primary);
   if (keys.length === 0) throw new Error(`object table ${table} needs a primary key`);
-  const t = `${db}.${sqlName(table)}`;
+  const name = sqlName(table);
+  const physical = localTable(name, layout);
+  const keyList = keys.map((k) => sqlName(k.name)).join(', ');
+  const window = layout.cluster ? 'replicated_deduplication_window' : 'non_replicated_deduplication_window';
   return [
-    `CREATE TABLE IF NOT EXISTS ${t} (
+    `CREATE TABLE IF NOT EXISTS ${db}.${physical}${onCluster(layout)} (
   ${columns.map(objectColumn).join(',\n  ')},
   _msg_id SimpleAggregateFunction(anyLast, String),
   _updated_at SimpleAggregateFunction(max, DateTime64(3, 'UTC')),
   INDEX msg_idx _msg_id TYPE bloom_filter GRANULARITY 4
-) ENGINE = AggregatingMergeTree ORDER BY (${keys.map((k) => sqlName(k.name)).join(', ')})
-SETTINGS non_replicated_deduplication_window = 10000`,
+) ENGINE = ${engineSql('AggregatingMergeTree', layout)} ORDER BY (${keyList})
+SETTINGS ${window} = 10000`,
+    // A record's versions merge only on one shard: the primary key picks it.
+    ...(layout.cluster
+      ? [
+          `CREATE TABLE IF NOT EXISTS ${db}.${name}${onCluster(layout)} AS ${db}.${physical} ENGINE = Distributed(${clusterName(layout.cluster)}, ${db}, ${physical}, cityHash64(${keyList}))`,
+        ]
+      : []),
     ...columns
       .filter((c) => !c.primary)
-      .map((c) => `ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS ${objectColumn(c)}`),
+      .flatMap((c) => addColumnStatements(db, name, objectColumn(c), layout)),
   ];
 }

@@ -17,9 +17,29 @@ const BEFORE = readFileSync(
 );
 
 describe('account table declarations', () => {
-  it('generate the statements the hand-written schema ran, statement for statement', () => {
+  /** The partition keys time-ordered tables got later: an older database's tables have none. */
+  const unpartitioned = (sql: string) => sql.replaceAll(/ PARTITION BY toYYYYMM\(\w+\)/g, '');
+
+  it('generate the statements the hand-written schema ran, statement for statement, but for partition keys', () => {
     const before = BEFORE.split('\n;;\n').map((s) => s.replaceAll('{db}', 'cdp_x'));
-    expect([...accountTables('cdp_x')].sort()).toEqual([...before].sort());
+    expect(accountTables('cdp_x').map(unpartitioned).sort()).toEqual([...before].sort());
+    const partitioned = accountTables('cdp_x').flatMap(
+      (s) => /^CREATE TABLE.* cdp_x\.(\w+) [\s\S]* PARTITION BY (.*) ORDER BY/.exec(s)?.slice(1, 3) ?? [],
+    );
+    expect(partitioned).toEqual([
+      'identity_conflicts',
+      'toYYYYMM(created_at)',
+      'events',
+      'toYYYYMM(ts)',
+      'line_items',
+      'toYYYYMM(ts)',
+      'consent_history',
+      'toYYYYMM(changed_at)',
+      'identifier_updates',
+      'toYYYYMM(changed_at)',
+      'optout_requests',
+      'toYYYYMM(requested_at)',
+    ]);
   });
 
   it('name only tables the crash suite kills the processor in front of', () => {
@@ -67,7 +87,7 @@ describe('account table declarations', () => {
       return [...tables, ...columns];
     }
 
-    it('open a database the hand-written schema made, which then matches a new one', async () => {
+    it('open a database the hand-written schema made, which then matches a new one but for partition keys', async () => {
       const store = new ClickHouseStore(transport);
       const old = databaseName('before_decl');
       for (const statement of BEFORE.split('\n;;\n')) await transport.exec(statement.replaceAll('{db}', old));
@@ -76,7 +96,7 @@ describe('account table declarations', () => {
       const [a, b] = [await shape(old), await shape(databaseName('after_decl'))];
       expect(a.length).toBeGreaterThan(ACCOUNT_TABLES.length + 100);
       expect(JSON.stringify(a).replaceAll(old, 'DB')).toBe(
-        JSON.stringify(b).replaceAll(databaseName('after_decl'), 'DB'),
+        unpartitioned(JSON.stringify(b).replaceAll(databaseName('after_decl'), 'DB')),
       );
     });
   });

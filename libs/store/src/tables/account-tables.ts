@@ -7,7 +7,16 @@ import {
   PRODUCT_FIELDS,
 } from '@cdp/domain';
 import { ch } from './column.js';
-import { defineTable, tableSql, type BatchKeyOf, type RowOf, type TableDeclaration } from './table.js';
+import {
+  SINGLE_NODE,
+  defineTable,
+  onCluster,
+  tableSql,
+  type BatchKeyOf,
+  type RowOf,
+  type StoreLayout,
+  type TableDeclaration,
+} from './table.js';
 
 /**
  * The tables of one account's database, in the order a batch writes them. Crash consistency does not
@@ -58,6 +67,7 @@ export const IDENTITY_LINKS = defineTable({
   msgIndex: true,
   engine: 'MergeTree',
   orderBy: ['kind', 'value'],
+  shardBy: ['svc_id'],
 });
 
 /** A merge: from now on the loser's history belongs to the survivor (spec "What the service does"). */
@@ -78,6 +88,7 @@ export const IDENTITY_MERGES = defineTable({
   msgIndex: true,
   engine: 'MergeTree',
   orderBy: ['loser', 'seq'],
+  shardBy: ['loser'],
 });
 
 /** Customers a record touched but could not merge (different customer_id values, or the merge limit). */
@@ -96,6 +107,8 @@ export const IDENTITY_CONFLICTS = defineTable({
   msgIndex: true,
   engine: 'MergeTree',
   orderBy: ['svc_id', 'created_at'],
+  partitionBy: 'created_at',
+  shardBy: ['svc_id'],
 });
 
 /**
@@ -120,6 +133,7 @@ export const CUSTOMERS = defineTable({
   msgIndex: true,
   engine: 'ReplacingMergeTree(version)',
   orderBy: ['svc_id'],
+  shardBy: ['svc_id'],
   redaction: { by: 'svc_id', mark: 'redacted' },
   // A merged customer's profile lives on in its survivor: only customers that were not merged are exported.
   export: { columns: ['svc_id', 'attributes', 'updated_at'], where: 'merged_into IS NULL' },
@@ -150,6 +164,7 @@ export const ORDER_CHANGES = defineTable({
   msgIndex: true,
   engine: 'MergeTree',
   orderBy: ['order_id', 'seq'],
+  shardBy: ['order_id'],
 });
 
 /** Events with their typed data columns; custom event fields are columns added after these. */
@@ -178,6 +193,9 @@ export const EVENTS = defineTable({
   msgIndex: true,
   engine: 'MergeTree',
   orderBy: ['svc_id', 'ts', 'event_id'],
+  partitionBy: 'ts',
+  retainedBy: 'ts',
+  shardBy: ['svc_id'],
   redaction: { by: 'svc_id' },
   export: {
     columns: [
@@ -222,6 +240,9 @@ export const LINE_ITEMS = defineTable({
   msgIndex: true,
   engine: 'MergeTree',
   orderBy: ['order_id', 'line_item_id'],
+  partitionBy: 'ts',
+  retainedBy: 'ts',
+  shardBy: ['svc_id'],
   export: {
     columns: [
       'order_id',
@@ -272,6 +293,7 @@ export const ORDERS = defineTable({
   msgIndex: true,
   engine: 'ReplacingMergeTree(version)',
   orderBy: ['order_id'],
+  shardBy: ['order_id'],
   redaction: { by: 'svc_id' },
   export: {
     columns: [
@@ -310,6 +332,7 @@ export const PRODUCTS = defineTable({
   msgIndex: true,
   engine: 'ReplacingMergeTree(version)',
   orderBy: ['product_id'],
+  shardBy: ['product_id'],
   export: { columns: ['product_id', 'fields', 'updated_at'] },
 });
 
@@ -341,6 +364,8 @@ export const CONSENT_HISTORY = defineTable({
   msgIndex: true,
   engine: 'MergeTree',
   orderBy: ['svc_id', 'list_id', 'version'],
+  partitionBy: 'changed_at',
+  shardBy: ['svc_id'],
   redaction: { by: 'svc_id' },
 });
 
@@ -372,6 +397,8 @@ export const IDENTIFIER_UPDATES = defineTable({
   msgIndex: true,
   engine: 'MergeTree',
   orderBy: ['field', 'value', 'version'],
+  partitionBy: 'changed_at',
+  shardBy: ['field', 'value'],
 });
 
 /** An identifier in the compliance opt-out pool the hot pool is rebuilt from (what stays redacted). */
@@ -387,6 +414,7 @@ export const OPTOUT_POOL = defineTable({
   msgIndex: false,
   engine: 'MergeTree',
   orderBy: ['kind', 'value'],
+  shardBy: ['kind', 'value'],
 });
 
 /** The audit of one compliance opt-out: who asked, when, through which key, and what it reached. */
@@ -413,6 +441,8 @@ export const OPTOUT_REQUESTS = defineTable({
   msgIndex: false,
   engine: 'MergeTree',
   orderBy: ['requested_at', 'msg_id'],
+  partitionBy: 'requested_at',
+  shardBy: ['msg_id'],
 });
 
 /**
@@ -426,6 +456,7 @@ export const INGEST_COMMITS = defineTable({
   msgIndex: false,
   engine: 'MergeTree',
   orderBy: ['msg_id'],
+  shardBy: ['msg_id'],
 });
 
 /** Every table of an account, in write order. */
@@ -445,6 +476,9 @@ export const ACCOUNT_TABLES = [
   OPTOUT_REQUESTS,
   INGEST_COMMITS,
 ] as const satisfies readonly TableDeclaration[];
+
+/** The tables an account's events retention applies to (events and their line items). */
+export const RETAINED_TABLES = ACCOUNT_TABLES.filter((t) => 'retainedBy' in t && t.retainedBy !== undefined);
 
 /** Where the write of every message is bracketed (begun, done). */
 export const COMMITS_TABLE = INGEST_COMMITS.name;
@@ -473,12 +507,12 @@ export function databaseName(account: string): string {
  * makes a MergeTree remember the last inserts' deduplication tokens, so re-sending the same insert
  * after a crash stores nothing twice.
  */
-export function accountTables(db: string): string[] {
+export function accountTables(db: string, layout: StoreLayout = SINGLE_NODE): string[] {
   return [
-    `CREATE DATABASE IF NOT EXISTS ${db}`,
-    ...ACCOUNT_TABLES.flatMap((table) => tableSql(db, table)),
+    `CREATE DATABASE IF NOT EXISTS ${db}${onCluster(layout)}`,
+    ...ACCOUNT_TABLES.flatMap((table) => tableSql(db, table, layout)),
     // Where a customer's history belongs now: itself, unless it was merged (the latest merge names the survivor).
-    `CREATE VIEW IF NOT EXISTS ${db}.customer_survivors AS
+    `CREATE VIEW IF NOT EXISTS ${db}.customer_survivors${onCluster(layout)} AS
 SELECT loser AS svc_id, argMax(survivor, seq) AS survivor FROM ${db}.identity_merges GROUP BY loser`,
   ];
 }

@@ -42,6 +42,21 @@ export interface TableDeclaration<
    */
   readonly dedupWindow?: number | null;
   readonly orderBy: readonly (string & keyof C)[];
+  /**
+   * The month of this time column partitions the table (`PARTITION BY toYYYYMM(…)`): reads bounded in
+   * time skip whole months, and retention drops old rows month by month. Only append-only tables have
+   * one: a Replacing table's versions of one key must share a partition to replace each other.
+   */
+  readonly partitionBy?: string & keyof C;
+  /** The account's events retention (days) counts from this column: older rows are removed by TTL. */
+  readonly retainedBy?: string & keyof C;
+  /**
+   * With a cluster, the columns whose hash picks a row's shard: the customer, where the table has one,
+   * so a customer's rows (and the exports' joins over them) stay on one shard; otherwise the key that
+   * must stay together (an order's versions, a product's, an identifier's changes). Every account table
+   * has one; a table without one cannot be created on a cluster.
+   */
+  readonly shardBy?: readonly (string & keyof C)[];
   /** A bloom-filter index on msg_id: the stored-message check of a redelivery reads it. */
   readonly msgIndex: boolean;
   /** The StoreBatch property whose rows this table takes; tables without one are written elsewhere. */
@@ -151,30 +166,115 @@ export function keptOnRedaction(table: TableDeclaration): Set<string> {
   );
 }
 
-/** The statements that create the table in database `db`, or bring an older one up to date. */
-export function tableSql(db: string, table: TableDeclaration): string[] {
-  const target = `${db}.${table.name}`;
+/**
+ * Where an account's tables live: one server (`cluster` unset), or a ClickHouse cluster, where each
+ * table is a Replicated table on every node (`<name>_local`) under a Distributed table of the declared
+ * name that every read and insert goes through (see docs/architecture.md "A ClickHouse cluster").
+ */
+export interface StoreLayout {
+  readonly cluster?: string;
+}
+
+export const SINGLE_NODE: StoreLayout = {};
+
+/** Names ClickHouse accepts unquoted in `ON CLUSTER`: the configuration is checked against this. */
+export function clusterName(name: string): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(name)) throw new Error(`not a cluster name: ${name}`);
+  return name;
+}
+
+/** ` ON CLUSTER <name>` with a cluster, nothing without. */
+export function onCluster(layout: StoreLayout): string {
+  return layout.cluster ? ` ON CLUSTER ${clusterName(layout.cluster)}` : '';
+}
+
+/** The table a row physically lives in: the declared name on one node, `<name>_local` on a cluster. */
+export function localTable(name: string, layout: StoreLayout): string {
+  return layout.cluster ? `${name}_local` : name;
+}
+
+/**
+ * What an `ALTER` changing rows (a mutation: UPDATE, DELETE, MODIFY TTL) names: on a cluster the
+ * replicated tables on every shard, since a Distributed table holds no rows to change.
+ */
+export function mutationTarget(db: string, name: string, layout: StoreLayout): string {
+  return `${db}.${localTable(name, layout)}${onCluster(layout)}`;
+}
+
+/**
+ * Statements that add a column to a table; on a cluster to the replicated tables and to the
+ * Distributed table over them (which has its own column list).
+ */
+export function addColumnStatements(
+  db: string,
+  name: string,
+  columnSql: string,
+  layout: StoreLayout,
+): string[] {
+  const add = (table: string) =>
+    `ALTER TABLE ${db}.${table}${onCluster(layout)} ADD COLUMN IF NOT EXISTS ${columnSql}`;
+  return layout.cluster ? [add(localTable(name, layout)), add(name)] : [add(name)];
+}
+
+/**
+ * The engine clause: on a cluster the Replicated form of the declared engine, its replica path keyed by
+ * shard, database and table (the usual macros every node's config defines), its other arguments after.
+ */
+export function engineSql(engine: string, layout: StoreLayout): string {
+  if (!layout.cluster) return engine;
+  const [, family = engine, args] = /^(\w+?)(?:\((.*)\))?$/.exec(engine) ?? [];
+  const replica = ["'/clickhouse/tables/{shard}/{database}/{table}'", "'{replica}'", ...(args ? [args] : [])];
+  return `Replicated${family}(${replica.join(', ')})`;
+}
+
+/**
+ * A table's deduplication window setting: a replicated table remembers its last inserts' tokens in
+ * Keeper (`replicated_deduplication_window`), a single node's in the table (`non_replicated_…`).
+ */
+function dedupSetting(window: number, layout: StoreLayout): string {
+  return layout.cluster
+    ? `replicated_deduplication_window = ${window}`
+    : `non_replicated_deduplication_window = ${window}`;
+}
+
+/** The TTL expression of a retention of `days` on the table's retention column. */
+export function retentionTtl(table: TableDeclaration, days: number): string {
+  if (!table.retainedBy) throw new Error(`${table.name} has no retention column`);
+  if (!Number.isInteger(days) || days < 1) throw new Error(`not a retention in days: ${days}`);
+  return `toDateTime(${table.retainedBy}) + INTERVAL ${days} DAY`;
+}
+
+/**
+ * The statements that create the table in database `db`, or bring an older one up to date. A table
+ * created before partitions existed keeps its (unpartitioned) key: ClickHouse cannot re-partition a
+ * table in place, and `CREATE … IF NOT EXISTS` leaves it as it is (docs/operations.md "Partitions").
+ */
+export function tableSql(db: string, table: TableDeclaration, layout: StoreLayout = SINGLE_NODE): string[] {
+  const physical = localTable(table.name, layout);
   const columns = storeColumns(table);
   const lines = columns.filter((c) => !c.addedLater).map((c) => `  ${quotedName(c.name)} ${c.sql}`);
   if (table.msgIndex) lines.push('  INDEX msg_idx msg_id TYPE bloom_filter GRANULARITY 4');
   const key = table.orderBy.length === 1 ? table.orderBy[0]! : `(${table.orderBy.join(', ')})`;
   const later = columns
     .filter((c) => c.addedLater)
-    .map((c) => `ALTER TABLE ${target} ADD COLUMN IF NOT EXISTS ${quotedName(c.name)} ${c.sql}`);
+    .flatMap((c) => addColumnStatements(db, table.name, `${quotedName(c.name)} ${c.sql}`, layout));
   // Domain fields added after an account's table was created get their column now (no-op otherwise).
   const onOpen = Object.values(table.columns).flatMap((entry) =>
     entry.kind === 'fields' && entry.addOnOpen
-      ? entry.names.map(
-          (f) =>
-            `ALTER TABLE ${target} ADD COLUMN IF NOT EXISTS ${quotedName(f)} ${fieldColumnType(entry.types[f]!)}`,
+      ? entry.names.flatMap((f) =>
+          addColumnStatements(db, table.name, `${quotedName(f)} ${fieldColumnType(entry.types[f]!)}`, layout),
         )
       : [],
   );
   const window = table.dedupWindow === undefined ? DEDUP_WINDOW : table.dedupWindow;
-  const settings = window === null ? '' : ` SETTINGS non_replicated_deduplication_window = ${window}`;
-  return [
-    `CREATE TABLE IF NOT EXISTS ${target} (\n${lines.join(',\n')}\n) ENGINE = ${table.engine} ORDER BY ${key}${settings}`,
-    ...later,
-    ...onOpen,
-  ];
+  const settings = window === null ? '' : ` SETTINGS ${dedupSetting(window, layout)}`;
+  const partition = table.partitionBy ? ` PARTITION BY toYYYYMM(${table.partitionBy})` : '';
+  const create = `CREATE TABLE IF NOT EXISTS ${db}.${physical}${onCluster(layout)} (\n${lines.join(',\n')}\n) ENGINE = ${engineSql(table.engine, layout)}${partition} ORDER BY ${key}${settings}`;
+  if (layout.cluster && !table.shardBy) throw new Error(`${table.name} declares no shard key`);
+  const distributed = layout.cluster
+    ? [
+        `CREATE TABLE IF NOT EXISTS ${db}.${table.name}${onCluster(layout)} AS ${db}.${physical} ENGINE = Distributed(${clusterName(layout.cluster)}, ${db}, ${physical}, cityHash64(${table.shardBy!.join(', ')}))`,
+      ]
+    : [];
+  return [create, ...distributed, ...later, ...onOpen];
 }

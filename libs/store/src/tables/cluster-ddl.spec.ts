@@ -1,0 +1,96 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ChdbTransport } from '../chdb/chdb.transport.js';
+import { addColumnSql, objectTableSql } from '../custom-columns.sql.js';
+import { ACCOUNT_TABLES, RETAINED_TABLES, accountTables } from './account-tables.js';
+import { mutationTarget, retentionTtl, type StoreLayout } from './table.js';
+
+const CLUSTER: StoreLayout = { cluster: 'cdp' };
+const DB = 'cdp_a1';
+
+/**
+ * No ClickHouse server (let alone a cluster) runs here, so cluster mode is proven as far as this
+ * machine allows: every statement the store would run on a cluster is parsed by the engine's own
+ * parser (chDB's `formatQuery`, which throws on a syntax error), and the parsed form is checked for
+ * what makes it a cluster statement. Running them needs infra/clickhouse-cluster (docs/operations.md).
+ */
+describe('cluster DDL, checked by the engine parser', () => {
+  let transport: ChdbTransport;
+  beforeAll(() => {
+    transport = new ChdbTransport(mkdtempSync(join(tmpdir(), 'cdp-cluster-ddl-')));
+  });
+  afterAll(() => transport.close());
+
+  async function parsed(sql: string): Promise<string> {
+    const [row] = await transport.query<{ f: string }>('SELECT formatQuery({q:String}) AS f', { q: sql });
+    return row!.f;
+  }
+
+  const statements = accountTables(DB, CLUSTER);
+
+  it('rejects what is not SQL (the check can fail)', async () => {
+    await expect(parsed('CREATE TABLE x ON CLUSTER c (a String')).rejects.toThrow(/Syntax error/);
+  });
+
+  it('parses every statement an account makes on a cluster, each ON CLUSTER', async () => {
+    expect(statements.length).toBeGreaterThan(ACCOUNT_TABLES.length * 2);
+    for (const sql of statements) expect(await parsed(sql)).toContain('ON CLUSTER cdp');
+  });
+
+  it('makes each table Replicated on every node with the shard/replica macros, under a Distributed one', async () => {
+    const all = await Promise.all(accountTables(DB, CLUSTER).map(parsed));
+    for (const table of ACCOUNT_TABLES) {
+      const local = all.find((s) => s.startsWith(`CREATE TABLE IF NOT EXISTS ${DB}.${table.name}_local `));
+      expect(local).toMatch(
+        /ENGINE = Replicated\w*MergeTree\('\/clickhouse\/tables\/\{shard\}\/\{database\}\/\{table\}', '\{replica\}'/,
+      );
+      expect(local).toContain('replicated_deduplication_window = 10000');
+      if (table.partitionBy) expect(local).toContain(`PARTITION BY toYYYYMM(${table.partitionBy})`);
+      const distributed = all.find((s) => s.startsWith(`CREATE TABLE IF NOT EXISTS ${DB}.${table.name} `));
+      expect(distributed).toContain(
+        `ENGINE = Distributed(cdp, ${DB}, ${table.name}_local, cityHash64(${table.shardBy!.join(', ')}))`,
+      );
+    }
+    // The version column stays the Replacing engine's argument, after the replica's.
+    expect(all.join('\n')).toContain(
+      "ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', version)",
+    );
+  });
+
+  it("shards every customer table by the customer, so one customer's rows stay on one shard", () => {
+    const byCustomer = ACCOUNT_TABLES.filter((t) => t.shardBy?.join() === 'svc_id');
+    expect(byCustomer.map((t) => t.name).sort()).toEqual(
+      ['consent_history', 'customers', 'events', 'identity_conflicts', 'identity_links', 'line_items'].sort(),
+    );
+  });
+
+  it('parses custom-field ALTERs, object tables and retention mutations on the cluster', async () => {
+    const more = [
+      ...addColumnSql(DB, 'events', { name: 'loyalty', type: 'number' }, CLUSTER),
+      ...objectTableSql(
+        DB,
+        'stores',
+        [
+          { name: 'store_id', type: 'string', primary: true },
+          { name: 'city', type: 'string' },
+        ],
+        CLUSTER,
+      ),
+      ...RETAINED_TABLES.flatMap((t) => [
+        `ALTER TABLE ${mutationTarget(DB, t.name, CLUSTER)} MODIFY TTL ${retentionTtl(t, 90)}`,
+        `ALTER TABLE ${mutationTarget(DB, t.name, CLUSTER)} REMOVE TTL`,
+      ]),
+    ];
+    const out = await Promise.all(more.map(parsed));
+    for (const sql of out) expect(sql).toContain('ON CLUSTER cdp');
+    // A custom field reaches the replicated table and the Distributed one over it.
+    const adds = out.filter((s) => /ADD COLUMN IF NOT EXISTS `?loyalty/.test(s));
+    expect(adds.map((s) => /^ALTER TABLE (\S+)/.exec(s)?.[1])).toEqual([
+      `${DB}.events_local`,
+      `${DB}.events`,
+    ]);
+    expect(out.join('\n')).toContain(`Distributed(cdp, ${DB}, stores_local, cityHash64(store_id))`);
+    expect(out.join('\n')).toContain(`ALTER TABLE ${DB}.events_local ON CLUSTER cdp`);
+  });
+});
