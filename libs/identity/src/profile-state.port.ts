@@ -42,6 +42,13 @@ export interface ProfileUpdate {
    * the merge says both are one person.
    */
   redact?: boolean;
+  /**
+   * The update's place in the order the bus accepted it (`acceptanceOrder`; the same on a redelivery).
+   * Given, each field is written only if no update accepted later wrote it already (its last `at` is not
+   * higher): a record redelivered after a crash, or applied late by another processor, never overwrites
+   * newer state, so every field ends as acceptance order gives it. Without it, the update applies whole.
+   */
+  at?: number;
 }
 
 /** The hot profile of every customer: what `GET /v3/profiles` reads. */

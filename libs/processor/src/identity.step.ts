@@ -282,13 +282,17 @@ function positionsOf(ids: readonly Identifier[], kinds: CustomIdentifierNames): 
   return out;
 }
 
-/** A profile update that also folds in the customers this record merged. */
+/**
+ * A record's profile update, written by its place in acceptance order (`at`), that also folds in the
+ * customers the record merged.
+ */
 export function withMerges(
   customerId: string,
   update: ProfileUpdate['update'],
   merged: string[],
+  at: number,
 ): ProfileUpdate {
-  return merged.length ? { customerId, update, absorb: merged } : { customerId, update };
+  return merged.length ? { customerId, update, absorb: merged, at } : { customerId, update, at };
 }
 
 /** One batch's resolve time and identity effects, counted once per batch. */

@@ -93,7 +93,7 @@ export abstract class AnalyticStore {
   /** The latest membership of every customer and list (`svc_all` included), from the consent history. */
   abstract consentStates(
     account: string,
-  ): AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number }>;
+  ): AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number; at?: number }>;
   /** Every stored identifier change, by identifier and version: what the identifier state is rebuilt from. */
   abstract identifierUpdates(
     account: string,

@@ -376,6 +376,37 @@ describe('ClickHouseStore on chDB', () => {
     ]);
   });
 
+  it('reads back the membership latest in acceptance order (`at`), whatever order several writers stored it in', async () => {
+    const change = (msg: string, subscribed: boolean, version: number, changeAt: number) => ({
+      svc_id: 'c1',
+      list_id: 'news',
+      subscribed,
+      version,
+      at: changeAt,
+      identifier_kind: 'email',
+      identifier_value: 'c1@x.com',
+      api_key: 'public',
+      source: 'subscriptions',
+      msg_id: msg,
+      changed_at: at,
+      stored_at: at,
+    });
+    const write = (rows: ReturnType<typeof change>[]) =>
+      store.write(
+        'acc6o',
+        { identityLinks: [], merges: [], conflicts: [], customers: [], events: [], consentHistory: rows },
+        false,
+      );
+    // Processor B stored the last toggle (unsubscribe, at 5_000) first; processor A's older toggles came
+    // later, one of them redelivered after a crash and applied as stale (the hot state's version kept).
+    await write([change('m5', false, 2, 5_000)]);
+    await write([change('m4', true, 2, 4_000), change('m2', true, 1, 2_000)]);
+    await write([change('m3', false, 3, 3_000)]);
+    const states = [];
+    for await (const s of store.consentStates('acc6o')) states.push(s);
+    expect(states).toEqual([{ svc_id: 'c1', list_id: 'news', subscribed: false, version: 3, at: 5_000 }]);
+  });
+
   it('gives an events table made before a new event field its column', async () => {
     await store.write('acc7', batch('m7', 'c7', 1), false);
     await transport.exec('ALTER TABLE cdp_acc7.events DROP COLUMN list_id');

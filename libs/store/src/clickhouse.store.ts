@@ -161,7 +161,7 @@ export class ClickHouseStore extends AnalyticStore {
 
   consentStates(
     account: string,
-  ): AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number }> {
+  ): AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number; at?: number }> {
     return this.rebuildRead(account, rebuild.consentStates);
   }
 

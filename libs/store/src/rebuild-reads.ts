@@ -105,14 +105,25 @@ export async function* currentProfiles(
   }
 }
 
-/** The latest membership of every customer and list (`svc_all` included). */
+/**
+ * The latest membership of every customer and list (`svc_all` included): the change latest in acceptance
+ * order (`at`), then by version (rows stored before `at` was kept read 0), whatever order processors
+ * stored them in.
+ */
 export async function* consentStates(
   transport: ClickHouseTransport,
   db: string,
   unfinished: Unfinished,
-): AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number }> {
-  const rows = transport.stream<{ svc_id: string; list_id: string; subscribed: boolean; latest: string }>(
-    `SELECT svc_id, list_id, argMax(subscribed, version) AS subscribed, max(version) AS latest
+): AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number; at?: number }> {
+  const rows = transport.stream<{
+    svc_id: string;
+    list_id: string;
+    subscribed: boolean;
+    latest: string;
+    latest_at: string;
+  }>(
+    `SELECT svc_id, list_id, argMax(subscribed, (at, version)) AS subscribed, max(version) AS latest,
+            max(at) AS latest_at
        FROM ${db}.${CONSENT_HISTORY.name} ${COUNTED}
        -- consent of a push token (POST /v3/consent) is the identifier's, not a list membership
        AND source != 'identifier_consent'
@@ -120,11 +131,13 @@ export async function* consentStates(
     { unfinished },
   );
   for await (const r of rows) {
+    const at = Number(r.latest_at);
     yield {
       svc_id: r.svc_id,
       list_id: r.list_id,
       subscribed: Boolean(r.subscribed),
       version: Number(r.latest),
+      ...(at > 0 ? { at } : {}),
     };
   }
 }

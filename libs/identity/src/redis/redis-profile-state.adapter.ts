@@ -16,6 +16,8 @@ import { keys } from './redis-keys.js';
 const VERSION_FIELD = '__v';
 /** Marks a redacted profile (cdp_apply). */
 const REDACTED_FIELD = '__r';
+/** `__t:<field>`: the acceptance order of the update that last wrote the field (cdp_apply). */
+const TIME_PREFIX = '__t:';
 const poolMember = (id: Identifier) => `${id.kind}:${id.value}`;
 
 /**
@@ -49,11 +51,14 @@ export class RedisProfileState extends ProfileState {
       }
       return i;
     };
-    const encoded = updates.map(({ customerId, update, absorb = [], redact = false }) => {
+    const encoded = updates.map(({ customerId, update, absorb = [], redact = false, at }) => {
       const fields: Record<string, string | null> = {};
       for (const [field, value] of Object.entries(update))
         fields[field] = value === null ? null : JSON.stringify(value);
-      return [slot(customerId), fields, absorb.map(slot), redact ? 1 : 0];
+      // `at` as decimal text: Lua numbers print with 14 digits, so Redis stores the exact text instead.
+      const entry: unknown[] = [slot(customerId), fields, absorb.map(slot), redact ? 1 : 0];
+      if (at !== undefined) entry.push(String(at));
+      return entry;
     });
     let raw: string;
     try {
@@ -178,7 +183,7 @@ function snapshot(customerId: string, flat: string[]): ProfileSnapshot {
     const field = flat[i]!;
     if (field === VERSION_FIELD) version = Number(flat[i + 1]);
     else if (field === REDACTED_FIELD) redacted = true;
-    else attributes[field] = JSON.parse(flat[i + 1]!) as AttributeValue;
+    else if (!field.startsWith(TIME_PREFIX)) attributes[field] = JSON.parse(flat[i + 1]!) as AttributeValue;
   }
   return redacted ? { customerId, version, attributes, redacted } : { customerId, version, attributes };
 }

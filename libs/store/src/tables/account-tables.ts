@@ -326,6 +326,11 @@ export const CONSENT_HISTORY = defineTable({
     subscribed: ch.kept(ch.bool()),
     /** The customer's consent version after this change (orders replays). */
     version: ch.kept(ch.uint64()),
+    /**
+     * The change's place in the bus's acceptance order (0 for rows written before it was kept): the
+     * current membership is the one with the highest, whatever order processors stored them in.
+     */
+    at: ch.addedLater(ch.kept(ch.uint64()), '0'),
     /** The identifier the change was sent with (its value is cleared by a redaction). */
     identifier_kind: ch.kept(ch.lowCardinality()),
     identifier_value: ch.string(),
