@@ -472,6 +472,28 @@ export function profileStateContract(name: string, open: () => Promise<ProfileSt
       await state.close();
     });
 
+    it('gives back the field times with a snapshot and keeps them across a load (a rebuild)', async () => {
+      const state = await open();
+      const a = `tld${run}`;
+      const [snap] = await state.apply(a, [
+        { customerId: 'c', update: { first_name: 'v9', city: null }, at: 9_000 },
+      ]);
+      expect(snap!.times).toEqual({ first_name: 9_000, city: 9_000 });
+      await state.load(
+        a,
+        from([{ svc_id: 'c', version: snap!.version, attributes: snap!.attributes, times: snap!.times }]),
+      );
+      await state.apply(a, [
+        { customerId: 'c', update: { first_name: 'v8', city: 'Oslo', email: 'c@x.com' }, at: 8_000 },
+      ]);
+      expect((await state.get(a, 'c'))!.attributes).toEqual({
+        first_name: 'v9',
+        name: 'v9',
+        email: 'c@x.com',
+      });
+      await state.close();
+    });
+
     it('any application order of the same updates ends in the same profile, a redaction after them included', async () => {
       const state = await open();
       const values = ['v1', 'v2', null, 'v3'];

@@ -1,5 +1,6 @@
 import type { DriverHealth } from '@cdp/contracts';
 import type { AttributeUpdate, Attributes, Identifier } from '@cdp/domain';
+import type { FieldTimes } from './field-order.js';
 
 export interface ProfileSnapshot {
   customerId: string;
@@ -13,6 +14,11 @@ export interface ProfileSnapshot {
    * are gone and stay gone — later updates may only change `opted_in`.
    */
   redacted?: boolean;
+  /**
+   * When each field was last written, in acceptance order (`ProfileUpdate.at`); absent when no update
+   * that wrote the profile carried one. The store keeps it with the snapshot, so a rebuild keeps it too.
+   */
+  times?: FieldTimes;
 }
 
 /** What a redacted profile keeps: an opted-out person receives no messages (spec "Consent"). */
@@ -26,6 +32,7 @@ export interface StoredProfile {
   version: number;
   attributes: Attributes;
   redacted?: boolean;
+  times?: FieldTimes;
 }
 
 export interface ProfileUpdate {

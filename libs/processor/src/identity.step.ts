@@ -220,6 +220,7 @@ export class IdentityStep implements Step<IdentityInput, ResolvedBatch> {
       updated_at: now,
       merged_into: snapshot.mergedInto ?? null,
       ...(snapshot.redacted ? { redacted: true } : {}),
+      ...(snapshot.times ? { field_at: JSON.stringify(snapshot.times) } : {}),
       attributes: snapshot.attributes,
     }));
   }

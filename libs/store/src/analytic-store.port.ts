@@ -75,6 +75,8 @@ export abstract class AnalyticStore {
     version: number;
     attributes: Record<string, string | boolean | number>;
     redacted?: boolean;
+    /** When each field was last written, in acceptance order (the hot state's field times). */
+    times?: Record<string, number>;
   }>;
   /** Adds the columns of custom fields to a built-in table (`events`, `customers`, …) unless present. */
   abstract addColumns(account: string, table: string, columns: readonly ColumnSpec[]): Promise<void>;

@@ -139,7 +139,12 @@ describe('ClickHouseStore on chDB', () => {
     const snapshot = (msg: string, version: number, city: string): StoreBatch => {
       const b = batch(msg, 'c1', 0);
       b.identityLinks = [];
-      b.customers[0] = { ...b.customers[0]!, version, attributes: { email: 'c1@x.com', city } };
+      b.customers[0] = {
+        ...b.customers[0]!,
+        version,
+        attributes: { email: 'c1@x.com', city },
+        field_at: JSON.stringify({ city: version * 1000 }),
+      };
       return b;
     };
     await store.write('accorder', snapshot('m3', 3, 'Rome'), false);
@@ -147,7 +152,10 @@ describe('ClickHouseStore on chDB', () => {
     await store.write('accorder', snapshot('m2', 2, 'Lima'), false);
     const profiles = [];
     for await (const p of store.currentProfiles('accorder')) profiles.push(p);
-    expect(profiles).toEqual([{ svc_id: 'c1', version: 3, attributes: { email: 'c1@x.com', city: 'Rome' } }]);
+    // The field times come back with it: a rebuild keeps guarding the fields.
+    expect(profiles).toEqual([
+      { svc_id: 'c1', version: 3, attributes: { email: 'c1@x.com', city: 'Rome' }, times: { city: 3000 } },
+    ]);
     // What exports and reads of the table's current rows see.
     const current = await store.query<{ version: string; city: string }>(
       'accorder',

@@ -155,6 +155,7 @@ export class ClickHouseStore extends AnalyticStore {
     version: number;
     attributes: Record<string, string | boolean | number>;
     redacted?: boolean;
+    times?: Record<string, number>;
   }> {
     return this.rebuildRead(account, rebuild.currentProfiles);
   }

@@ -62,6 +62,7 @@ export async function* currentProfiles(
   version: number;
   attributes: Record<string, string | boolean | number>;
   redacted?: boolean;
+  times?: Record<string, number>;
 }> {
   const table = `${db}.${CUSTOMERS.name}`;
   // Custom fields are columns added after the built-in ones; custom timestamps go back to unix seconds.
@@ -85,7 +86,7 @@ export async function* currentProfiles(
   //   customer only unfinished messages know is left out, as the index leaves that customer out.
   const rows = transport.stream<Record<string, string | boolean | number | null>>(
     `SELECT * FROM (
-         SELECT ${['svc_id', 'version', 'redacted', 'merged_into', ...ATTRIBUTE_COLUMNS, ...customSql].join(', ')},
+         SELECT ${['svc_id', 'version', 'redacted', 'merged_into', 'field_at', ...ATTRIBUTE_COLUMNS, ...customSql].join(', ')},
                 msg_id IN {unfinished:Array(String)} AS unfinished_snapshot
          FROM ${table} ORDER BY svc_id, version DESC, updated_at DESC LIMIT 1 BY svc_id
        ) WHERE (NOT unfinished_snapshot AND merged_into IS NULL)
@@ -100,8 +101,17 @@ export async function* currentProfiles(
       const value = row[column];
       if (value !== null && value !== undefined) attributes[column] = value;
     }
-    const profile = { svc_id: String(row.svc_id), version: Number(row.version), attributes };
-    yield row.redacted === true || row.redacted === 1 ? { ...profile, redacted: true } : profile;
+    const profile: {
+      svc_id: string;
+      version: number;
+      attributes: typeof attributes;
+      redacted?: boolean;
+      times?: Record<string, number>;
+    } = { svc_id: String(row.svc_id), version: Number(row.version), attributes };
+    if (row.redacted === true || row.redacted === 1) profile.redacted = true;
+    if (typeof row.field_at === 'string' && row.field_at !== '')
+      profile.times = JSON.parse(row.field_at) as Record<string, number>;
+    yield profile;
   }
 }
 

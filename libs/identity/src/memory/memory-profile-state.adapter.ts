@@ -58,6 +58,7 @@ class AccountProfiles {
       attributes: decode(this.attributes[c]!),
     };
     if (this.flags[c]! & REDACTED) snapshot.redacted = true;
+    if (this.times[c]) snapshot.times = this.timesOf(c);
     return snapshot;
   }
 
@@ -168,7 +169,9 @@ export class MemoryProfileState extends ProfileState {
           : applyProfileUpdate(attributes, written),
       };
       if (redacted) next.redacted = true;
-      const c = state.write(customerId, next.version, next.attributes, redacted, stamped(times, written, at));
+      const nextTimes = stamped(times, written, at);
+      if (Object.keys(nextTimes).length) next.times = nextTimes;
+      const c = state.write(customerId, next.version, next.attributes, redacted, nextTimes);
       this.indexPhone(state, c, current?.attributes.phone, next.attributes.phone);
       changed.set(customerId, next);
     }
@@ -207,7 +210,7 @@ export class MemoryProfileState extends ProfileState {
   async load(account: string, profiles: AsyncIterable<StoredProfile>): Promise<number> {
     const state = new AccountProfiles(this.accounts.get(account)?.pool);
     for await (const p of profiles) {
-      const c = state.write(p.svc_id, p.version, p.attributes, p.redacted === true);
+      const c = state.write(p.svc_id, p.version, p.attributes, p.redacted === true, p.times);
       this.indexPhone(state, c, undefined, p.attributes.phone);
     }
     this.accounts.set(account, state);

@@ -116,6 +116,11 @@ export const CUSTOMERS = defineTable({
     attributes: ch.fields<string | boolean | number>(CUSTOMER_FIELDS, { kept: ['opted_in'] }),
     /** Set on every snapshot of a customer a compliance opt-out redacted (spec "Compliance opt-out"). */
     redacted: ch.kept(ch.addedLater(ch.bool(), 'false')),
+    /**
+     * When each field was last written in acceptance order (the hot state's field times as JSON, '' for
+     * none): a rebuild gives them back, so a late record cannot overwrite a newer field after it.
+     */
+    field_at: ch.kept(ch.addedLater(ch.string(), "''")),
   },
   msgIndex: true,
   engine: 'ReplacingMergeTree(version)',
