@@ -150,6 +150,115 @@ describe('NATS cluster (scaled-out wiring)', () => {
     }
   });
 
+  it('ends every customer in acceptance order with three processors, one SIGKILLed and the stream leader killed', async () => {
+    const CUSTOMERS = 8;
+    const UPDATES = 24;
+    const TOGGLE_EVERY = 2;
+    // A short ack wait: the killed processor's unacknowledged messages come back to the others soon.
+    const p = await start({ CDP_NATS_PREFIX: 'ORDER', CDP_NATS_ACK_WAIT_MS: '1500' });
+    const acc = await p.createAccount('order');
+    const extraDirs = [0, 1].map(() => mkdtempSync(join(tmpdir(), 'cdp-order-')));
+    // Each processor its own chDB directory (chDB is one process's store): the hot state is shared.
+    const processors: (ChildApp | undefined)[] = [p.processor];
+    const startProcessor = (i: number) =>
+      ChildApp.start('apps/processor/src/main.js', { ...p.env(), CDP_DATA_DIR: extraDirs[i - 1]! });
+    const started = Date.now();
+    try {
+      processors.push(await startProcessor(1), await startProcessor(2));
+      const list = await p.http().post('/v3/lists').set('x-api-key', acc.privateKey).send({ name: 'news' });
+      expect(list.status).toBe(201);
+      // The account's hot state is opened (a new account is rebuilt from the store, under a lock) before
+      // the run: a processor SIGKILLed in the middle of that rebuild would hold the account closed until
+      // its lock expires, which is no question of order.
+      expect((await sendEvents(p, acc.publicKey, ['/order/warm'])).status).toBe(202);
+      await readable(p, acc.privateKey, '/order/warm');
+
+      /** Sends until acknowledged: a 503 (with Retry-After) or a dropped connection is tried again. */
+      let refused = 0;
+      const send = async (path: string, body: object): Promise<void> => {
+        for (let attempt = 0; attempt < 100; attempt++) {
+          const res = await fetch(p.url(path), {
+            method: 'POST',
+            headers: { 'x-api-key': acc.publicKey, 'content-type': 'application/json' },
+            body: JSON.stringify(body),
+          }).catch(() => undefined);
+          if (res && res.status < 300) return;
+          if (res && res.status !== 503) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+          refused++;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        throw new Error(`${path} was never acknowledged`);
+      };
+      let acknowledged = 0;
+      const customer = async (c: number) => {
+        const email = `order-${c}@x.test`;
+        for (let v = 1; v <= UPDATES; v++) {
+          await send('/v3/profiles', { attributes: { email, first_name: `v${v}` } });
+          acknowledged++;
+          if (v % TOGGLE_EVERY === 0) {
+            // Toggles end unsubscribed: the last one (v = UPDATES) says false.
+            const subscribed = (v / TOGGLE_EVERY) % 2 === 1;
+            await send('/v3/lists/subscriptions', { list_id: 'news', email, subscribed });
+            acknowledged++;
+          }
+        }
+      };
+      const total = CUSTOMERS * (UPDATES + UPDATES / TOGGLE_EVERY);
+      const reached = (share: number) =>
+        eventually(() => Promise.resolve(acknowledged >= total * share), 120_000, 20);
+      const run = Promise.all(Array.from({ length: CUSTOMERS }, (_, c) => customer(c)));
+      const failed = run.then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+
+      await reached(0.25);
+      await processors[1]!.kill('SIGKILL');
+      const jsm = await jetstreamManager(nc);
+      const leader = (await jsm.streams.info('ORDER_INGEST')).cluster?.leader;
+      expect(leader).toBeDefined();
+      await reached(0.4);
+      const victim = cluster.node(leader!);
+      await victim.down('SIGKILL');
+      await reached(0.6);
+      await victim.up();
+      await cluster.waitForJetStream();
+      processors[1] = await startProcessor(1);
+      await run;
+      expect(await failed).toBeUndefined();
+      await drained(p);
+
+      const wrong: string[] = [];
+      await eventually(async () => {
+        wrong.length = 0;
+        for (let c = 0; c < CUSTOMERS; c++) {
+          const email = `order-${c}@x.test`;
+          const prof = await p.http().get(`/v3/profiles?email=${email}`).set('x-api-key', acc.privateKey);
+          const subs = await p
+            .http()
+            .get(`/v3/lists/subscriptions?email=${email}`)
+            .set('x-api-key', acc.privateKey);
+          const news = (
+            subs.body.subscriptions as { list_id: string; subscribed: boolean }[] | undefined
+          )?.find((s) => s.list_id === 'news');
+          const name = prof.body.attributes?.first_name as string | undefined;
+          if (name !== `v${UPDATES}` || news?.subscribed !== false)
+            wrong.push(`${email}: first_name ${name}, news ${news?.subscribed}`);
+        }
+        return wrong.length === 0;
+      }, 30_000).catch(() => undefined);
+      console.log(
+        `ordering: ${CUSTOMERS} customers × ${total / CUSTOMERS} sequential updates (${total} acknowledged, ` +
+          `${refused} refusals retried) over 3 processors; a processor and the ingest leader ${victim.name} ` +
+          `SIGKILLed and restarted; ${CUSTOMERS - wrong.length}/${CUSTOMERS} right in ${Date.now() - started} ms`,
+      );
+      expect(wrong).toEqual([]);
+    } finally {
+      for (const proc of processors.slice(1)) await proc?.kill('SIGTERM').catch(() => undefined);
+      for (const dir of extraDirs) rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('loses no acknowledged record when the ingest stream leader dies, with only brief 503s', async () => {
     const p = await start({ CDP_NATS_PREFIX: 'HA' });
     const acc = await p.createAccount('ha');

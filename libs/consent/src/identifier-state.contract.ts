@@ -45,6 +45,49 @@ export function identifierStateContract(name: string, open: () => Promise<Identi
       await state.close();
     });
 
+    it('writes each part by acceptance order (`at`): any application order ends the same, and so does a rebuild', async () => {
+      const state = await open();
+      const timed: IdentifierChange[] = changes.map((c, i) => ({
+        ...c,
+        at: 12_345_678_900_000 + (i + 1) * 1000,
+      }));
+      // A late toggle of consent and an older metadata change, applied after the newer ones.
+      timed.push({ ...changes[0]!, ts: 500, consent: true, at: 12_345_678_899_000 } as IdentifierChange);
+      const inOrder = `ino${run}`;
+      const shuffled = `shf${run}`;
+      await state.apply(inOrder, [timed[5]!, ...timed.slice(0, 5)]);
+      await state.apply(shuffled, [timed[4]!, timed[3]!]);
+      await state.apply(shuffled, [timed[2]!, timed[1]!, timed[0]!, timed[5]!]);
+      await state.apply(shuffled, [timed[3]!]);
+      for (const [field, value] of [
+        ['ios_push_tokens', 't1'],
+        ['email', 'a@x.com'],
+      ] as const) {
+        const x = await state.get(inOrder, field, value);
+        const y = await state.get(shuffled, field, value);
+        expect({ ...y, version: 0 }).toEqual({ ...x, version: 0 });
+      }
+      const t1 = await state.get(shuffled, 'ios_push_tokens', 't1');
+      expect(t1!.consent).toEqual(expected.t1.consent);
+      expect((await state.get(shuffled, 'email', 'a@x.com'))!.metadata).toEqual(expected.a.metadata);
+      // A rebuild replays the stored changes (by version) to the same state, times included.
+      const rows = [timed[4]!, timed[3]!, timed[2]!, timed[1]!, timed[0]!, timed[5]!, timed[3]!].map(
+        (c, i) => ({
+          field: c.field,
+          value: c.value,
+          version: i + 1,
+          change: changeBody(c),
+        }),
+      );
+      rows.sort((x, y) => x.field.localeCompare(y.field) || x.version - y.version);
+      const rebuilt = `reb${run}`;
+      await state.load(rebuilt, from(rows));
+      expect((await state.get(rebuilt, 'ios_push_tokens', 't1'))!.consent).toEqual(expected.t1.consent);
+      await state.apply(rebuilt, [timed[5]!]);
+      expect((await state.get(rebuilt, 'ios_push_tokens', 't1'))!.consent).toEqual(expected.t1.consent);
+      await state.close();
+    });
+
     it('rebuilds the same state from the stored changes, replacing what it held', async () => {
       const state = await open();
       const account = `load${run}`;

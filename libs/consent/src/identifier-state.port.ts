@@ -9,10 +9,26 @@ export interface IdentifierStatus {
   consent?: { consent: boolean; reason: string | null; ts: number };
   reachability?: { reachable: boolean; update_type: string | null; reason: string | null; ts: number };
   metadata?: { fields: Record<string, MetadataValue>; ts: number };
+  /**
+   * When each part was last written, in acceptance order (`IdentifierChange.at`): `consent`,
+   * `reachability`, `metadata` (its ts) and `metadata.<name>` per metadata field. Only changes that
+   * carried an `at` leave one.
+   */
+  times?: Record<string, number>;
 }
 
 /** One change of one identifier's state (the bus record without its event). */
-export type IdentifierChange = { field: string; value: string; ts: number } & (
+export type IdentifierChange = {
+  field: string;
+  value: string;
+  ts: number;
+  /**
+   * The change's place in the order the bus accepted it (the same for a redelivery). Given, each part it
+   * writes is written only if no change accepted later wrote it already: a change redelivered after a
+   * crash, or applied late by another processor, never overwrites a newer one.
+   */
+  at?: number;
+} & (
   | { type: 'consent'; consent: boolean; reason: string | null }
   | { type: 'reachability'; reachable: boolean; update_type: string | null; reason: string | null }
   | { type: 'metadata'; metadata: Record<string, MetadataValue | null> }
@@ -27,31 +43,47 @@ export interface StoredIdentifierChange {
   change: string;
 }
 
-/** What a change does to an identifier's state: the one rule every driver and every rebuild follows. */
+/**
+ * What a change does to an identifier's state: the one rule every driver and every rebuild follows.
+ * Every change counts a version; each part it writes is last-writer-wins by `at` (`newer`).
+ */
 export function applyIdentifierChange(status: IdentifierStatus, change: IdentifierChange): IdentifierStatus {
   const next: IdentifierStatus = { ...status, version: status.version + 1 };
+  const times = { ...status.times };
+  const { at } = change;
+  /** Whether the change may write this part; if so, the part's time is the change's. */
+  const newer = (part: string): boolean => {
+    if (at === undefined) return true;
+    if (times[part]! > at) return false;
+    times[part] = at;
+    return true;
+  };
   switch (change.type) {
     case 'consent':
-      next.consent = { consent: change.consent, reason: change.reason, ts: change.ts };
+      if (newer('consent')) next.consent = { consent: change.consent, reason: change.reason, ts: change.ts };
       break;
     case 'reachability':
-      next.reachability = {
-        reachable: change.reachable,
-        update_type: change.update_type,
-        reason: change.reason,
-        ts: change.ts,
-      };
+      if (newer('reachability'))
+        next.reachability = {
+          reachable: change.reachable,
+          update_type: change.update_type,
+          reason: change.reason,
+          ts: change.ts,
+        };
       break;
     case 'metadata': {
       const fields = { ...status.metadata?.fields };
       for (const [name, value] of Object.entries(change.metadata)) {
+        if (!newer(`metadata.${name}`)) continue;
         if (value === null) delete fields[name];
         else fields[name] = value;
       }
-      next.metadata = { fields, ts: change.ts };
+      const ts = newer('metadata') ? change.ts : status.metadata!.ts;
+      next.metadata = { fields, ts };
       break;
     }
   }
+  if (at !== undefined) next.times = times;
   return next;
 }
 

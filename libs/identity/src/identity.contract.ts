@@ -451,6 +451,83 @@ export function profileStateContract(name: string, open: () => Promise<ProfileSt
       await state.close();
     });
 
+    it('writes each field by acceptance order (`at`): a late or redelivered update never overwrites a newer one', async () => {
+      const state = await open();
+      const a = `ord${run}`;
+      // Processors applied v3 first, then the older v2 (a redelivery, or another processor's late batch).
+      await state.apply(a, [{ customerId: 'c', update: { first_name: 'v3', city: 'Oslo' }, at: 3_000 }]);
+      const [late] = await state.apply(a, [
+        { customerId: 'c', update: { first_name: 'v2', city: null, email: 'c@x.com' }, at: 2_000 },
+      ]);
+      // The fields v3 wrote keep its values; a field v3 left alone takes v2's.
+      expect(late!.attributes).toEqual({ first_name: 'v3', name: 'v3', city: 'Oslo', email: 'c@x.com' });
+      // An unset is a write too: an older value does not come back after it.
+      await state.apply(a, [{ customerId: 'c', update: { city: null }, at: 4_000 }]);
+      await state.apply(a, [{ customerId: 'c', update: { city: 'Rome' }, at: 3_500 }]);
+      expect((await state.get(a, 'c'))!.attributes.city).toBeUndefined();
+      // Beyond 2^32 and 14 digits (a stream sequence × 1000): compared exactly.
+      await state.apply(a, [{ customerId: 'c', update: { last_name: 'B' }, at: 12_345_678_901_235 }]);
+      await state.apply(a, [{ customerId: 'c', update: { last_name: 'A' }, at: 12_345_678_901_234 }]);
+      expect((await state.get(a, 'c'))!.attributes.last_name).toBe('B');
+      await state.close();
+    });
+
+    it('gives back the field times with a snapshot and keeps them across a load (a rebuild)', async () => {
+      const state = await open();
+      const a = `tld${run}`;
+      const [snap] = await state.apply(a, [
+        { customerId: 'c', update: { first_name: 'v9', city: null }, at: 9_000 },
+      ]);
+      expect(snap!.times).toEqual({ first_name: 9_000, city: 9_000 });
+      await state.load(
+        a,
+        from([{ svc_id: 'c', version: snap!.version, attributes: snap!.attributes, times: snap!.times }]),
+      );
+      await state.apply(a, [
+        { customerId: 'c', update: { first_name: 'v8', city: 'Oslo', email: 'c@x.com' }, at: 8_000 },
+      ]);
+      expect((await state.get(a, 'c'))!.attributes).toEqual({
+        first_name: 'v9',
+        name: 'v9',
+        email: 'c@x.com',
+      });
+      await state.close();
+    });
+
+    it('any application order of the same updates ends in the same profile, a redaction after them included', async () => {
+      const state = await open();
+      const values = ['v1', 'v2', null, 'v3'];
+      const updates = Array.from({ length: 48 }, (_, i) => {
+        const update: Record<string, string | boolean | null> = {
+          first_name: values[i % 4]!,
+          [i % 3 ? 'city' : 'last_name']: values[(i + 1) % 4]!,
+        };
+        if (i % 5 === 0) update.opted_in = i % 2 === 0;
+        return { customerId: `c${i % 3}`, update, at: (i + 1) * 1000 + (i % 7) };
+      });
+      const redact = { customerId: 'c1', update: {}, redact: true };
+      const shuffled = [...updates].sort((x, y) => ((x.at * 7919) % 101) - ((y.at * 7919) % 101));
+      const a = `ino${run}`;
+      const b = `shf${run}`;
+      await state.apply(a, [...updates, redact]);
+      // In batches, one by one, reversed, and an old update redelivered after the redaction.
+      await state.apply(b, shuffled.slice(0, 20));
+      for (const u of shuffled.slice(20, 30)) await state.apply(b, [u]);
+      await state.apply(b, shuffled.slice(30, 40).reverse());
+      await state.apply(b, [...shuffled.slice(40), redact, ...updates.slice(0, 6)]);
+      for (const c of ['c0', 'c1', 'c2']) {
+        const x = await state.get(a, c);
+        const y = await state.get(b, c);
+        expect({ c, attributes: y!.attributes, redacted: y!.redacted }).toEqual({
+          c,
+          attributes: x!.attributes,
+          redacted: x!.redacted,
+        });
+      }
+      expect((await state.get(a, 'c1'))!.redacted).toBe(true);
+      await state.close();
+    });
+
     it('keeps an opt-out pool per account, rebuildable', async () => {
       const state = await open();
       const a = `pool${run}`;

@@ -1,5 +1,6 @@
 import type { DriverHealth } from '@cdp/contracts';
 import type { AttributeUpdate, Attributes, Identifier } from '@cdp/domain';
+import type { FieldTimes } from './field-order.js';
 
 export interface ProfileSnapshot {
   customerId: string;
@@ -13,6 +14,11 @@ export interface ProfileSnapshot {
    * are gone and stay gone — later updates may only change `opted_in`.
    */
   redacted?: boolean;
+  /**
+   * When each field was last written, in acceptance order (`ProfileUpdate.at`); absent when no update
+   * that wrote the profile carried one. The store keeps it with the snapshot, so a rebuild keeps it too.
+   */
+  times?: FieldTimes;
 }
 
 /** What a redacted profile keeps: an opted-out person receives no messages (spec "Consent"). */
@@ -26,6 +32,7 @@ export interface StoredProfile {
   version: number;
   attributes: Attributes;
   redacted?: boolean;
+  times?: FieldTimes;
 }
 
 export interface ProfileUpdate {
@@ -42,6 +49,13 @@ export interface ProfileUpdate {
    * the merge says both are one person.
    */
   redact?: boolean;
+  /**
+   * The update's place in the order the bus accepted it (`acceptanceOrder`; the same on a redelivery).
+   * Given, each field is written only if no update accepted later wrote it already (its last `at` is not
+   * higher): a record redelivered after a crash, or applied late by another processor, never overwrites
+   * newer state, so every field ends as acceptance order gives it. Without it, the update applies whole.
+   */
+  at?: number;
 }
 
 /** The hot profile of every customer: what `GET /v3/profiles` reads. */

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { ok, type Delivery, type Step, type StepResult } from '@cdp/bus';
+import { acceptanceOrder, ok, type Delivery, type Step, type StepResult } from '@cdp/bus';
 import { ConsentState, IdentifierState, changeBody, type IdentifierChange } from '@cdp/consent';
 import type { IdentifierUpdatesMessage } from '@cdp/contracts';
 import {
@@ -26,6 +26,8 @@ interface Item {
   message: IdentifierUpdatesMessage;
   index: number;
   record: IdentifierUpdate & { identifiers: Record<string, string> };
+  /** The record's place in acceptance order: the identifier's state, `svc_all` and `opted_in` go by it. */
+  at: number;
 }
 
 /** Where a consent history row came from: email consent is the channel opt-in (rebuilt into `svc_all`). */
@@ -67,6 +69,7 @@ export class IdentifierUpdatesStep implements Step<IdentifierUpdatesInput, Store
         message: d.message,
         index,
         record: { ...record, identifiers: { [record.field]: record.value } },
+        at: acceptanceOrder(d, index),
       })),
     );
     // Phones are matched against profiles, every other identifier is resolved (in one index call).
@@ -94,7 +97,7 @@ export class IdentifierUpdatesStep implements Step<IdentifierUpdatesInput, Store
 
     const versions = await this.identifiers.apply(
       account,
-      items.map(({ record }) => changeOf(record)),
+      items.map(({ record, at }) => changeOf(record, at)),
     );
     const emailConsent = items.filter(
       (item) => item.record.type === 'consent' && item.record.field === 'email',
@@ -105,6 +108,7 @@ export class IdentifierUpdatesStep implements Step<IdentifierUpdatesInput, Store
         customerId: resolutionOf.get(item)!.customerId,
         listId: SVC_ALL,
         subscribed: (item.record as { consent: boolean }).consent,
+        at: item.at,
       })),
     );
     const optInVersion = new Map(emailConsent.map((item, n) => [item, optIns[n]!.version]));
@@ -120,7 +124,7 @@ export class IdentifierUpdatesStep implements Step<IdentifierUpdatesInput, Store
         for (const id of linked) if (isProfileIdentifier(id.kind)) update[id.kind] = id.value;
         if (record.type === 'consent' && record.field === 'email') update.opted_in = record.consent;
         if (created || merged.length || Object.keys(update).length > 0) {
-          updates.push(withMerges(customerId, update, merged));
+          updates.push(withMerges(customerId, update, merged, item.at));
           lastMessageOf.set(customerId, message.id);
         }
       }
@@ -131,7 +135,7 @@ export class IdentifierUpdatesStep implements Step<IdentifierUpdatesInput, Store
         value: record.value,
         version: versions[i]!,
         type: record.type,
-        change: changeBody(changeOf(record)),
+        change: changeBody(changeOf(record, item.at)),
         // A phone may be several customers' (or nobody's yet): the first is named.
         svc_id: customers[0] ?? '',
         api_key: message.key,
@@ -149,6 +153,7 @@ export class IdentifierUpdatesStep implements Step<IdentifierUpdatesInput, Store
             list_id: email ? SVC_ALL : record.field,
             subscribed: record.consent,
             version: email ? optInVersion.get(item)! : versions[i]!,
+            at: item.at,
             identifier_kind: record.field,
             identifier_value: record.value,
             api_key: message.key,
@@ -181,8 +186,8 @@ export class IdentifierUpdatesStep implements Step<IdentifierUpdatesInput, Store
 }
 
 /** The state change of a record (what IdentifierState applies and the store keeps). */
-function changeOf(record: IdentifierUpdate): IdentifierChange {
-  const base = { field: record.field, value: record.value, ts: record.ts };
+function changeOf(record: IdentifierUpdate, at: number): IdentifierChange {
+  const base = { field: record.field, value: record.value, ts: record.ts, at };
   switch (record.type) {
     case 'consent':
       return { ...base, type: 'consent', consent: record.consent, reason: record.reason };

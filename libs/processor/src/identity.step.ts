@@ -220,6 +220,7 @@ export class IdentityStep implements Step<IdentityInput, ResolvedBatch> {
       updated_at: now,
       merged_into: snapshot.mergedInto ?? null,
       ...(snapshot.redacted ? { redacted: true } : {}),
+      ...(snapshot.times ? { field_at: JSON.stringify(snapshot.times) } : {}),
       attributes: snapshot.attributes,
     }));
   }
@@ -282,13 +283,17 @@ function positionsOf(ids: readonly Identifier[], kinds: CustomIdentifierNames): 
   return out;
 }
 
-/** A profile update that also folds in the customers this record merged. */
+/**
+ * A record's profile update, written by its place in acceptance order (`at`), that also folds in the
+ * customers the record merged.
+ */
 export function withMerges(
   customerId: string,
   update: ProfileUpdate['update'],
   merged: string[],
+  at: number,
 ): ProfileUpdate {
-  return merged.length ? { customerId, update, absorb: merged } : { customerId, update };
+  return merged.length ? { customerId, update, absorb: merged, at } : { customerId, update, at };
 }
 
 /** One batch's resolve time and identity effects, counted once per batch. */

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import {
+  acceptanceOrder,
   failureOf,
   isFailure,
   mayBeStored,
@@ -43,6 +44,8 @@ interface Item {
   message: IngestMessage;
   index: number;
   record: EventRecord | ProfileRecord;
+  /** The record's place in acceptance order: its profile fields are written last-writer-wins by it. */
+  at: number;
 }
 
 /**
@@ -216,11 +219,12 @@ export class IngestPipeline {
     // A test makes one account's messages fail here (`processor.message[<account>]:reject`: poison).
     faultPoint('processor.message', account);
     // Products and order updates name no customer: the commerce steps take them (below).
-    const items: Item[] = deliveries.flatMap(({ message: m }) =>
-      m.kind === 'events' || m.kind === 'profiles'
-        ? m.records.map((record, index) => ({ message: m, index, record }))
-        : [],
-    );
+    const items: Item[] = deliveries.flatMap((d) => {
+      const m = d.message;
+      return m.kind === 'events' || m.kind === 'profiles'
+        ? m.records.map((record, index) => ({ message: m, index, record, at: acceptanceOrder(d, index) }))
+        : [];
+    });
     const resolved = unwrap(await this.identityStep.run({ account, items, writesBefore }));
     const { resolutions } = resolved;
     const now = toStoreTime(Date.now());
@@ -236,7 +240,7 @@ export class IngestPipeline {
       for (const loser of merged) lastMessageOf.set(loser, msgId);
       const update = profileUpdate(item, linked, conflicts.length > 0);
       if (created || merged.length || Object.keys(update).length > 0) {
-        updates.push(withMerges(customerId, update, merged));
+        updates.push(withMerges(customerId, update, merged, item.at));
         lastMessageOf.set(customerId, msgId);
       }
       if (item.message.kind === 'events') {

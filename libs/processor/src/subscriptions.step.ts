@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { ok, type Delivery, type Step, type StepResult } from '@cdp/bus';
+import { acceptanceOrder, ok, type Delivery, type Step, type StepResult } from '@cdp/bus';
 import { ConsentState } from '@cdp/consent';
 import type { SubscriptionsMessage } from '@cdp/contracts';
 import {
@@ -27,6 +27,8 @@ interface Item {
   message: SubscriptionsMessage;
   index: number;
   record: SubscriptionRecord;
+  /** The record's place in acceptance order: memberships and `opted_in` are last-writer-wins by it. */
+  at: number;
 }
 
 export function isSubscriptionsDelivery(d: Delivery): d is Delivery & { message: SubscriptionsMessage } {
@@ -75,7 +77,12 @@ export class SubscriptionsStep implements Step<SubscriptionsInput, StoreBatch> {
 
   async run({ account, deliveries }: SubscriptionsInput): Promise<StepResult<StoreBatch>> {
     const items: Item[] = deliveries.flatMap((d) =>
-      d.message.records.map((record, index) => ({ message: d.message, index, record })),
+      d.message.records.map((record, index) => ({
+        message: d.message,
+        index,
+        record,
+        at: acceptanceOrder(d, index),
+      })),
     );
     const resolution = await this.identityStep.run({ account, items });
     if (resolution.type !== 'ok') return resolution;
@@ -93,6 +100,7 @@ export class SubscriptionsStep implements Step<SubscriptionsInput, StoreBatch> {
         customerId: resolutions[i]!.customerId,
         listId: item.record.list_id,
         subscribed: item.record.subscribed,
+        at: item.at,
       })),
     );
 
@@ -106,7 +114,7 @@ export class SubscriptionsStep implements Step<SubscriptionsInput, StoreBatch> {
       // svc_all is the legacy spelling of global opt-in (spec "List and subscription resources").
       if (record.list_id === SVC_ALL) update.opted_in = record.subscribed;
       if (created || merged.length || Object.keys(update).length > 0) {
-        updates.push(withMerges(customerId, update, merged));
+        updates.push(withMerges(customerId, update, merged, item.at));
         lastMessageOf.set(customerId, message.id);
       }
       const used: Identifier = identifiers[i]![0]!;
@@ -116,6 +124,7 @@ export class SubscriptionsStep implements Step<SubscriptionsInput, StoreBatch> {
         list_id: record.list_id,
         subscribed: record.subscribed,
         version: applied[i]!.version,
+        at: item.at,
         identifier_kind: used.kind,
         identifier_value: used.value,
         api_key: message.key,

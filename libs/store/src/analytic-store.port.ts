@@ -81,6 +81,8 @@ export abstract class AnalyticStore {
     version: number;
     attributes: Record<string, string | boolean | number>;
     redacted?: boolean;
+    /** When each field was last written, in acceptance order (the hot state's field times). */
+    times?: Record<string, number>;
   }>;
   /** Adds the columns of custom fields to a built-in table (`events`, `customers`, …) unless present. */
   abstract addColumns(account: string, table: string, columns: readonly ColumnSpec[]): Promise<void>;
@@ -99,7 +101,7 @@ export abstract class AnalyticStore {
   /** The latest membership of every customer and list (`svc_all` included), from the consent history. */
   abstract consentStates(
     account: string,
-  ): AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number }>;
+  ): AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number; at?: number }>;
   /** Every stored identifier change, by identifier and version: what the identifier state is rebuilt from. */
   abstract identifierUpdates(
     account: string,

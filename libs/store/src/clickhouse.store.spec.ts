@@ -139,7 +139,12 @@ describe('ClickHouseStore on chDB', () => {
     const snapshot = (msg: string, version: number, city: string): StoreBatch => {
       const b = batch(msg, 'c1', 0);
       b.identityLinks = [];
-      b.customers[0] = { ...b.customers[0]!, version, attributes: { email: 'c1@x.com', city } };
+      b.customers[0] = {
+        ...b.customers[0]!,
+        version,
+        attributes: { email: 'c1@x.com', city },
+        field_at: JSON.stringify({ city: version * 1000 }),
+      };
       return b;
     };
     await store.write('accorder', snapshot('m3', 3, 'Rome'), false);
@@ -147,7 +152,10 @@ describe('ClickHouseStore on chDB', () => {
     await store.write('accorder', snapshot('m2', 2, 'Lima'), false);
     const profiles = [];
     for await (const p of store.currentProfiles('accorder')) profiles.push(p);
-    expect(profiles).toEqual([{ svc_id: 'c1', version: 3, attributes: { email: 'c1@x.com', city: 'Rome' } }]);
+    // The field times come back with it: a rebuild keeps guarding the fields.
+    expect(profiles).toEqual([
+      { svc_id: 'c1', version: 3, attributes: { email: 'c1@x.com', city: 'Rome' }, times: { city: 3000 } },
+    ]);
     // What exports and reads of the table's current rows see.
     const current = await store.query<{ version: string; city: string }>(
       'accorder',
@@ -374,6 +382,37 @@ describe('ClickHouseStore on chDB', () => {
       { svc_id: 'c1', list_id: 'svc_all', subscribed: true, version: 2 },
       { svc_id: 'c2', list_id: 'news', subscribed: true, version: 1 },
     ]);
+  });
+
+  it('reads back the membership latest in acceptance order (`at`), whatever order several writers stored it in', async () => {
+    const change = (msg: string, subscribed: boolean, version: number, changeAt: number) => ({
+      svc_id: 'c1',
+      list_id: 'news',
+      subscribed,
+      version,
+      at: changeAt,
+      identifier_kind: 'email',
+      identifier_value: 'c1@x.com',
+      api_key: 'public',
+      source: 'subscriptions',
+      msg_id: msg,
+      changed_at: at,
+      stored_at: at,
+    });
+    const write = (rows: ReturnType<typeof change>[]) =>
+      store.write(
+        'acc6o',
+        { identityLinks: [], merges: [], conflicts: [], customers: [], events: [], consentHistory: rows },
+        false,
+      );
+    // Processor B stored the last toggle (unsubscribe, at 5_000) first; processor A's older toggles came
+    // later, one of them redelivered after a crash and applied as stale (the hot state's version kept).
+    await write([change('m5', false, 2, 5_000)]);
+    await write([change('m4', true, 2, 4_000), change('m2', true, 1, 2_000)]);
+    await write([change('m3', false, 3, 3_000)]);
+    const states = [];
+    for await (const s of store.consentStates('acc6o')) states.push(s);
+    expect(states).toEqual([{ svc_id: 'c1', list_id: 'news', subscribed: false, version: 3, at: 5_000 }]);
   });
 
   it('gives an events table made before a new event field its column', async () => {

@@ -310,13 +310,14 @@ export class ClickHouseStore extends AnalyticStore {
     version: number;
     attributes: Record<string, string | boolean | number>;
     redacted?: boolean;
+    times?: Record<string, number>;
   }> {
     return this.rebuildRead(account, rebuild.currentProfiles);
   }
 
   consentStates(
     account: string,
-  ): AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number }> {
+  ): AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number; at?: number }> {
     return this.rebuildRead(account, rebuild.consentStates);
   }
 

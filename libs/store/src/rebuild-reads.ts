@@ -62,6 +62,7 @@ export async function* currentProfiles(
   version: number;
   attributes: Record<string, string | boolean | number>;
   redacted?: boolean;
+  times?: Record<string, number>;
 }> {
   const table = `${db}.${CUSTOMERS.name}`;
   // Custom fields are columns added after the built-in ones; custom timestamps go back to unix seconds.
@@ -85,7 +86,7 @@ export async function* currentProfiles(
   //   customer only unfinished messages know is left out, as the index leaves that customer out.
   const rows = transport.stream<Record<string, string | boolean | number | null>>(
     `SELECT * FROM (
-         SELECT ${['svc_id', 'version', 'redacted', 'merged_into', ...ATTRIBUTE_COLUMNS, ...customSql].join(', ')},
+         SELECT ${['svc_id', 'version', 'redacted', 'merged_into', 'field_at', ...ATTRIBUTE_COLUMNS, ...customSql].join(', ')},
                 msg_id IN {unfinished:Array(String)} AS unfinished_snapshot
          FROM ${table} ORDER BY svc_id, version DESC, updated_at DESC LIMIT 1 BY svc_id
        ) WHERE (NOT unfinished_snapshot AND merged_into IS NULL)
@@ -100,19 +101,39 @@ export async function* currentProfiles(
       const value = row[column];
       if (value !== null && value !== undefined) attributes[column] = value;
     }
-    const profile = { svc_id: String(row.svc_id), version: Number(row.version), attributes };
-    yield row.redacted === true || row.redacted === 1 ? { ...profile, redacted: true } : profile;
+    const profile: {
+      svc_id: string;
+      version: number;
+      attributes: typeof attributes;
+      redacted?: boolean;
+      times?: Record<string, number>;
+    } = { svc_id: String(row.svc_id), version: Number(row.version), attributes };
+    if (row.redacted === true || row.redacted === 1) profile.redacted = true;
+    if (typeof row.field_at === 'string' && row.field_at !== '')
+      profile.times = JSON.parse(row.field_at) as Record<string, number>;
+    yield profile;
   }
 }
 
-/** The latest membership of every customer and list (`svc_all` included). */
+/**
+ * The latest membership of every customer and list (`svc_all` included): the change latest in acceptance
+ * order (`at`), then by version (rows stored before `at` was kept read 0), whatever order processors
+ * stored them in.
+ */
 export async function* consentStates(
   transport: ClickHouseTransport,
   db: string,
   unfinished: Unfinished,
-): AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number }> {
-  const rows = transport.stream<{ svc_id: string; list_id: string; subscribed: boolean; latest: string }>(
-    `SELECT svc_id, list_id, argMax(subscribed, version) AS subscribed, max(version) AS latest
+): AsyncIterable<{ svc_id: string; list_id: string; subscribed: boolean; version: number; at?: number }> {
+  const rows = transport.stream<{
+    svc_id: string;
+    list_id: string;
+    subscribed: boolean;
+    latest: string;
+    latest_at: string;
+  }>(
+    `SELECT svc_id, list_id, argMax(subscribed, (at, version)) AS subscribed, max(version) AS latest,
+            max(at) AS latest_at
        FROM ${db}.${CONSENT_HISTORY.name} ${COUNTED}
        -- consent of a push token (POST /v3/consent) is the identifier's, not a list membership
        AND source != 'identifier_consent'
@@ -120,11 +141,13 @@ export async function* consentStates(
     { unfinished },
   );
   for await (const r of rows) {
+    const at = Number(r.latest_at);
     yield {
       svc_id: r.svc_id,
       list_id: r.list_id,
       subscribed: Boolean(r.subscribed),
       version: Number(r.latest),
+      ...(at > 0 ? { at } : {}),
     };
   }
 }

@@ -16,6 +16,35 @@ const METADATA_TS = 'metadata_ts';
 /** Each metadata field is a hash field of its own, so a change sets or clears it without a read. */
 const METADATA_PREFIX = 'm:';
 
+/** `t:<part>`: when the part was last written, in acceptance order (IdentifierStatus.times). */
+const TIME_PREFIX = 't:';
+
+/**
+ * Applies a batch of changes in one atomic call, in order. KEYS[1] the account's index, then one
+ * identifier hash per change. ARGV[1] JSON [[index member, at or '', [[hash field, value or null,
+ * part], ...]], ...]. Every change counts a version; each hash field is written (or deleted, for null)
+ * only if its part's time (field t:<part>) is not later than the change's at, and then takes it.
+ * Returns the version after each change.
+ */
+const APPLY = `
+local out = {}
+for i, c in ipairs(cjson.decode(ARGV[1])) do
+  local key = KEYS[i + 1]
+  out[i] = redis.call('HINCRBY', key, '${VERSION}', 1)
+  redis.call('SADD', KEYS[1], c[1])
+  local at = tonumber(c[2])
+  for _, f in ipairs(c[3]) do
+    local tf = '${TIME_PREFIX}' .. f[3]
+    local last = nil
+    if at then last = tonumber(redis.call('HGET', key, tf)) end
+    if not (last and last > at) then
+      if f[2] == cjson.null then redis.call('HDEL', key, f[1]) else redis.call('HSET', key, f[1], f[2]) end
+      if at then redis.call('HSET', key, tf, c[2]) end
+    end
+  end
+end
+return out`;
+
 /** Key layout: the account as hash tag (one cluster slot per account); the field name holds no `:`. */
 export const identifierStateKeys = {
   identifier: (account: string, field: string, value: string) => `cdp:{${account}}:idstate:${field}:${value}`,
@@ -24,10 +53,11 @@ export const identifierStateKeys = {
 };
 
 /**
- * Identifier state in Redis: one hash per identifier value. Every part of a change is a blind write
- * (the latest consent or reachability replaces the one before; a metadata field is set or deleted),
- * so a batch is one MULTI: atomic, in order, each change answered with the identifier's counter. The
- * same MULTI adds the identifier to the account's index, so no hash exists unindexed.
+ * Identifier state in Redis: one hash per identifier value. Every part of a change replaces the one
+ * before (the latest consent or reachability; a metadata field set or deleted) unless a change
+ * accepted later wrote it already, so a batch is one script call (APPLY): atomic, in order, each
+ * change answered with the identifier's counter. The same call adds the identifier to the account's
+ * index, so no hash exists unindexed.
  */
 export class RedisIdentifierState extends IdentifierState {
   private readonly redis: RedisCommands;
@@ -38,23 +68,20 @@ export class RedisIdentifierState extends IdentifierState {
 
   async apply(account: string, changes: IdentifierChange[]): Promise<number[]> {
     if (changes.length === 0) return [];
-    const multi = this.redis.multi();
-    const versionAt: number[] = [];
-    let replies = 0;
-    for (const c of changes) {
-      const key = identifierStateKeys.identifier(account, c.field, c.value);
-      versionAt.push(replies);
-      multi.hIncrBy(key, VERSION, 1);
-      multi.sAdd(identifierStateKeys.index(account), `${c.field}:${c.value}`);
-      replies += 2;
-      for (const [field, value] of Object.entries(hashFields(c))) {
-        if (value === null) multi.hDel(key, field);
-        else multi.hSet(key, field, value);
-        replies++;
-      }
-    }
-    const results = (await multi.exec()) as unknown[];
-    return versionAt.map((at) => Number(results[at]));
+    const encoded = changes.map((c) => [
+      `${c.field}:${c.value}`,
+      c.at === undefined ? '' : String(c.at),
+      hashFields(c),
+    ]);
+    // EVAL, as the consent state does: a short script, nothing to load again after a Redis restart.
+    const versions = (await this.redis.eval(APPLY, {
+      keys: [
+        identifierStateKeys.index(account),
+        ...changes.map((c) => identifierStateKeys.identifier(account, c.field, c.value)),
+      ],
+      arguments: [JSON.stringify(encoded)],
+    })) as number[];
+    return versions.map(Number);
   }
 
   async get(account: string, field: string, value: string): Promise<IdentifierStatus | undefined> {
@@ -71,6 +98,8 @@ export class RedisIdentifierState extends IdentifierState {
           fields[name.slice(METADATA_PREFIX.length)] = JSON.parse(json) as MetadataValue;
       status.metadata = { fields, ts: Number(hash[METADATA_TS]) };
     }
+    for (const [name, at] of Object.entries(hash))
+      if (name.startsWith(TIME_PREFIX)) (status.times ??= {})[name.slice(TIME_PREFIX.length)] = Number(at);
     return status;
   }
 
@@ -108,24 +137,26 @@ export class RedisIdentifierState extends IdentifierState {
   }
 }
 
-/** The hash fields a change writes (null: delete the field). */
-function hashFields(c: IdentifierChange): Record<string, string | null> {
+/**
+ * The hash fields a change writes: [field, value (null: delete the field), the part whose time guards
+ * it (IdentifierStatus.times)].
+ */
+function hashFields(c: IdentifierChange): [string, string | null, string][] {
   switch (c.type) {
     case 'consent':
-      return { [CONSENT]: JSON.stringify({ consent: c.consent, reason: c.reason, ts: c.ts }) };
+      return [[CONSENT, JSON.stringify({ consent: c.consent, reason: c.reason, ts: c.ts }), 'consent']];
     case 'reachability':
-      return {
-        [REACHABILITY]: JSON.stringify({
-          reachable: c.reachable,
-          update_type: c.update_type,
-          reason: c.reason,
-          ts: c.ts,
-        }),
-      };
+      return [
+        [
+          REACHABILITY,
+          JSON.stringify({ reachable: c.reachable, update_type: c.update_type, reason: c.reason, ts: c.ts }),
+          'reachability',
+        ],
+      ];
     case 'metadata': {
-      const out: Record<string, string | null> = { [METADATA_TS]: String(c.ts) };
+      const out: [string, string | null, string][] = [[METADATA_TS, String(c.ts), 'metadata']];
       for (const [name, value] of Object.entries(c.metadata))
-        out[METADATA_PREFIX + name] = value === null ? null : JSON.stringify(value);
+        out.push([METADATA_PREFIX + name, value === null ? null : JSON.stringify(value), `metadata.${name}`]);
       return out;
     }
   }
@@ -141,5 +172,6 @@ function statusFields(s: IdentifierStatus): Record<string, string> {
     for (const [name, value] of Object.entries(s.metadata.fields))
       out[METADATA_PREFIX + name] = JSON.stringify(value);
   }
+  for (const [part, at] of Object.entries(s.times ?? {})) out[TIME_PREFIX + part] = String(at);
   return out;
 }

@@ -15,6 +15,7 @@ import {
   type StoredProfile,
 } from '../profile-state.port.js';
 import { foldedProfile, redactedBase } from '../profile-fold.js';
+import { newerFields, stamped, type FieldTimes } from '../field-order.js';
 import { InternedStrings, grown, resized } from './interned-strings.js';
 
 /**
@@ -29,6 +30,8 @@ class AccountProfiles {
   private flags = new Uint8Array(8);
   /** customer → attributes as JSON text ('' for none). */
   private readonly attributes: string[] = [];
+  /** customer → when each field was last written (FieldTimes as JSON text, '' for none). */
+  private readonly times: string[] = [];
   /** phone value → customers whose profile holds exactly it. */
   readonly phones = new Map<string, Set<number>>();
   private count = 0;
@@ -55,10 +58,22 @@ class AccountProfiles {
       attributes: decode(this.attributes[c]!),
     };
     if (this.flags[c]! & REDACTED) snapshot.redacted = true;
+    if (this.times[c]) snapshot.times = this.timesOf(c);
     return snapshot;
   }
 
-  write(customerId: string, version: number, attributes: Attributes, redacted: boolean): number {
+  timesOf(c: number): FieldTimes {
+    const text = this.times[c];
+    return text ? (JSON.parse(text) as FieldTimes) : {};
+  }
+
+  write(
+    customerId: string,
+    version: number,
+    attributes: Attributes,
+    redacted: boolean,
+    times: FieldTimes = {},
+  ): number {
     const c = this.customers.intern(0, customerId);
     if (c >= this.versions.length) {
       const size = grown(this.versions.length);
@@ -69,6 +84,7 @@ class AccountProfiles {
     this.versions[c] = version;
     this.flags[c] = PRESENT | (redacted ? REDACTED : 0);
     this.attributes[c] = encode(attributes);
+    this.times[c] = encode(times);
     return c;
   }
 
@@ -117,10 +133,11 @@ export class MemoryProfileState extends ProfileState {
     const state = this.of(account);
     const changed = new Map<string, ProfileSnapshot>();
     const gone: ProfileSnapshot[] = [];
-    for (const { customerId, update, absorb = [], redact = false } of updates) {
-      const at = state.find(customerId);
-      const current = at >= 0 ? state.read(at, customerId) : undefined;
+    for (const { customerId, update, absorb = [], redact = false, at } of updates) {
+      const own = state.find(customerId);
+      const current = own >= 0 ? state.read(own, customerId) : undefined;
       let attributes = current?.attributes ?? {};
+      let times = own >= 0 ? state.timesOf(own) : {};
       let redacted = current?.redacted === true || redact;
       for (const loser of absorb) {
         const l = state.find(loser);
@@ -134,21 +151,27 @@ export class MemoryProfileState extends ProfileState {
         }
         const last = state.read(l, loser);
         attributes = { ...last.attributes, ...attributes };
+        times = { ...state.timesOf(l), ...times };
         redacted ||= last.redacted === true;
         state.retire(l);
         this.indexPhone(state, l, last.attributes.phone, undefined);
         changed.delete(loser);
         gone.push({ ...last, version: last.version + 1, mergedInto: customerId });
       }
+      // Fields a record accepted later wrote already keep their value (last writer by acceptance order).
+      const fresh = newerFields(update, times, at);
+      const written = redacted ? writableWhenRedacted(fresh) : fresh;
       const next: ProfileSnapshot = {
         customerId,
         version: (current?.version ?? 0) + 1,
         attributes: redacted
-          ? applyAttributeUpdate(redactedBase(current), writableWhenRedacted(update))
-          : applyProfileUpdate(attributes, update),
+          ? applyAttributeUpdate(redactedBase(current), written)
+          : applyProfileUpdate(attributes, written),
       };
       if (redacted) next.redacted = true;
-      const c = state.write(customerId, next.version, next.attributes, redacted);
+      const nextTimes = stamped(times, written, at);
+      if (Object.keys(nextTimes).length) next.times = nextTimes;
+      const c = state.write(customerId, next.version, next.attributes, redacted, nextTimes);
       this.indexPhone(state, c, current?.attributes.phone, next.attributes.phone);
       changed.set(customerId, next);
     }
@@ -187,7 +210,7 @@ export class MemoryProfileState extends ProfileState {
   async load(account: string, profiles: AsyncIterable<StoredProfile>): Promise<number> {
     const state = new AccountProfiles(this.accounts.get(account)?.pool);
     for await (const p of profiles) {
-      const c = state.write(p.svc_id, p.version, p.attributes, p.redacted === true);
+      const c = state.write(p.svc_id, p.version, p.attributes, p.redacted === true, p.times);
       this.indexPhone(state, c, undefined, p.attributes.phone);
     }
     this.accounts.set(account, state);

@@ -7,7 +7,7 @@
  * identifier set, a message's remembered effects). They all carry the account's hash tag, so they
  * live in the declared keys' cluster slot.
  */
-export const LIBRARY_VERSION = '17';
+export const LIBRARY_VERSION = '18';
 /**
  * The version is part of the library's and the functions' names, so processors of two releases can
  * share one Redis during a rolling upgrade: each calls the functions it was written against.
@@ -234,7 +234,7 @@ local function cdp_resolve(keys, args)
 end
 
 -- KEYS: one profile hash per customer touched. ARGV[1] JSON [[key index, {field: JSON text | null},
--- [key indexes of profiles merged into it], redact 0|1], ...] in order; ARGV[2] the account's key prefix
+-- [key indexes of profiles merged into it], redact 0|1, at (decimal text) or absent], ...] in order; ARGV[2] the account's key prefix
 -- 'cdp:{<account>}:'; ARGV[3] JSON [customer id of each key]. A merged profile fills the fields the
 -- survivor lacks, then is deleted. Every update bumps the field __v. Returns JSON
 -- [[key index, [field, value, ...], survivor key index or -1], ...]: the final state of every touched
@@ -242,6 +242,9 @@ end
 -- Redaction (spec "Compliance opt-out"): field __r marks a redacted profile. Redacting clears every field
 -- but __v and sets opted_in false (an already redacted profile keeps its opted_in); a survivor absorbing a redacted profile is redacted; on a redacted
 -- profile an update may only change opted_in.
+-- Acceptance order (field-order.ts): field __t:<field> holds the at of the update that last wrote the field
+-- (kept when it unsets it, and by a redaction); an update with an at writes only the fields whose __t is
+-- not higher, and stamps them. A merged profile's __t fields fill the survivor's gaps like its values.
 -- <p>profiles is the set of customers with a profile hash (a rebuild finds their keys from it).
 -- Phone index: <p>ph:<phone JSON text> is the set of customers whose profile holds exactly that phone,
 -- kept here, in the same atomic call, whenever a phone is set, changed, unset or merged away.
@@ -306,33 +309,51 @@ local function cdp_apply(keys, args)
       end
     end
     if redis.call('HINCRBY', key, '__v', 1) == 1 then redis.call('SADD', p .. 'profiles', customers[ki]) end
+    -- Only the fields no update accepted later wrote already (after the fold: a loser's times count).
+    local at = u[5]
+    local sent = u[2]
+    if at then
+      sent = {}
+      for field, value in pairs(u[2]) do
+        local t = redis.call('HGET', key, '__t:' .. field)
+        if not t or tonumber(t) <= tonumber(at) then sent[field] = value end
+      end
+    end
+    local function stamp(field)
+      if at then redis.call('HSET', key, '__t:' .. field, at) end
+    end
     if redacted then
       local kept = 'false'
       if was_redacted and own_opted then kept = own_opted end
       local fields = redis.call('HKEYS', key)
       local drop = {}
-      for _, f in ipairs(fields) do if f ~= '__v' then drop[#drop + 1] = f end end
+      for _, f in ipairs(fields) do
+        if f ~= '__v' and string.sub(f, 1, 4) ~= '__t:' then drop[#drop + 1] = f end
+      end
       if #drop > 0 then redis.call('HDEL', key, unpack(drop)) end
       redis.call('HSET', key, '__r', '1', 'opted_in', kept)
-      local opted = u[2]['opted_in']
+      local opted = sent['opted_in']
       if opted == cjson.null then
         redis.call('HDEL', key, 'opted_in')
+        stamp('opted_in')
       elseif opted ~= nil then
         redis.call('HSET', key, 'opted_in', opted)
+        stamp('opted_in')
       end
     else
       -- name follows first and last name while it is absent or what they give, or once null unsets it.
-      local follows = u[2]['name'] == cjson.null
-      if u[2]['name'] == nil then
+      local follows = sent['name'] == cjson.null
+      if sent['name'] == nil then
         local had = redis.call('HGET', key, 'name')
         follows = not had or cjson.decode(had) == name_from_parts(key)
       end
-      for field, value in pairs(u[2]) do
+      for field, value in pairs(sent) do
         if value == cjson.null then
           redis.call('HDEL', key, field)
         else
           redis.call('HSET', key, field, value)
         end
+        stamp(field)
       end
       if follows then
         local name = name_from_parts(key)

@@ -9,6 +9,7 @@ import {
 import { IdentityNotWarmError } from '../identity-index.port.js';
 import type { RedisCommands, RedisConnection } from '@cdp/redis';
 import { foldedProfile } from '../profile-fold.js';
+import type { FieldTimes } from '../field-order.js';
 import { fcall } from './redis-functions-loader.js';
 import { FN } from './redis-functions.js';
 import { keys } from './redis-keys.js';
@@ -16,6 +17,8 @@ import { keys } from './redis-keys.js';
 const VERSION_FIELD = '__v';
 /** Marks a redacted profile (cdp_apply). */
 const REDACTED_FIELD = '__r';
+/** `__t:<field>`: the acceptance order of the update that last wrote the field (cdp_apply). */
+const TIME_PREFIX = '__t:';
 const poolMember = (id: Identifier) => `${id.kind}:${id.value}`;
 
 /**
@@ -49,11 +52,14 @@ export class RedisProfileState extends ProfileState {
       }
       return i;
     };
-    const encoded = updates.map(({ customerId, update, absorb = [], redact = false }) => {
+    const encoded = updates.map(({ customerId, update, absorb = [], redact = false, at }) => {
       const fields: Record<string, string | null> = {};
       for (const [field, value] of Object.entries(update))
         fields[field] = value === null ? null : JSON.stringify(value);
-      return [slot(customerId), fields, absorb.map(slot), redact ? 1 : 0];
+      // `at` as decimal text: Lua numbers print with 14 digits, so Redis stores the exact text instead.
+      const entry: unknown[] = [slot(customerId), fields, absorb.map(slot), redact ? 1 : 0];
+      if (at !== undefined) entry.push(String(at));
+      return entry;
     });
     let raw: string;
     try {
@@ -103,6 +109,7 @@ export class RedisProfileState extends ProfileState {
       const fields: Record<string, string> = { [VERSION_FIELD]: String(p.version) };
       for (const [f, v] of Object.entries(p.attributes)) fields[f] = JSON.stringify(v);
       if (p.redacted) fields[REDACTED_FIELD] = '1';
+      for (const [f, at] of Object.entries(p.times ?? {})) fields[TIME_PREFIX + f] = String(at);
       pipeline.hSet(keys.profile(account, p.svc_id), fields);
       pipeline.sAdd(keys.profiles(account), p.svc_id);
       if (typeof p.attributes.phone === 'string') pipeline.sAdd(keys.phone(account, fields.phone!), p.svc_id);
@@ -174,11 +181,17 @@ function snapshot(customerId: string, flat: string[]): ProfileSnapshot {
   const attributes: Attributes = {};
   let version = 0;
   let redacted = false;
+  let times: FieldTimes | undefined;
   for (let i = 0; i < flat.length; i += 2) {
     const field = flat[i]!;
     if (field === VERSION_FIELD) version = Number(flat[i + 1]);
     else if (field === REDACTED_FIELD) redacted = true;
+    else if (field.startsWith(TIME_PREFIX))
+      (times ??= {})[field.slice(TIME_PREFIX.length)] = Number(flat[i + 1]);
     else attributes[field] = JSON.parse(flat[i + 1]!) as AttributeValue;
   }
-  return redacted ? { customerId, version, attributes, redacted } : { customerId, version, attributes };
+  const snapshot: ProfileSnapshot = { customerId, version, attributes };
+  if (redacted) snapshot.redacted = true;
+  if (times) snapshot.times = times;
+  return snapshot;
 }

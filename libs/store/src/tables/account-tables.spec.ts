@@ -48,7 +48,7 @@ describe('account table declarations', () => {
 
   it('say what a redaction keeps, and spread field groups into columns in place', () => {
     expect([...keptOnRedaction(CUSTOMERS)].sort()).toEqual(
-      ['merged_into', 'msg_id', 'opted_in', 'redacted', 'svc_id', 'updated_at', 'version'].sort(),
+      ['field_at', 'merged_into', 'msg_id', 'opted_in', 'redacted', 'svc_id', 'updated_at', 'version'].sort(),
     );
     const events = declaredColumnNames(EVENTS);
     expect(events.slice(0, 9)).toEqual([

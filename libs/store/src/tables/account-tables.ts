@@ -129,6 +129,11 @@ export const CUSTOMERS = defineTable({
     attributes: ch.fields<string | boolean | number>(CUSTOMER_FIELDS, { kept: ['opted_in'] }),
     /** Set on every snapshot of a customer a compliance opt-out redacted (spec "Compliance opt-out"). */
     redacted: ch.kept(ch.addedLater(ch.bool(), 'false')),
+    /**
+     * When each field was last written in acceptance order (the hot state's field times as JSON, '' for
+     * none): a rebuild gives them back, so a late record cannot overwrite a newer field after it.
+     */
+    field_at: ch.kept(ch.addedLater(ch.string(), "''")),
   },
   msgIndex: true,
   engine: 'ReplacingMergeTree(version)',
@@ -349,6 +354,11 @@ export const CONSENT_HISTORY = defineTable({
     subscribed: ch.kept(ch.bool()),
     /** The customer's consent version after this change (orders replays). */
     version: ch.kept(ch.uint64()),
+    /**
+     * The change's place in the bus's acceptance order (0 for rows written before it was kept): the
+     * current membership is the one with the highest, whatever order processors stored them in.
+     */
+    at: ch.addedLater(ch.kept(ch.uint64()), '0'),
     /** The identifier the change was sent with (its value is cleared by a redaction). */
     identifier_kind: ch.kept(ch.lowCardinality()),
     identifier_value: ch.string(),
