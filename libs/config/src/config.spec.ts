@@ -68,6 +68,12 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ LOG_FORMAT: 'xml' })).toThrow(/LOG_FORMAT=xml .*auto, json, pretty/);
   });
 
+  it("reads LOG_LEVEL as one of pino's levels; anything else fails the boot with the setting named", () => {
+    expect(loadConfig({}).logLevel).toBe('info');
+    expect(loadConfig({ LOG_LEVEL: 'warn' }).logLevel).toBe('warn');
+    expect(() => loadConfig({ LOG_LEVEL: 'log' })).toThrow(/LOG_LEVEL=log is not a log level/);
+  });
+
   it('puts metadata in JetStream KV when the bus is NATS', () => {
     expect(loadConfig({ CDP_BUS: 'nats' }).metadata).toBe('nats');
     expect(loadConfig({ CDP_BUS: 'nats', CDP_METADATA: 'file' }).metadata).toBe('file');

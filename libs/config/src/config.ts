@@ -190,6 +190,15 @@ function oneOf<T extends string>(
   throw new ConfigError(`${name}=${raw} is not a known driver (expected one of: ${allowed.join(', ')})`);
 }
 
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** pino throws deep inside its setup on an unknown level: say which setting is wrong instead. */
+function logLevel(raw: string | undefined): string {
+  if (raw === undefined || raw === '') return 'info';
+  if (LOG_LEVELS.includes(raw)) return raw;
+  throw new ConfigError(`LOG_LEVEL=${raw} is not a log level (expected one of: ${LOG_LEVELS.join(', ')})`);
+}
+
 function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -252,7 +261,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     },
     bootstrap: publicKey && privateKey ? { publicKey, privateKey } : undefined,
     createFirstAccount: env.CDP_CREATE_FIRST_ACCOUNT === 'true',
-    logLevel: env.LOG_LEVEL || 'info',
+    logLevel: logLevel(env.LOG_LEVEL),
     logFormat: oneOf(env, 'LOG_FORMAT', LOG_FORMATS, 'auto'),
     bodyLimitBytes: 8 * 1024 * 1024,
     busMaxPendingBytes: integer(env, 'CDP_BUS_MAX_PENDING_MB', 512, 1, 1 << 20) * 1024 * 1024,
