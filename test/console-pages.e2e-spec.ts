@@ -230,7 +230,7 @@ describe('console pages: customers, overview, exports (embedded)', () => {
         action: 'tick',
         identifiers: { email: `c${i}@chart.io` },
       }));
-    await accepted('/v3/events', [...batch('chart_a', 7), ...batch('chart_b', 3)]);
+    await accepted('/v3/events', [...batch('chart_a', 7), ...batch('chart_b', 3), ...batch(HOSTILE, 1)]);
     await go('Overview', 'overview');
     const series = async () =>
       inPage<Record<string, number>>(`(() => {
@@ -265,6 +265,9 @@ describe('console pages: customers, overview, exports (embedded)', () => {
       return n === 1440;
     });
     expect((await series()).chart_a).toBe(7);
+    // A type carrying markup is a legend label as text.
+    expect(await page.locator('[data-chart=events] .u-legend').textContent()).toContain(HOSTILE);
+    await inert();
     await screenshot(page, 'console-overview-1280');
   });
 
