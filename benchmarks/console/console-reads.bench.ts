@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConsoleStoreReads } from '@cdp/console-api';
+import { ConsoleStoreReads } from '@cdp/console-api/reads';
 import { ClickHouseStore, COMMITS_TABLE } from '@cdp/store';
 import { ChdbTransport } from '@cdp/store/chdb';
 import { args, median, printTable, writeResults, type Row } from '../lib/stats.js';

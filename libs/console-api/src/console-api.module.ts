@@ -12,7 +12,7 @@ import { ConsoleAccountController } from './console-account.controller.js';
 import { ConsoleCustomersController } from './console-customers.controller.js';
 import { ConsoleExportFileController, ConsoleExportsController } from './console-exports.controller.js';
 import { ConsoleOverviewController } from './console-overview.controller.js';
-import { ConsoleStoreReads } from './console-store-reads.js';
+import { ConsoleStoreReads } from './reads/console-store-reads.js';
 import { ConsoleRecommendationRulesController } from './console-recommendation-rules.controller.js';
 import { ConsoleInspectorController } from './console-inspector.controller.js';
 import { ConsolePages } from './console-pages.js';

@@ -15,7 +15,7 @@ import {
   type LinkView,
   type MergeView,
   type TimelinePage,
-} from './console-store-reads.js';
+} from './reads/console-store-reads.js';
 
 /** Events a timeline page shows. */
 const TIMELINE_PAGE = 20;

@@ -10,7 +10,7 @@ import {
   type MinuteCount,
   type RevenueDay,
   type Totals,
-} from './console-store-reads.js';
+} from './reads/console-store-reads.js';
 
 /** The overview's time ranges, in minutes. */
 const RANGES = { hour: 60, day: 24 * 60 } as const;

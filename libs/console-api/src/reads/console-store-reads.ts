@@ -1,6 +1,30 @@
-import { Injectable, Optional } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { EngineUnavailableError } from '@cdp/contracts';
 import { AnalyticStore, COMMITS_TABLE } from '@cdp/store';
+
+/**
+ * Asks the store's owner for one of the reads below (ConsoleReadsResponder answers): how an API process
+ * that does not open the store (chDB, owned by the processor) reads it, as recommendations do.
+ */
+export abstract class RemoteConsoleReads {
+  abstract ask<M extends ConsoleReadName>(
+    method: M,
+    args: Parameters<ConsoleStoreReads[M]>,
+  ): Promise<Awaited<ReturnType<ConsoleStoreReads[M]>>>;
+}
+
+/** The reads the store's owner answers for others; nothing else is asked over the wire. */
+export const CONSOLE_READS = [
+  'merges',
+  'links',
+  'consentHistory',
+  'timeline',
+  'eventsPerMinute',
+  'ingestLag',
+  'totals',
+  'revenueByDay',
+] as const;
+export type ConsoleReadName = (typeof CONSOLE_READS)[number];
 
 /** Columns of an event row that are bookkeeping, not what the customer did. */
 const EVENT_BOOKKEEPING = new Set(['msg_id', 'svc_id', 'identifiers', 'order']);
@@ -88,16 +112,20 @@ type Row = Record<string, unknown>;
 
 /**
  * What the console reads from the analytic store, each one aggregate or one customer's rows (never an
- * account's raw events shipped to a page). It runs where the API opened the store (the embedded wiring,
- * a ClickHouse server); an API process without the store (chDB owned by the processor) answers 503 for
- * these parts and the pages say so.
+ * account's raw events shipped to a page). It runs where the process opened the store (the embedded
+ * wiring, a ClickHouse server); an API process without the store (chDB owned by the processor) asks the
+ * store's owner (RemoteConsoleReads over NATS), and answers 503 when there is neither.
  */
 @Injectable()
 export class ConsoleStoreReads {
-  constructor(@Optional() private readonly store?: AnalyticStore) {}
+  constructor(
+    @Optional() private readonly store?: AnalyticStore,
+    @Optional() @Inject(RemoteConsoleReads) private readonly remote?: RemoteConsoleReads,
+  ) {}
 
   /** The merges that joined any of these customers (survivor or merged away), oldest first. */
   async merges(account: string, customers: readonly string[]): Promise<MergeView[]> {
+    if (!this.store && this.remote) return this.remote.ask('merges', [account, customers]);
     const rows = await this.query<Row>(
       account,
       `SELECT loser, survivor, seq, cause, msg_id, created_at FROM {db}.identity_merges
@@ -116,6 +144,7 @@ WHERE loser IN {ids:Array(String)} OR survivor IN {ids:Array(String)} ORDER BY s
 
   /** When each identifier of these customers was first seen, and by which customer. */
   async links(account: string, customers: readonly string[]): Promise<LinkView[]> {
+    if (!this.store && this.remote) return this.remote.ask('links', [account, customers]);
     const rows = await this.query<Row>(
       account,
       `SELECT kind, value, svc_id, created_at FROM {db}.identity_links
@@ -132,6 +161,7 @@ WHERE svc_id IN {ids:Array(String)} ORDER BY created_at, kind, value LIMIT 1000`
 
   /** Every consent change of these customers, newest first. */
   async consentHistory(account: string, customers: readonly string[]): Promise<ConsentChangeView[]> {
+    if (!this.store && this.remote) return this.remote.ask('consentHistory', [account, customers]);
     const rows = await this.query<Row>(
       account,
       `SELECT list_id, subscribed, identifier_kind, identifier_value, source, api_key, changed_at
@@ -159,6 +189,7 @@ FROM {db}.consent_history WHERE svc_id IN {ids:Array(String)} ORDER BY changed_a
     limit: number,
     before?: string,
   ): Promise<TimelinePage> {
+    if (!this.store && this.remote) return this.remote.ask('timeline', [account, customers, limit, before]);
     const cursor = before ? decodeCursor(before) : undefined;
     const rows = await this.query<Row>(
       account,
@@ -213,6 +244,7 @@ FROM {db}.events WHERE svc_id IN {ids:Array(String)} AND order IS NOT NULL`,
 
   /** Events the store holds per minute and type, by the time the API accepted them (202). */
   async eventsPerMinute(account: string, sinceMinutes: number): Promise<MinuteCount[]> {
+    if (!this.store && this.remote) return this.remote.ask('eventsPerMinute', [account, sinceMinutes]);
     const rows = await this.query<Row>(
       account,
       `SELECT toStartOfMinute(received_at) AS minute, type, count() AS n FROM {db}.events
@@ -225,6 +257,7 @@ GROUP BY minute, type ORDER BY minute, type`,
 
   /** 202 → committed to the store, per minute of acceptance: each message's, from its events. */
   async ingestLag(account: string, sinceMinutes: number): Promise<LagMinute[]> {
+    if (!this.store && this.remote) return this.remote.ask('ingestLag', [account, sinceMinutes]);
     const rows = await this.query<Row>(
       account,
       `SELECT toStartOfMinute(accepted) AS minute, count() AS messages,
@@ -250,6 +283,7 @@ GROUP BY minute ORDER BY minute`,
 
   /** The account's customers (merged ones counted once, in their survivor), events and purchased orders. */
   async totals(account: string): Promise<Totals> {
+    if (!this.store && this.remote) return this.remote.ask('totals', [account]);
     const [row] = await this.query<Row>(
       account,
       `SELECT
@@ -268,6 +302,7 @@ GROUP BY minute ORDER BY minute`,
 
   /** Purchased orders and their revenue per day of purchase, the last `days` days. */
   async revenueByDay(account: string, days: number): Promise<RevenueDay[]> {
+    if (!this.store && this.remote) return this.remote.ask('revenueByDay', [account, days]);
     const rows = await this.query<Row>(
       account,
       `SELECT toDate(ts) AS day, count() AS n, sum(revenue) AS revenue FROM {db}.orders FINAL
