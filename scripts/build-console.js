@@ -1,6 +1,6 @@
 // Bundles the console (console/src, Preact) into dist/console: app.js, app.css, index.html. No CDN.
 import { build } from 'esbuild';
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -19,5 +19,11 @@ await build({
   outfile: join(out, 'app.js'),
   logLevel: 'warning',
 });
-copyFileSync(join(root, 'console', 'src', 'app.css'), join(out, 'app.css'));
+// The chart library's own stylesheet first, the console's after it (one file: the CSP allows no other).
+writeFileSync(
+  join(out, 'app.css'),
+  readFileSync(join(root, 'node_modules', 'uplot', 'dist', 'uPlot.min.css'), 'utf8') +
+    '\n' +
+    readFileSync(join(root, 'console', 'src', 'app.css'), 'utf8'),
+);
 copyFileSync(join(root, 'console', 'src', 'index.html'), join(out, 'index.html'));

@@ -741,4 +741,30 @@ describe('event inspector fan-out across processes (scaled out)', () => {
       await reading;
     }
   });
+
+  it('reads a customer’s history and the overview from the store the processor owns (chDB), over NATS', async () => {
+    const signIn = await fetch(p.url('/console/api/session'), {
+      method: 'POST',
+      headers: { 'x-cdp-console': '1', 'content-type': 'application/json' },
+      body: JSON.stringify({ private_key: account.privateKey }),
+    });
+    const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+    const read = async <T>(path: string) => {
+      const res = await fetch(p.url(`/console/api/${path}`), { headers: { cookie } });
+      expect(res.status).toBe(200);
+      return (await res.json()) as T;
+    };
+    const customer = await eventually(async () => {
+      const view = await read<{ customer: string; history: { links?: { value: string }[] } }>(
+        'customers?email=scaled%40shop.io',
+      );
+      return view.history.links?.some((l) => l.value === 'scaled@shop.io') ? view.customer : false;
+    });
+    const timeline = await read<{ events: { type: string }[] }>(`customers/${customer}/events`);
+    expect(timeline.events.map((e) => e.type)).toContain('scaled');
+    const overview = await read<{ events: { type: string; count: number }[] }>('overview?range=hour');
+    expect(overview.events.filter((e) => e.type === 'scaled').reduce((n, e) => n + e.count, 0)).toBe(
+      timeline.events.filter((e) => e.type === 'scaled').length,
+    );
+  });
 });

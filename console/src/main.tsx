@@ -2,11 +2,16 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { call, setCsrf, type SessionView } from './api.js';
 import { InspectorPage } from './inspector.js';
-import { ActivityPage, ApisPage, ExportsPage, KeysPage, ListsPage, ObjectsPage } from './pages.js';
+import { CustomersPage } from './customers.js';
+import { ExportsPage } from './exports.js';
+import { OverviewPage } from './overview.js';
+import { ActivityPage, ApisPage, KeysPage, ListsPage, ObjectsPage } from './pages.js';
 import { RecommendationsPage } from './recommendations.js';
 
 const PAGES = [
   { path: 'inspector', title: 'Event inspector' },
+  { path: 'overview', title: 'Overview' },
+  { path: 'customers', title: 'Customers' },
   { path: 'keys', title: 'Keys' },
   { path: 'apis', title: 'APIs' },
   { path: 'objects', title: 'Objects & fields' },
@@ -132,6 +137,8 @@ function App() {
         <div hidden={page !== 'inspector'}>
           <InspectorPage publicKey={session.account.tracker_id} />
         </div>
+        {page === 'overview' && <OverviewPage />}
+        {page === 'customers' && <CustomersPage />}
         {page === 'keys' && <KeysPage />}
         {page === 'apis' && <ApisPage />}
         {page === 'objects' && <ObjectsPage />}

@@ -398,67 +398,6 @@ export function ListsPage() {
   );
 }
 
-interface ExportView {
-  id: string;
-  state: string;
-  path: string;
-  requested_at: string;
-  completed_at?: string;
-  detail: { objects?: string[]; format?: string };
-  errors?: { object: string; reason: string }[];
-  /** A finished export's files, named under its path. */
-  files?: string[];
-}
-
-export function ExportsPage() {
-  const { data, error } = useLoad<ExportView[]>('exports');
-  if (error) return <p class="error">{error}</p>;
-  if (!data) return <p>Loading…</p>;
-  if (data.length === 0) return <p class="empty">No export yet. POST /v3/exports starts one.</p>;
-  return (
-    <section aria-label="Exports">
-      <table class="table exports" data-testid="exports">
-        <thead>
-          <tr>
-            <th>Requested</th>
-            <th>Objects</th>
-            <th>State</th>
-            <th>Files</th>
-          </tr>
-        </thead>
-        <tbody>
-          {data.map((x) => (
-            <tr key={x.id} data-testid="export" data-state={x.state}>
-              <td>{x.requested_at.slice(0, 16).replace('T', ' ')}</td>
-              <td>{(x.detail.objects ?? []).join(', ')}</td>
-              <td>
-                {x.state.replace(/_/g, ' ')}
-                {x.errors?.map((e) => (
-                  <div key={e.object} class="reason">
-                    {e.object}: {e.reason}
-                  </div>
-                ))}
-              </td>
-              <td>
-                <code>{x.path}/</code>
-                {x.files?.length ? (
-                  <ul class="files" data-testid="export-files">
-                    {x.files.map((f) => (
-                      <li key={f}>
-                        <code>{f}</code>
-                      </li>
-                    ))}
-                  </ul>
-                ) : null}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </section>
-  );
-}
-
 interface ActivityView {
   id: string;
   name: string;

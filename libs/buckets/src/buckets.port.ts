@@ -41,6 +41,11 @@ export abstract class Buckets {
    * (S3); undefined where it cannot (local directories: the API serves a signed URL of its own).
    */
   abstract presignPut(bucket: BucketName, key: string, expiresSeconds: number): Promise<string | undefined>;
+  /**
+   * A URL a client may `GET` the object from until it expires, where the store signs such URLs itself
+   * (S3); undefined where it cannot (local directories: the console serves a signed URL of its own).
+   */
+  abstract presignGet(bucket: BucketName, key: string, expiresSeconds: number): Promise<string | undefined>;
   abstract health(): Promise<DriverHealth>;
 }
 

@@ -7,7 +7,12 @@ import { RateLimitsModule } from '@cdp/rate-limits';
 import { SchemaModule } from '@cdp/schema';
 import { RecommendationRulesPipe } from '@cdp/http-api/admin';
 import { RecommendationRulesModule } from '@cdp/recommendations';
+import { ProfileLookup } from '@cdp/http-api/profiles';
 import { ConsoleAccountController } from './console-account.controller.js';
+import { ConsoleCustomersController } from './console-customers.controller.js';
+import { ConsoleExportFileController, ConsoleExportsController } from './console-exports.controller.js';
+import { ConsoleOverviewController } from './console-overview.controller.js';
+import { ConsoleStoreReads } from './reads/console-store-reads.js';
 import { ConsoleRecommendationRulesController } from './console-recommendation-rules.controller.js';
 import { ConsoleInspectorController } from './console-inspector.controller.js';
 import { ConsolePages } from './console-pages.js';
@@ -33,6 +38,10 @@ import { SubscriberCounts } from './subscriber-counts.js';
     ConsoleInspectorController,
     ConsoleAccountController,
     ConsoleRecommendationRulesController,
+    ConsoleCustomersController,
+    ConsoleOverviewController,
+    ConsoleExportsController,
+    ConsoleExportFileController,
   ],
   providers: [
     ConsoleSessions,
@@ -42,6 +51,8 @@ import { SubscriberCounts } from './subscriber-counts.js';
     ConsolePages,
     SubscriberCounts,
     RecommendationRulesPipe,
+    ProfileLookup,
+    ConsoleStoreReads,
   ],
 })
 export class ConsoleApiModule {}

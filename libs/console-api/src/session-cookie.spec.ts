@@ -1,4 +1,12 @@
-import { csrfMatches, csrfToken, readCookie, signSession, verifySession } from './session-cookie.js';
+import {
+  csrfMatches,
+  csrfToken,
+  downloadSigned,
+  readCookie,
+  signDownload,
+  signSession,
+  verifySession,
+} from './session-cookie.js';
 
 const SECRET = 'x'.repeat(40);
 
@@ -31,5 +39,20 @@ describe('session cookie', () => {
   it('reads one cookie from a header', () => {
     expect(readCookie('a=1; cdp_console=v.w; b=2', 'cdp_console')).toBe('v.w');
     expect(readCookie('xcdp_console=1', 'cdp_console')).toBeUndefined();
+  });
+
+  it('signs an export download link for its key until it expires, and nothing else', () => {
+    const key = 'trk/data-exports/x/events_00000.csv';
+    const exp = now + 300_000;
+    const sig = signDownload(SECRET, key, exp);
+    expect(downloadSigned(SECRET, key, exp, sig, now)).toBe(true);
+    expect(downloadSigned(SECRET, key, exp, sig, exp + 1)).toBe(false);
+    expect(downloadSigned(SECRET, 'trk/data-exports/x/other.csv', exp, sig, now)).toBe(false);
+    expect(downloadSigned(SECRET, key, exp + 1, sig, now)).toBe(false);
+    expect(downloadSigned('y'.repeat(40), key, exp, sig, now)).toBe(false);
+    expect(downloadSigned(SECRET, key, exp, sig.slice(1), now)).toBe(false);
+    expect(downloadSigned(SECRET, key, Number.NaN, sig, now)).toBe(false);
+    // A session cookie's signature is no download signature (the purposes differ).
+    expect(signDownload(SECRET, key, exp)).not.toBe(signSession(SECRET, { sid: key, exp }).split('.')[1]);
   });
 });

@@ -80,3 +80,21 @@ export function sessionCookieHeader(value: string, maxAgeSeconds: number, secure
 export function clearedCookieHeader(secure: boolean): string {
   return sessionCookieHeader('', 0, secure);
 }
+
+/** The signature of a short-lived export download link: the object's key and the link's expiry (ms). */
+export function signDownload(secret: string, key: string, exp: number): string {
+  return mac(secret, 'export-download', `${key}\u0000${exp}`);
+}
+
+export function downloadSigned(
+  secret: string,
+  key: string,
+  exp: number,
+  signature: string,
+  now = Date.now(),
+): boolean {
+  if (!Number.isSafeInteger(exp) || exp < now) return false;
+  const given = Buffer.from(signature);
+  const expected = Buffer.from(signDownload(secret, key, exp));
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}

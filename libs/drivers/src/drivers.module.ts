@@ -17,12 +17,15 @@ import { OrderState } from '@cdp/orders';
 import { Metrics } from '@cdp/metrics';
 import { AnalyticStore, ClickHouseStore, MeteredTransport } from '@cdp/store';
 import { PurchaseNotices, Recommender, StoreRecommender } from '@cdp/recommendations';
+import { RemoteConsoleReads } from '@cdp/console-api/reads';
 import { DriversLifecycle, NATS_CONNECTION, REDIS_CLIENT } from './drivers.lifecycle.js';
 import { watchNatsConnection } from './nats-connection-state.js';
 
 // Every driver is imported inside its factory, when the configuration picks it: a role loads only the
 // drivers it runs (the API with `CDP_STORE=chdb` never maps libchdb, nor DuckDB, into its memory).
 
+/** The NATS subscription answering the API's console store reads (the chDB owner only). */
+export const CONSOLE_READS_RESPONDER = Symbol('CONSOLE_READS_RESPONDER');
 /** The NATS subscription answering the API's recommendation requests (the chDB owner only). */
 export const RECOMMENDATIONS_RESPONDER = Symbol('RECOMMENDATIONS_RESPONDER');
 /** Replicas of this deployment's JetStream streams and KV buckets, settled at boot. */
@@ -278,6 +281,30 @@ export class DriversModule {
           ),
       });
     }
+    // The console's store reads, likewise: here when this process opened the store, else asked of its owner.
+    if (!options.openStore && config.bus === 'nats') {
+      providers.push({
+        provide: RemoteConsoleReads,
+        inject: [NATS_CONNECTION],
+        useFactory: async (nc: NatsConnection): Promise<RemoteConsoleReads> =>
+          new (await import('@cdp/console-api/reads')).NatsConsoleReads(nc, config.natsPrefix),
+      });
+    }
+    if (options.openStore && config.store === 'chdb' && config.bus === 'nats') {
+      providers.push({
+        provide: CONSOLE_READS_RESPONDER,
+        inject: [NATS_CONNECTION, AnalyticStore],
+        useFactory: async (nc: NatsConnection, store: AnalyticStore) => {
+          const reads = await import('@cdp/console-api/reads');
+          return new reads.ConsoleReadsResponder(
+            nc,
+            config.natsPrefix,
+            new reads.ConsoleStoreReads(store),
+            (err) => logger.warn({ err }, 'a console read failed'),
+          );
+        },
+      });
+    }
     const exports = [
       APP_CONFIG,
       LOGGER,
@@ -295,6 +322,7 @@ export class DriversModule {
       Metrics,
       Recommender,
       PurchaseNotices,
+      ...(!options.openStore && config.bus === 'nats' ? [RemoteConsoleReads] : []),
     ];
     return {
       module: DriversModule,

@@ -88,6 +88,10 @@ export class LocalDirBuckets extends Buckets {
     return Promise.resolve(undefined);
   }
 
+  presignGet(): Promise<string | undefined> {
+    return Promise.resolve(undefined);
+  }
+
   async health(): Promise<DriverHealth> {
     try {
       const { incoming, scratch, export: exports } = this.dirs;

@@ -137,6 +137,16 @@ describe('S3Buckets', () => {
     buckets.close();
   });
 
+  it('gives a presigned URL a client can GET a finished export from', async () => {
+    const buckets = await freshBuckets();
+    await buckets.write('export', 'trk/data-exports/x/events_00000.csv', 'event_id\ne1\n');
+    const url = (await buckets.presignGet('export', 'trk/data-exports/x/events_00000.csv', 60))!;
+    expect(url).toContain('X-Amz-Signature=');
+    const res = await fetch(url);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('event_id\ne1\n');
+  });
+
   it('gives a presigned URL a client can PUT an upload to, until it expires', async () => {
     const buckets = await freshBuckets();
     const url = (await buckets.presignPut('incoming', 'trk/svc_events_1.csv', 60))!;

@@ -194,6 +194,13 @@ export class S3Buckets extends Buckets {
     });
   }
 
+  presignGet(bucket: BucketName, key: string, expiresSeconds: number): Promise<string | undefined> {
+    checkKey(key);
+    return getSignedUrl(this.client, new GetObjectCommand({ Bucket: this.bucketOf(bucket), Key: key }), {
+      expiresIn: expiresSeconds,
+    });
+  }
+
   async health(): Promise<DriverHealth> {
     const looks = await Promise.allSettled(
       (['incoming', 'scratch', 'export'] as const).map((b) =>

@@ -7,8 +7,9 @@ import {
   isIdentifierField,
   type AttributeValue,
   type Attributes,
+  type Identifier,
 } from '@cdp/domain';
-import { IdentityIndex, ProfileState } from '@cdp/identity';
+import { IdentityIndex, ProfileState, type ProfileSnapshot } from '@cdp/identity';
 import { SchemaRegistry } from '@cdp/schema';
 
 /** Reads a profile from the hot state by any identifier kind, alias included. */
@@ -37,6 +38,15 @@ export class ProfileLookup {
   }
 
   private async attributes(account: string, query: Record<string, unknown>): Promise<Attributes> {
+    return (await this.customer(account, query)).profile.attributes;
+  }
+
+  /**
+   * The customer the query's first known identifier names (customer_id, email, then the others, the
+   * account's custom identifiers among them), with the customers merged into it and its profile as a
+   * read sees it. The console's customer page reads through this too.
+   */
+  async customer(account: string, query: Record<string, unknown>): Promise<FoundCustomer> {
     // The account's custom identifiers find customers too; the schema is read only when one may be asked.
     const custom = Object.keys(query).some((k) => !isIdentifierField(k))
       ? (await this.schema.read(account)).identifierNames
@@ -55,8 +65,17 @@ export class ProfileLookup {
       if (!customerId) continue;
       const absorbed = await this.identity.absorbedBy(account, customerId);
       const profile = await this.profiles.get(account, customerId, absorbed);
-      if (profile) return profile.attributes;
+      if (profile) return { customerId, absorbed, profile, foundBy: id };
     }
     throw ApiError.notFound('unable to locate a customer with the given identifiers');
   }
+}
+
+export interface FoundCustomer {
+  customerId: string;
+  /** The customers merged into it, directly or through others. */
+  absorbed: string[];
+  profile: ProfileSnapshot;
+  /** The identifier that found it. */
+  foundBy: Identifier;
 }

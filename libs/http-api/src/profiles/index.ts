@@ -1,0 +1,5 @@
+/**
+ * The profile read of `GET /v3/profiles`, for the console's customer page (libs/console-api), which finds
+ * a customer as that route does.
+ */
+export { ProfileLookup, type FoundCustomer } from './profile-lookup.service.js';

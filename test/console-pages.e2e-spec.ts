@@ -1,0 +1,345 @@
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium, screenshot } from './support/browser.js';
+import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
+import { eventually } from './support/eventually.js';
+
+/**
+ * The console's customer, overview and exports pages (issue 34) in Debian's Chromium, on the embedded
+ * wiring: one platform, one browser. Screenshots go to test-results/screenshots/.
+ */
+const WAIT = 15_000;
+const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString();
+const HOSTILE = '<img src=x onerror="document.title=\'pwned\'">';
+
+describe('console pages: customers, overview, exports (embedded)', () => {
+  let p: EmbeddedPlatform;
+  let account: TestAccount;
+  let base: string;
+  let browser: Browser;
+  let page: Page;
+  const dialogs: string[] = [];
+
+  const call = async (path: string, body: unknown, key = account.publicKey, method = 'POST') => {
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+  const accepted = async (path: string, body: unknown) => expect((await call(path, body)).status).toBe(202);
+  const profile = (query: string) =>
+    fetch(`${base}/v3/profiles?${query}`, { headers: { 'x-api-key': account.privateKey } });
+  const inPage = <T = unknown>(expression: string) => page.evaluate<T>(expression);
+  const go = async (title: string, path: string) => {
+    await page.getByRole('link', { name: title, exact: true }).click();
+    await page.waitForURL(new RegExp(`/console/${path}$`));
+  };
+  const find = async (kind: string, value: string, alias?: string) => {
+    const form = page.getByTestId('find-customer');
+    await form.getByLabel('Identifier').selectOption(kind);
+    if (alias !== undefined) await form.getByLabel('Alias name').fill(alias);
+    await form.getByLabel('Value').fill(value);
+    await form.getByLabel('Value').press('Enter');
+  };
+  const shownCustomer = async (found: string) => {
+    await page.locator(`[data-testid=customer]`).getByText(found).first().waitFor({ timeout: WAIT });
+    return page.getByTestId('customer').getAttribute('data-customer');
+  };
+  /** Nothing a value carried became markup or ran. */
+  const inert = async () => {
+    expect(
+      await inPage(`({
+        imgs: document.querySelectorAll('main img').length,
+        scripts: [...document.querySelectorAll('script')].map((s) => s.getAttribute('src')),
+        title: document.title,
+      })`),
+    ).toEqual({ imgs: 0, scripts: ['/console/assets/app.js'], title: 'CDP console' });
+    expect(dialogs).toEqual([]);
+  };
+
+  beforeAll(async () => {
+    p = await EmbeddedPlatform.start();
+    await p.app.listen({ port: 0, host: '127.0.0.1' });
+    base = `http://127.0.0.1:${(p.app.getHttpServer().address() as { port: number }).port}`;
+    account = await p.createAccount('Pages shop');
+    expect(
+      (
+        await call(
+          '/v3/schema/identifiers',
+          { name: 'loyalty_id', display_name: 'Loyalty ID', merge_confidence: 'high' },
+          account.privateKey,
+        )
+      ).status,
+    ).toBe(201);
+    expect(
+      (
+        await call(
+          '/v3/schema/objects/customers/fields',
+          { name: 'tier', display_name: 'Tier', type: 'string' },
+          account.privateKey,
+        )
+      ).status,
+    ).toBe(201);
+    expect(
+      (
+        await call(
+          '/v3/schema/objects/events/fields',
+          { name: 'note', display_name: 'Note', type: 'string' },
+          account.privateKey,
+        )
+      ).status,
+    ).toBe(201);
+    browser = await launchChromium();
+    page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+    page.on('dialog', (d) => {
+      dialogs.push(d.message());
+      void d.dismiss();
+    });
+    await page.goto(`${base}/console`);
+    await page.getByLabel('Private key').fill(account.privateKey);
+    await page.keyboard.press('Enter');
+    await page.getByTestId('signout').waitFor({ timeout: WAIT });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await p?.close();
+  });
+
+  it('finds a customer by each identifier kind, with attributes, orders and an inert hostile value', async () => {
+    const ann = {
+      email: 'ann@pages.io',
+      customer_id: 'c-ann',
+      vuid: 'ann-cookie',
+      svc_alias_crm: 'crm-17',
+      loyalty_id: 'L-900',
+    };
+    await accepted('/v3/profiles', {
+      attributes: { ...ann, first_name: HOSTILE, tier: '<b>gold</b>' },
+    });
+    await accepted('/v3/events', [
+      { type: 'account', action: 'login', identifiers: { email: ann.email }, data: { note: HOSTILE } },
+      {
+        type: 'order',
+        action: 'purchase',
+        identifiers: { email: ann.email },
+        data: {
+          ts: daysAgo(3),
+          order: {
+            order_id: 'o-1',
+            total: 30,
+            subtotal: 30,
+            items: [{ product_id: 'mug', price: 10, quantity: 3 }],
+          },
+        },
+      },
+      {
+        type: 'order',
+        action: 'purchase',
+        identifiers: { email: ann.email },
+        data: {
+          ts: daysAgo(1),
+          order: {
+            order_id: 'o-2',
+            total: 12.5,
+            subtotal: 12.5,
+            items: [{ product_id: 'tea', price: 12.5, quantity: 1 }],
+          },
+        },
+      },
+    ]);
+    await eventually(async () => (await profile('email=ann%40pages.io')).status === 200);
+    await go('Customers', 'customers');
+    await find('email', ann.email);
+    const id = await shownCustomer(ann.email);
+    for (const [kind, value, alias] of [
+      ['customer_id', ann.customer_id],
+      ['vuid', ann.vuid],
+      ['alias', ann.svc_alias_crm, 'crm'],
+      ['loyalty_id', ann.loyalty_id],
+    ] as const) {
+      await find(kind, value, alias);
+      await page
+        .getByTestId('customer')
+        .getByText(new RegExp(`Found by \\S+ ${value}`))
+        .waitFor({ timeout: WAIT });
+      expect(await page.getByTestId('customer').getAttribute('data-customer')).toBe(id);
+    }
+    const attributes = page.getByTestId('attributes');
+    expect(await attributes.locator('[data-attribute=tier]').textContent()).toBe('tiercustom<b>gold</b>');
+    expect(await attributes.locator('[data-attribute=first_name]').textContent()).toContain(HOSTILE);
+    const kinds = await page.getByTestId('identifier').evaluateAll((rows) => rows.map((r) => r.dataset.kind));
+    expect(new Set(kinds)).toEqual(new Set(['email', 'customer_id', 'vuid', 'svc_alias_crm', 'loyalty_id']));
+    // The timeline: newest first (the login, sent now, then the two orders by their times), with items
+    // and the running total.
+    const events = page.getByTestId('event');
+    await events.nth(2).waitFor({ timeout: WAIT });
+    const heads = await events.locator('summary').allTextContents();
+    expect(heads[0]).toContain('account · login');
+    expect(heads[1]).toMatch(/order · purchase · order o-2 total 12.5 · spent so far 42.5/);
+    expect(heads[2]).toMatch(/order o-1 total 30 · spent so far 30/);
+    await events.nth(1).locator('summary').click();
+    expect(await events.nth(1).getByTestId('items').textContent()).toMatch(/tea\s*12.5\s*1/);
+    await events.nth(0).locator('summary').press('Enter');
+    expect(await events.nth(0).getByTestId('event-json').textContent()).toContain(JSON.stringify(HOSTILE));
+    await inert();
+    await screenshot(page, 'console-customers-1280');
+  });
+
+  it('shows a merged customer with both identifiers and the merge that joined them', async () => {
+    const login = (identifiers: Record<string, string>) =>
+      accepted('/v3/events', [{ type: 'account', action: 'login', identifiers }]);
+    await login({ email: 'bo@pages.io' });
+    await login({ vuid: 'bo-cookie' });
+    await eventually(async () => (await profile('vuid=bo-cookie')).status === 200);
+    await login({ email: 'bo@pages.io', vuid: 'bo-cookie' });
+    await find('vuid', 'bo-cookie');
+    await eventually(async () => {
+      await find('vuid', 'bo-cookie');
+      await page.getByTestId('customer').waitFor({ timeout: WAIT });
+      return (await page.getByTestId('merge').count()) === 1;
+    });
+    const values = await page.getByTestId('identifier').locator('td:nth-child(2)').allTextContents();
+    expect(values.sort()).toEqual(['bo-cookie', 'bo@pages.io']);
+    const merge = await page.getByTestId('merge').textContent();
+    const survivor = await page.getByTestId('customer').getAttribute('data-customer');
+    expect(merge).toMatch(new RegExp(`\\S+ merged into ${survivor} by a record with .*email:bo@pages.io`));
+    expect(merge).toContain('vuid:bo-cookie');
+    await screenshot(page, 'console-customer-merged-1280');
+  });
+
+  it('shows a redacted customer as redacted', async () => {
+    await accepted('/v3/profiles', { attributes: { email: 'cy@pages.io', first_name: 'Cy' } });
+    await eventually(async () => (await profile('email=cy%40pages.io')).status === 200);
+    expect(
+      (await call('/v3/optout', { requester: 'dpo@pages.io', email: 'cy@pages.io' }, account.privateKey))
+        .status,
+    ).toBe(202);
+    await eventually(async () => {
+      await find('email', 'cy@pages.io');
+      await page.getByTestId('customer').waitFor({ timeout: WAIT });
+      return (await page.getByTestId('redacted').count()) === 1;
+    });
+    expect(await page.getByTestId('attributes').textContent()).not.toContain('Cy');
+  });
+
+  it('draws events per minute by type from the store, the points matching the counts sent', async () => {
+    const batch = (type: string, n: number) =>
+      Array.from({ length: n }, (_, i) => ({
+        type,
+        action: 'tick',
+        identifiers: { email: `c${i}@chart.io` },
+      }));
+    await accepted('/v3/events', [...batch('chart_a', 7), ...batch('chart_b', 3), ...batch(HOSTILE, 1)]);
+    await go('Overview', 'overview');
+    const series = async () =>
+      inPage<Record<string, number>>(`(() => {
+        const u = document.querySelector('[data-chart=events]')?.uplot;
+        if (!u) return {};
+        const out = {};
+        u.series.forEach((s, n) => { if (n > 0) out[s.label] = u.data[n].reduce((a, b) => a + (b ?? 0), 0); });
+        return out;
+      })()`);
+    // The page asks again every 10 s: the chart catches up with the processor without a reload.
+    await eventually(async () => {
+      const drawn = await series();
+      return drawn.chart_a === 7 && drawn.chart_b === 3;
+    }, 30_000);
+    // Every point is one minute of the last hour.
+    const points = await inPage<number>(`document.querySelector('[data-chart=events]').uplot.data[0].length`);
+    expect(points).toBe(60);
+    expect(Number(await page.locator('[data-total=events]').textContent())).toBeGreaterThanOrEqual(14);
+    expect(Number(await page.locator('[data-total=orders]').textContent())).toBe(2);
+    expect(await page.locator('[data-total=revenue]').textContent()).toBe('42.5');
+    // Revenue by day: a bar for each day with a purchase.
+    expect(
+      await inPage(`document.querySelector('[data-chart=revenue]').uplot.data[1].filter((v) => v !== null)`),
+    ).toEqual([30, 12.5]);
+    await page.getByTestId('backlog').waitFor();
+    await page.locator('[data-chart=lag] canvas').waitFor();
+    await page.getByRole('button', { name: 'Last day' }).click();
+    await eventually(async () => {
+      const n = await inPage<number>(
+        `document.querySelector('[data-chart=events]')?.uplot?.data[0].length ?? 0`,
+      );
+      return n === 1440;
+    });
+    expect((await series()).chart_a).toBe(7);
+    // A type carrying markup is a legend label as text.
+    expect(await page.locator('[data-chart=events] .u-legend').textContent()).toContain(HOSTILE);
+    await inert();
+    await screenshot(page, 'console-overview-1280');
+  });
+
+  it('starts an export from the page, refuses a bad select as the API does, and downloads the file', async () => {
+    await go('Exports', 'exports');
+    const form = page.getByTestId('start-export');
+    // A select naming no field of the object: the same answer as POST /v3/exports.
+    const bad = { format: 'CSV', select: { object: 'customers', fields: ['no_such_field'] } };
+    const api = await call('/v3/exports', bad, account.privateKey);
+    expect(api.status).toBe(404);
+    await form.getByLabel('A select').check();
+    await form.locator('select[name=object]').selectOption('customers');
+    await form.getByLabel(/^Fields/).fill('no_such_field');
+    await form.getByRole('button', { name: 'Start export' }).click();
+    const answer = form.getByTestId('export-answer');
+    await answer.waitFor({ timeout: WAIT });
+    const detail = api.body.detail as { message?: string; invalids?: { field: unknown; reason: string }[] };
+    const expected =
+      detail.message ?? detail.invalids!.map((i) => `${String(i.field)}: ${i.reason}`).join('; ');
+    expect(await answer.textContent()).toContain(expected);
+    // Whole objects: events, CSV.
+    await form.getByLabel('Whole objects').check();
+    await form.getByLabel(/Events/).check();
+    await form.getByRole('button', { name: 'Start export' }).click();
+    await answer.filter({ hasText: 'started' }).waitFor({ timeout: WAIT });
+    const done = page.locator('[data-testid=export][data-state=completed]');
+    await done.first().waitFor({ timeout: 60_000 });
+    const file = done
+      .first()
+      .getByTestId('download')
+      .filter({ hasText: /\.csv$/ })
+      .first();
+    const [download] = await Promise.all([page.waitForEvent('download'), file.click()]);
+    const path = await download.path();
+    const { readFileSync } = await import('node:fs');
+    const csv = readFileSync(path, 'utf8');
+    expect(csv).toContain('chart_a');
+    expect(csv).toContain('ann@pages.io');
+    // The link is short-lived and signed: changed, it is refused.
+    const link = (await (
+      await page.request.get(
+        `${base}/console/api/exports/${await done.first().getAttribute('data-id')}/link?file=${encodeURIComponent((await file.textContent())!)}`,
+      )
+    ).json()) as { url: string; expires_at: string };
+    expect(Date.parse(link.expires_at) - Date.now()).toBeLessThanOrEqual(300_000);
+    expect((await fetch(`${base}${link.url}`)).status).toBe(200);
+    expect((await fetch(`${base}${link.url.replace(/signature=./, 'signature=x')}`)).status).toBe(403);
+    await screenshot(page, 'console-exports-start-1280');
+  });
+
+  it('works on a phone-sized window, from the keyboard', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const [title, path] of [
+      ['Overview', 'overview'],
+      ['Customers', 'customers'],
+      ['Exports', 'exports'],
+    ] as const) {
+      await go(title, path);
+      await page.locator('main h1').waitFor();
+      if (path === 'customers') {
+        // Tab to the search form and find a customer without the mouse.
+        await page.getByTestId('find-customer').getByLabel('Identifier').focus();
+        await page.keyboard.press('Tab');
+        await page.keyboard.type('ann@pages.io');
+        await page.keyboard.press('Enter');
+        await page.getByTestId('event').first().waitFor({ timeout: WAIT });
+      }
+      if (path === 'overview') await page.locator('[data-chart=events] canvas').waitFor({ timeout: WAIT });
+      expect(await inPage<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+      await screenshot(page, `console-${path}-phone`);
+    }
+    await inert();
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
+});
