@@ -410,10 +410,14 @@ describe('console in a browser (embedded)', () => {
         })
       ).status,
     ).toBe(200);
+    expect(
+      (await admin(`/admin/v1/accounts/${account.id}/retention`, 'PUT', { events_days: 90 })).status,
+    ).toBe(200);
     await go('apis');
     await page
       .locator('[data-testid=plan][data-family=events][data-plan="No Access"]')
       .waitFor({ timeout: WAIT });
+    await page.getByTestId('retention').filter({ hasText: 'Events are kept for 90 days.' }).waitFor();
     await page
       .locator('[data-testid=plan][data-family=schema][data-plan=Custom]', { hasText: '50 requests/s' })
       .waitFor();
