@@ -199,7 +199,7 @@ export class DriversModule {
         useFactory: async (redis?: RedisConnection): Promise<OrderState> =>
           config.orderState === 'redis'
             ? new (await import('@cdp/orders/redis')).RedisOrderState(redis!, config.orderRetentionMs)
-            : new (await import('@cdp/orders/memory')).MemoryOrderState(),
+            : new (await import('@cdp/orders/memory')).MemoryOrderState(config.orderRetentionMs),
       },
       {
         // The event inspector's fan-out follows the bus: core NATS subjects scaled out, in-process embedded.

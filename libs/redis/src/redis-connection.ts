@@ -27,6 +27,7 @@ export type RedisCommands = Pick<
   | 'set'
   | 'del'
   | 'unlink'
+  | 'rename'
   | 'exists'
   | 'pTTL'
   | 'pExpire'

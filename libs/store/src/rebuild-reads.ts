@@ -105,7 +105,7 @@ export async function* currentProfiles(
   }
 }
 
-/** The latest membership of every customer and list (`svc_all` included). */
+/** The latest membership of every customer and list (`svc_all` included), a customer's memberships together. */
 export async function* consentStates(
   transport: ClickHouseTransport,
   db: string,
@@ -116,7 +116,7 @@ export async function* consentStates(
        FROM ${db}.${CONSENT_HISTORY.name} ${COUNTED}
        -- consent of a push token (POST /v3/consent) is the identifier's, not a list membership
        AND source != 'identifier_consent'
-       GROUP BY svc_id, list_id`,
+       GROUP BY svc_id, list_id ORDER BY svc_id`,
     { unfinished },
   );
   for await (const r of rows) {
