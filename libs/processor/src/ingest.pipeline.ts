@@ -170,7 +170,8 @@ export class IngestPipeline {
         for (const [account, deliveries] of groupByAccount(run))
           for (const delivery of deliveries) {
             const { rows, redact } = unwrap(await this.optout.run({ account, delivery }));
-            await this.writer.write(account, [delivery], rows, { redact, settleIdentity: false });
+            // Settled like every message: settling waits until a replica holds the redaction.
+            await this.writer.write(account, [delivery], rows, { redact });
           }
       } else {
         for (const write of await this.prepareIngest(run)) await write();
