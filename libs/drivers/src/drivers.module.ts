@@ -92,7 +92,11 @@ export class DriversModule {
         useFactory: async (): Promise<RedisConnection | undefined> => {
           if (!needsRedis) return undefined;
           const { connectRedis } = await import('@cdp/redis');
-          const client = await connectRedis(config.redisUrl, !options.answersClients);
+          const client = await connectRedis(
+            config.redisUrl,
+            !options.answersClients,
+            config.redisSentinelName,
+          );
           if (config.identity === 'redis')
             await (await import('@cdp/identity/redis')).loadIdentityFunctions(client);
           return client;
