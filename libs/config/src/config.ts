@@ -76,8 +76,10 @@ export interface AppConfig {
   metadata: MetadataDriver;
   /** `NATS_URL`: the seed servers (comma separated); the client learns the rest of the cluster from them. */
   natsServers: string[];
-  /** One Redis server, or a comma-separated seed list of a Redis Cluster (found out at connect). */
+  /** One Redis server, or a comma-separated seed list of a Redis Cluster (found out at connect), or the sentinels. */
   redisUrl: string;
+  /** `REDIS_SENTINEL_NAME`: the primary's name in Sentinel; set, `REDIS_URL` lists the sentinels. */
+  redisSentinelName: string | undefined;
   /** An order's hot state (Redis) expires this long after its last change (CDP_ORDER_RETENTION_DAYS). */
   orderRetentionMs: number;
   /**
@@ -242,6 +244,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     metadata: oneOf(env, 'CDP_METADATA', METADATA_DRIVERS, bus === 'nats' ? 'nats' : 'file'),
     natsServers: seedList(env, 'NATS_URL', 'nats://127.0.0.1:4222'),
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
+    redisSentinelName: env.REDIS_SENTINEL_NAME || undefined,
     orderRetentionMs: integer(env, 'CDP_ORDER_RETENTION_DAYS', 400, 1, 36_500) * 86_400_000,
     clickhouse: {
       url: env.CLICKHOUSE_URL || 'http://127.0.0.1:8123',

@@ -58,7 +58,10 @@ export abstract class ConsentState {
    * In no particular order; a customer changed during the walk may come with either state.
    */
   abstract customers(account: string): AsyncIterable<ConsentSnapshot>;
-  /** Replaces what the state holds of an account with the latest membership of each customer and list. */
+  /**
+   * Replaces what the state holds of an account with the latest membership of each customer and list,
+   * given a customer's memberships together (so a driver need not hold anything per customer).
+   */
   abstract load(account: string, states: AsyncIterable<StoredConsent>): Promise<number>;
   abstract health(): Promise<DriverHealth>;
   abstract close(): Promise<void>;

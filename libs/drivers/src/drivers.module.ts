@@ -96,7 +96,11 @@ export class DriversModule {
         useFactory: async (): Promise<RedisConnection | undefined> => {
           if (!needsRedis) return undefined;
           const { connectRedis } = await import('@cdp/redis');
-          const client = await connectRedis(config.redisUrl, !options.answersClients);
+          const client = await connectRedis(
+            config.redisUrl,
+            !options.answersClients,
+            config.redisSentinelName,
+          );
           if (config.identity === 'redis')
             await (await import('@cdp/identity/redis')).loadIdentityFunctions(client);
           return client;
@@ -203,7 +207,7 @@ export class DriversModule {
         useFactory: async (redis?: RedisConnection): Promise<OrderState> =>
           config.orderState === 'redis'
             ? new (await import('@cdp/orders/redis')).RedisOrderState(redis!, config.orderRetentionMs)
-            : new (await import('@cdp/orders/memory')).MemoryOrderState(),
+            : new (await import('@cdp/orders/memory')).MemoryOrderState(config.orderRetentionMs),
       },
       {
         // The event inspector's fan-out follows the bus: core NATS subjects scaled out, in-process embedded.

@@ -33,6 +33,22 @@ export function idempotencyStoreContract(name: string, open: () => Promise<Opene
       await store.close();
     });
 
+    it('forgets a record once its expiry passed (the window of CDP_IDEMPOTENCY_TTL_SECONDS)', async () => {
+      const { store, clock } = await open();
+      const a = `x${run}`;
+      expect(await store.compareAndSet(a, 'k', undefined, '{"n":1}', clock.now + 200)).toBe(true);
+      expect(await store.get(a, 'k')).toBe('{"n":1}');
+      clock.now += 201;
+      // The file driver reads the test's clock; Redis expires the key on its own clock (PX 200).
+      const deadline = Date.now() + 5_000;
+      while ((await store.get(a, 'k')) !== undefined && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
+      expect(await store.get(a, 'k')).toBeUndefined();
+      // Gone means free: a new request may take the key.
+      expect(await store.compareAndSet(a, 'k', undefined, '{"n":2}', clock.now + 60_000)).toBe(true);
+      await store.close();
+    });
+
     it('takes keys of any printable characters, up to 255', async () => {
       const { store, clock } = await open();
       const key = ` ~!"#$%&'()*+,-./:;<=>?@[\\]^_\`{|}`.repeat(8).slice(0, 255);

@@ -46,6 +46,12 @@ export abstract class IdentityIndex {
   abstract beginRebuild(account: string): Promise<boolean>;
   /** Replaces what the index knows of an account with the graph read back from the store; ends a rebuild. */
   abstract load(account: string, graph: IdentityGraphRows): Promise<number>;
+  /**
+   * Called once a rebuild begun by `beginRebuild` is over, whether `load` ran or the rebuild failed
+   * before it: a rebuild's lock is held (and kept alive) until then, and released if `load` did not open
+   * the account.
+   */
+  abstract endRebuild(account: string): Promise<void>;
   /** Whether the index keeps its content across restarts (if not, it is rebuilt from the store at start). */
   abstract readonly persistent: boolean;
   abstract health(): Promise<DriverHealth>;

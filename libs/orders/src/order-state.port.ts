@@ -44,6 +44,8 @@ export abstract class OrderState {
    * order they were first applied), and opens the account again. Returns the number of changes.
    */
   abstract load(account: string, changes: AsyncIterable<OrderChange>): Promise<number>;
+  /** Called once a rebuild begun by `beginRebuild` is over, loaded or failed: frees what it held. */
+  abstract endRebuild(account: string): Promise<void>;
   /** Whether the state survives a restart (if not, it is rebuilt from the store at start). */
   abstract readonly persistent: boolean;
   abstract health(): Promise<DriverHealth>;

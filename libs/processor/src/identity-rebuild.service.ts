@@ -34,18 +34,22 @@ export class IdentityRebuild extends AccountRebuild implements OnModuleInit {
 
   protected async run(account: string): Promise<boolean> {
     if (!(await this.identity.beginRebuild(account))) return false;
-    const started = Date.now();
-    // List memberships, like profiles, before the index opens the account again.
-    await this.consent.load(account, this.store.consentStates(account));
-    await this.identifierState.load(account, this.store.identifierUpdates(account));
-    // Profiles first: the index opens the account again only once both are loaded.
-    const profiles = await this.profiles.load(account, this.store.currentProfiles(account));
-    await this.profiles.loadOptOutPool(account, this.store.optOutPool(account));
-    const links = await this.identity.load(account, this.store.identityGraph(account));
-    this.logger.info(
-      { account, links, profiles, ms: Date.now() - started },
-      'identity index rebuilt from the store',
-    );
+    try {
+      const started = Date.now();
+      // List memberships, like profiles, before the index opens the account again.
+      await this.consent.load(account, this.store.consentStates(account));
+      await this.identifierState.load(account, this.store.identifierUpdates(account));
+      // Profiles first: the index opens the account again only once both are loaded.
+      const profiles = await this.profiles.load(account, this.store.currentProfiles(account));
+      await this.profiles.loadOptOutPool(account, this.store.optOutPool(account));
+      const links = await this.identity.load(account, this.store.identityGraph(account));
+      this.logger.info(
+        { account, links, profiles, ms: Date.now() - started },
+        'identity index rebuilt from the store',
+      );
+    } finally {
+      await this.identity.endRebuild(account);
+    }
     return true;
   }
 }

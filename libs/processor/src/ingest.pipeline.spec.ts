@@ -79,6 +79,7 @@ function harness() {
     begin: () => Promise.resolve(),
     write: () => Promise.resolve(),
     commit: () => Promise.resolve(),
+    redactCustomers: () => Promise.resolve(),
   } as unknown as AnalyticStore;
   const pipeline = new IngestPipeline(
     identity as unknown as IdentityStep,
@@ -88,7 +89,9 @@ function harness() {
     {} as SubscriptionsStep,
     { run: () => Promise.resolve(ok({})) } as unknown as OrdersStep,
     { run: () => Promise.resolve(ok({})) } as unknown as ProductsStep,
-    {} as OptOutStep,
+    {
+      run: () => Promise.resolve(ok({ rows: { customers: [] }, redact: ['c'] })),
+    } as unknown as OptOutStep,
     new StepWriter(store, identity as unknown as IdentityStep),
     {} as IdentifierUpdatesStep,
   );
@@ -123,6 +126,15 @@ describe('IngestPipeline under the bus transport', () => {
       b2: 'ack',
     });
     expect(h.stored).toEqual(['b1', 'b2']);
+  });
+
+  it('settles an opt-out like any message once stored: its redaction in Redis is waited onto a replica', async () => {
+    const h = harness();
+    const optout = delivery('o1', 'acct');
+    (optout.message as { kind: string }).kind = 'optout';
+    const s = await h.consume([optout]);
+    expect(s.map((x) => x.outcome)).toEqual(['ack']);
+    expect(h.stored).toEqual(['o1']);
   });
 });
 

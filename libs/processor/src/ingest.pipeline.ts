@@ -181,7 +181,8 @@ export class IngestPipeline {
             collectRows(rows, write.rows);
             for (const c of write.redact) redact.add(c);
           }
-          await this.writer.write(account, deliveries, rows, { redact: [...redact], settleIdentity: false });
+          // Settled like every message: settling waits until a replica holds the redaction.
+          await this.writer.write(account, deliveries, rows, { redact: [...redact] });
         }
       } else {
         for (const write of await this.prepareIngest(run)) await write();

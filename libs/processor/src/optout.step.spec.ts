@@ -30,7 +30,7 @@ describe('OptOutStep', () => {
   /** The step's rows and redactions, written as the pipeline writes them. */
   const process = async (account: string, delivery: Delivery & { message: OptOutMessage }) => {
     const { rows, redact } = okValue(await step.run({ account, delivery }));
-    await writer.write(account, [delivery], rows, { redact, settleIdentity: false });
+    await writer.write(account, [delivery], rows, { redact });
   };
 
   beforeAll(() => {

@@ -33,9 +33,13 @@ export class OrdersRebuild extends AccountRebuild implements OnApplicationBootst
 
   protected async run(account: string): Promise<boolean> {
     if (!(await this.orders.beginRebuild(account))) return false;
-    const started = Date.now();
-    const changes = await this.orders.load(account, toChanges(this.store.orderChanges(account)));
-    this.logger.info({ account, changes, ms: Date.now() - started }, 'order state rebuilt from the store');
+    try {
+      const started = Date.now();
+      const changes = await this.orders.load(account, toChanges(this.store.orderChanges(account)));
+      this.logger.info({ account, changes, ms: Date.now() - started }, 'order state rebuilt from the store');
+    } finally {
+      await this.orders.endRebuild(account);
+    }
     return true;
   }
 }

@@ -9,8 +9,6 @@ import { purchasesOf } from './stored-purchases.js';
 export interface WriteOptions {
   /** Customers whose older profile snapshots are redacted, after the rows and before the commit. */
   redact?: readonly string[];
-  /** Whether the identity index forgets what it remembered of the messages (default: yes). */
-  settleIdentity?: boolean;
 }
 
 /**
@@ -50,10 +48,11 @@ export class StepWriter {
     // Once stored: recommendations leave these products out from now on, not from the next refresh.
     const purchases = this.notices && purchasesOf(rows);
     if (purchases?.length) this.notices!.notify({ account, purchases });
-    if (options.settleIdentity !== false)
-      await this.identityStep.settle(
-        account,
-        deliveries.map((d) => d.message),
-      );
+    // Last: the index forgets the messages' remembered effects, and waits until a replica holds this
+    // batch's writes of hot state (identities, profiles, consent, orders, an opt-out's redaction).
+    await this.identityStep.settle(
+      account,
+      deliveries.map((d) => d.message),
+    );
   }
 }

@@ -1,4 +1,4 @@
-import { createClient, createCluster } from 'redis';
+import { createClient, createCluster, createSentinel } from 'redis';
 
 const reconnectStrategy = (retries: number) => Math.min(retries * 100, 2000);
 
@@ -13,8 +13,31 @@ function makeCluster(seeds: string[], queueWhileOffline: boolean) {
   });
 }
 
+/**
+ * A primary behind Sentinel: node-redis asks the sentinels for the primary named `name`, follows it
+ * through failovers, and sends every command to it over one connection (the pool's one client), so a
+ * WAIT counts the writes made before it.
+ */
+function makeSentinel(sentinels: string[], name: string, queueWhileOffline: boolean) {
+  return createSentinel({
+    name,
+    sentinelRootNodes: sentinels.map((url) => {
+      const { hostname, port } = new URL(url);
+      return { host: hostname, port: Number(port || 26379) };
+    }),
+    nodeClientOptions: { socket: { reconnectStrategy }, disableOfflineQueue: !queueWhileOffline },
+    sentinelClientOptions: { socket: { reconnectStrategy } },
+  });
+}
+
 type SingleClient = ReturnType<typeof makeClient>;
 type ClusterClient = ReturnType<typeof makeCluster>;
+type SentinelClient = ReturnType<typeof makeSentinel>;
+
+/** A primary as the node-level commands (FUNCTION, INFO, PING, WAIT) reach it. */
+interface Primary {
+  send(args: string[]): Promise<unknown>;
+}
 
 /**
  * The key-addressed commands the Redis drivers use, which a single-node client and a cluster client
@@ -27,6 +50,7 @@ export type RedisCommands = Pick<
   | 'set'
   | 'del'
   | 'unlink'
+  | 'rename'
   | 'exists'
   | 'pTTL'
   | 'pExpire'
@@ -70,7 +94,9 @@ export class RedisConnection {
   /** Libraries this process calls, loaded on every primary at first use and after a "not found". */
   private readonly libraries = new Map<string, { library: RedisLibrary; loaded?: Promise<void> }>();
   /** Whether a primary had a connected replica when last looked at (WAIT only where there is one). */
-  private readonly replicaSeen = new WeakMap<SingleClient, { has: boolean; at: number }>();
+  private readonly replicaSeen = new WeakMap<object, { has: boolean; at: number }>();
+  /** The primary behind Sentinel, as node-level commands reach it (one object, so replicaSeen keys on it). */
+  private readonly sentinelPrimary: Primary | undefined;
   /** The health check in flight: every driver reports the shared connection's health at once. */
   private checking: Promise<{ driver: string; ready: boolean; detail?: string }> | undefined;
 
@@ -78,7 +104,10 @@ export class RedisConnection {
     readonly commands: RedisCommands,
     private readonly single: SingleClient | undefined,
     private readonly cluster: ClusterClient | undefined,
-  ) {}
+    private readonly sentinel?: SentinelClient,
+  ) {
+    if (sentinel) this.sentinelPrimary = { send: (args) => sentinel.sendCommand(false, args) };
+  }
 
   get isCluster(): boolean {
     return this.cluster !== undefined;
@@ -93,12 +122,22 @@ export class RedisConnection {
    * `queueWhileOffline`, the processor's choice: its work waits in the bus anyway. A process answering
    * clients fails them at once instead, so a request is refused (503) without waiting on a Redis that is away.
    */
-  static async connect(urls: string, queueWhileOffline = true): Promise<RedisConnection> {
+  static async connect(
+    urls: string,
+    queueWhileOffline = true,
+    sentinelName?: string,
+  ): Promise<RedisConnection> {
     const seeds = urls
       .split(',')
       .map((u) => u.trim())
       .filter(Boolean);
     if (seeds.length === 0) throw new Error('REDIS_URL names no server');
+    if (sentinelName) {
+      const sentinel = makeSentinel(seeds, sentinelName, queueWhileOffline);
+      sentinel.on('error', () => undefined); // it follows the primary on its own; commands fail meanwhile
+      await sentinel.connect();
+      return new RedisConnection(sentinel as unknown as RedisCommands, undefined, undefined, sentinel);
+    }
     let lastError: unknown;
     for (const seed of seeds) {
       const probe = makeClient(seed, queueWhileOffline);
@@ -127,16 +166,20 @@ export class RedisConnection {
     throw new Error(`no Redis seed answered: ${String(lastError)}`);
   }
 
-  /** The primaries: the single server, or every primary of the cluster's current slot map. */
-  private async primaries(): Promise<SingleClient[]> {
-    if (this.single) return [this.single];
+  /** The primaries: the single server, the one behind Sentinel, or every primary of the cluster's slot map. */
+  private async primaries(): Promise<Primary[]> {
+    if (this.sentinelPrimary) return [this.sentinelPrimary];
+    if (this.single) return [asPrimary(this.single)];
     const cluster = this.cluster!;
-    return Promise.all(cluster.masters.map((m) => cluster.nodeClient(m) as Promise<SingleClient>));
+    const nodes = await Promise.all(
+      cluster.masters.map((m) => cluster.nodeClient(m) as Promise<SingleClient>),
+    );
+    return nodes.map(asPrimary);
   }
 
   /** Runs a node-level command (FUNCTION, INFO, FLUSHALL...) on every primary; answers in the primaries' order. */
   async onEveryPrimary(command: string[]): Promise<unknown[]> {
-    return Promise.all((await this.primaries()).map((node) => node.sendCommand(command)));
+    return Promise.all((await this.primaries()).map((node) => node.send(command)));
   }
 
   /**
@@ -147,7 +190,7 @@ export class RedisConnection {
     const wanted = JSON.stringify(library.code);
     await Promise.all(
       (await this.primaries()).map(async (node) => {
-        const listed: unknown = await node.sendCommand([
+        const listed: unknown = await node.send([
           'FUNCTION',
           'LIST',
           'LIBRARYNAME',
@@ -155,7 +198,7 @@ export class RedisConnection {
           'WITHCODE',
         ]);
         if (JSON.stringify(listed).includes(wanted)) return;
-        await node.sendCommand(['FUNCTION', 'LOAD', 'REPLACE', library.code]);
+        await node.send(['FUNCTION', 'LOAD', 'REPLACE', library.code]);
       }),
     );
   }
@@ -195,25 +238,26 @@ export class RedisConnection {
    * no replica confirmed within `timeoutMs`: the caller leaves its work unacknowledged, to be redone.
    */
   async waitForReplica(key: string, timeoutMs: number): Promise<void> {
-    const node = this.cluster
-      ? ((await this.cluster.getNodeClientForKey(key)) as SingleClient)
-      : this.single!;
+    const node =
+      this.sentinelPrimary ??
+      asPrimary(this.cluster ? await this.cluster.getNodeClientForKey(key) : this.single!);
     if (!(await this.hasReplica(node))) return;
     // On the node's own connection, the one that carried the writes: WAIT counts that connection's writes.
-    const acked = await node.sendCommand(['WAIT', '1', String(timeoutMs)]);
+    const acked = await node.send(['WAIT', '1', String(timeoutMs)]);
     if (Number(acked) < 1) {
-      this.replicaSeen.delete(node);
+      this.replicaSeen.delete((node as { client?: object }).client ?? node);
       throw new Error(`no Redis replica confirmed the writes within ${timeoutMs} ms`);
     }
   }
 
   /** Whether the primary has an online replica, looked up at most every REPLICA_CHECK_MS. */
-  private async hasReplica(node: SingleClient): Promise<boolean> {
-    const seen = this.replicaSeen.get(node);
+  private async hasReplica(node: Primary): Promise<boolean> {
+    const id = (node as { client?: object }).client ?? node;
+    const seen = this.replicaSeen.get(id);
     if (seen && Date.now() - seen.at < REPLICA_CHECK_MS) return seen.has;
     // Online only: a replica still loading its first copy confirms nothing until it has caught up.
-    const has = /^slave\d+:.*state=online/m.test(await node.info('replication'));
-    this.replicaSeen.set(node, { has, at: Date.now() });
+    const has = /^slave\d+:.*state=online/m.test(String(await node.send(['INFO', 'replication'])));
+    this.replicaSeen.set(id, { has, at: Date.now() });
     return has;
   }
 
@@ -249,12 +293,17 @@ export class RedisConnection {
   }
 
   private async check(): Promise<{ driver: string; ready: boolean; detail?: string }> {
-    const driver = this.cluster ? 'redis-cluster' : 'redis';
+    const driver = this.cluster ? 'redis-cluster' : this.sentinel ? 'redis-sentinel' : 'redis';
     try {
       const nodes = await this.primaries();
-      await Promise.all(nodes.map((node) => withTimeout(node.ping(), 1000)));
+      await Promise.all(nodes.map((node) => withTimeout(node.send(['PING']), 1000)));
+      if (this.sentinel) {
+        // A primary that answers but is a replica now (demoted, the client not yet moved on) takes no writes.
+        const role = String(await withTimeout(nodes[0]!.send(['INFO', 'replication']), 1000));
+        if (!/^role:master/m.test(role)) throw new Error('the primary Sentinel named is a replica now');
+      }
       if (this.cluster) {
-        const info = await withTimeout(nodes[0]!.clusterInfo(), 1000);
+        const info = await withTimeout(nodes[0]!.send(['CLUSTER', 'INFO']), 1000);
         const state = /cluster_state:(\w+)/.exec(String(info))?.[1];
         if (state !== 'ok') throw new Error(`cluster_state:${state}`);
       }
@@ -266,8 +315,13 @@ export class RedisConnection {
   }
 
   async close(): Promise<void> {
-    await (this.cluster ?? this.single)!.close().catch(() => undefined);
+    await (this.cluster ?? this.sentinel ?? this.single)!.close().catch(() => undefined);
   }
+}
+
+/** A node's own client as a Primary; `client` keeps it recognisable (replicaSeen is keyed by it). */
+function asPrimary(client: SingleClient): Primary & { client: SingleClient } {
+  return { client, send: (args) => client.sendCommand(args) };
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
@@ -279,8 +333,12 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 }
 
 /** Connects to the Redis every Redis driver shares; see RedisConnection.connect. */
-export async function connectRedis(url: string, queueWhileOffline = true): Promise<RedisConnection> {
-  return RedisConnection.connect(url, queueWhileOffline);
+export async function connectRedis(
+  url: string,
+  queueWhileOffline = true,
+  sentinelName?: string,
+): Promise<RedisConnection> {
+  return RedisConnection.connect(url, queueWhileOffline, sentinelName);
 }
 
 /** The health of the shared connection, as every Redis driver reports it. */

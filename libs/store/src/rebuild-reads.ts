@@ -19,6 +19,13 @@ const COUNTED = 'WHERE msg_id NOT IN {unfinished:Array(String)}';
 
 type Unfinished = readonly string[];
 
+/**
+ * A rebuild reads a whole account, and its GROUP BY and ORDER BY would hold all of it in the engine's
+ * memory (in-process with chDB: the processor's): past these sizes they spill to disk instead, so a
+ * rebuild's memory does not grow with the account. One thread: a rebuild is a background task.
+ */
+const BOUNDED = `SETTINGS max_bytes_before_external_group_by = ${128 << 20}, max_bytes_before_external_sort = ${128 << 20}, max_threads = 1`;
+
 /** Each identifier with its first owner; in link order, so a rebuilt index meets customers as they came. */
 export function identityLinks(
   transport: ClickHouseTransport,
@@ -28,7 +35,7 @@ export function identityLinks(
   return transport.stream<{ kind: string; value: string; svc_id: string; born: string }>(
     `SELECT kind, value, argMin(svc_id, (created_at, msg_id)) AS svc_id, argMin(born, (created_at, msg_id)) AS born
        FROM ${db}.${IDENTITY_LINKS.name} ${COUNTED}
-       GROUP BY kind, value ORDER BY min(created_at), kind, value`,
+       GROUP BY kind, value ORDER BY min(created_at), kind, value ${BOUNDED}`,
     { unfinished },
   );
 }
@@ -40,7 +47,7 @@ export async function* identityMerges(
 ): AsyncIterable<{ loser: string; survivor: string; seq: number }> {
   const rows = transport.stream<{ loser: string; survivor: string; seq: number | string }>(
     `SELECT DISTINCT loser, survivor, seq FROM ${db}.${IDENTITY_MERGES.name} ${COUNTED}
-       ORDER BY seq, loser`,
+       ORDER BY seq, loser ${BOUNDED}`,
     { unfinished },
   );
   for await (const m of rows) yield { loser: m.loser, survivor: m.survivor, seq: Number(m.seq) };
@@ -92,7 +99,7 @@ export async function* currentProfiles(
        ) WHERE (NOT unfinished_snapshot AND merged_into IS NULL)
             OR (unfinished_snapshot AND svc_id IN (
                   SELECT svc_id FROM ${db}.${IDENTITY_LINKS.name} ${COUNTED}
-                  AND svc_id IN (SELECT svc_id FROM ${table} WHERE msg_id IN {unfinished:Array(String)})))`,
+                  AND svc_id IN (SELECT svc_id FROM ${table} WHERE msg_id IN {unfinished:Array(String)}))) ${BOUNDED}`,
     { unfinished },
   );
   for await (const row of rows) {
@@ -118,7 +125,7 @@ export async function* currentProfiles(
 /**
  * The latest membership of every customer and list (`svc_all` included): the change latest in acceptance
  * order (`at`), then by version (rows stored before `at` was kept read 0), whatever order processors
- * stored them in.
+ * stored them in; a customer's memberships together.
  */
 export async function* consentStates(
   transport: ClickHouseTransport,
@@ -137,7 +144,7 @@ export async function* consentStates(
        FROM ${db}.${CONSENT_HISTORY.name} ${COUNTED}
        -- consent of a push token (POST /v3/consent) is the identifier's, not a list membership
        AND source != 'identifier_consent'
-       GROUP BY svc_id, list_id`,
+       GROUP BY svc_id, list_id ORDER BY svc_id ${BOUNDED}`,
     { unfinished },
   );
   for await (const r of rows) {
@@ -160,7 +167,7 @@ export async function* identifierUpdates(
   // LIMIT 1 BY: a change is replayed once, even if an insert was ever repeated outside the dedup window.
   const rows = transport.stream<{ field: string; value: string; version: string; change: string }>(
     `SELECT field, value, version, change FROM ${db}.${IDENTIFIER_UPDATES.name} ${COUNTED}
-       ORDER BY field, value, version LIMIT 1 BY field, value, version`,
+       ORDER BY field, value, version LIMIT 1 BY field, value, version ${BOUNDED}`,
     { unfinished },
   );
   for await (const r of rows)
@@ -175,7 +182,7 @@ export function orderChanges(
   // LIMIT 1 BY: a change is in the log once, even if an insert was ever repeated outside the dedup window.
   return transport.stream<RowOf<typeof ORDER_CHANGES>>(
     `SELECT ${declaredColumnNames(ORDER_CHANGES).join(', ')}
-       FROM ${db}.${ORDER_CHANGES.name} ${COUNTED} ORDER BY order_id, seq LIMIT 1 BY order_id, seq`,
+       FROM ${db}.${ORDER_CHANGES.name} ${COUNTED} ORDER BY order_id, seq LIMIT 1 BY order_id, seq ${BOUNDED}`,
     { unfinished },
   );
 }
@@ -186,7 +193,7 @@ export function optOutPool(
   unfinished: Unfinished,
 ): AsyncIterable<{ kind: string; value: string }> {
   return transport.stream<{ kind: string; value: string }>(
-    `SELECT DISTINCT kind, value FROM ${db}.${OPTOUT_POOL.name} ${COUNTED}`,
+    `SELECT DISTINCT kind, value FROM ${db}.${OPTOUT_POOL.name} ${COUNTED} ${BOUNDED}`,
     { unfinished },
   );
 }

@@ -102,20 +102,24 @@ export class RedisConsentState extends ConsentState {
       const doomed = customers.map((c) => consentKeys.customer(account, c));
       await this.redis.multi().unlink(doomed).sRem(index, customers).exec();
     }
+    // The store gives a customer's memberships together (ordered by customer): its version is known
+    // once the next customer starts, so nothing is held per customer.
     let count = 0;
-    const versions = new Map<string, number>();
+    let current: { key: string; version: number } | undefined;
     let pipeline = this.redis.multi();
     for await (const s of states) {
       const key = consentKeys.customer(account, s.svc_id);
+      if (current && current.key !== key) pipeline.hSet(current.key, VERSION_FIELD, String(current.version));
+      if (current?.key !== key) current = { key, version: 0 };
+      current.version = Math.max(current.version, s.version);
       pipeline.hSet(key, s.list_id, stored(s.subscribed, s.at));
       pipeline.sAdd(index, s.svc_id);
-      versions.set(key, Math.max(versions.get(key) ?? 0, s.version));
       if (++count % 1000 === 0) {
         await pipeline.exec();
         pipeline = this.redis.multi();
       }
     }
-    for (const [key, version] of versions) pipeline.hSet(key, VERSION_FIELD, String(version));
+    if (current) pipeline.hSet(current.key, VERSION_FIELD, String(current.version));
     await pipeline.exec();
     return count;
   }

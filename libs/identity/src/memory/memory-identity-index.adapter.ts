@@ -70,6 +70,10 @@ export class MemoryIdentityIndex extends IdentityIndex {
     return Promise.resolve(true);
   }
 
+  endRebuild(): Promise<void> {
+    return Promise.resolve();
+  }
+
   async load(account: string, rows: IdentityGraphRows): Promise<number> {
     const graph = await CompactAccountGraph.fromRows(rows);
     this.accounts.set(account, { graph, unsettled: new Map() });

@@ -1,16 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import type { DriverHealth } from '@cdp/contracts';
 import { identityKey, type Identifier } from '@cdp/domain';
 import { IdentityIndex, IdentityNotWarmError, type IdentityGraphRows } from '../identity-index.port.js';
-import { AccountGraph } from '../memory/account-graph.js';
 import { MAX_MERGE, type ResolveInput, type Resolution } from '../resolution.js';
-import type { RedisCommands, RedisConnection } from '@cdp/redis';
+import { RebuildLocks, type RedisCommands, type RedisConnection } from '@cdp/redis';
 import { fcall } from './redis-functions-loader.js';
 import { FN } from './redis-functions.js';
 import { keys } from './redis-keys.js';
 
-/** How long a rebuild may hold its lock before another process may take over. */
-const REBUILD_LOCK_MS = 10 * 60 * 1000;
+/** Links (or merges) per script call of a rebuild: one round trip each, each a short call on the server. */
+const CHUNK = 1000;
 /** How long a batch waits for a replica to confirm its writes before it fails (and is redelivered). */
 const REPLICA_WAIT_MS = 2000;
 
@@ -37,6 +35,66 @@ redis.call('SET', KEYS[3], ARGV[3])
 redis.call('DEL', KEYS[1])
 return 1`;
 
+/**
+ * A rebuild's links, as the store gives them (each identifier once, with its first owner, in link
+ * order). KEYS[1]: the identity hash; ARGV[1] the account's key prefix, then per link: identity key,
+ * customer, its born key, the customer_id value ('' unless the identifier is one). A customer keeps
+ * the born key and customer_id of its first link, as AccountGraph.fromRows does.
+ */
+const LOAD_LINKS = `
+local p = ARGV[1]
+for i = 2, #ARGV, 4 do
+  local key, customer, born, cid = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  redis.call('HSET', KEYS[1], key, customer)
+  redis.call('HSETNX', p .. 'born', customer, born)
+  if cid ~= '' then redis.call('HSETNX', p .. 'cids', customer, cid) end
+  redis.call('SADD', p .. 'm:' .. customer, key)
+end
+return 1`;
+
+/**
+ * A rebuild's merges, in the order they happened (ARGV[1] the prefix, then loser, survivor pairs):
+ * each joins the customers the two belong to now, as cdp_resolve's merge does (the loser's identifiers
+ * and absorbed customers move to the survivor, \`merged\` points each at it). KEYS[1]: the identity hash.
+ */
+const REPLAY_MERGES = `
+local p = ARGV[1]
+local ids, merged = KEYS[1], p .. 'merged'
+local function survivor_of(c) return redis.call('HGET', merged, c) or c end
+for i = 2, #ARGV, 2 do
+  local loser, survivor = survivor_of(ARGV[i]), survivor_of(ARGV[i + 1])
+  if loser ~= survivor then
+    local members = redis.call('SMEMBERS', p .. 'm:' .. loser)
+    for j = 1, #members, 500 do
+      local pairs_, keys_ = {}, {}
+      for k = j, math.min(j + 499, #members) do
+        pairs_[#pairs_ + 1] = members[k]
+        pairs_[#pairs_ + 1] = survivor
+        keys_[#keys_ + 1] = members[k]
+      end
+      redis.call('HSET', ids, unpack(pairs_))
+      redis.call('SADD', p .. 'm:' .. survivor, unpack(keys_))
+    end
+    redis.call('DEL', p .. 'm:' .. loser)
+    local lc = redis.call('HGET', p .. 'cids', loser)
+    if lc then redis.call('HSETNX', p .. 'cids', survivor, lc) end
+    local moved = redis.call('SMEMBERS', p .. 'a:' .. loser)
+    table.insert(moved, 1, loser)
+    redis.call('DEL', p .. 'a:' .. loser)
+    for j = 1, #moved, 500 do
+      local pairs_, keys_ = {}, {}
+      for k = j, math.min(j + 499, #moved) do
+        pairs_[#pairs_ + 1] = moved[k]
+        pairs_[#pairs_ + 1] = survivor
+        keys_[#keys_ + 1] = moved[k]
+      end
+      redis.call('HSET', merged, unpack(pairs_))
+      redis.call('SADD', p .. 'a:' .. survivor, unpack(keys_))
+    end
+  end
+end
+return 1`;
+
 /** cjson encodes an empty array as {}. */
 const list = <T>(v: T[] | object): T[] => (Array.isArray(v) ? (v as T[]) : []);
 
@@ -48,13 +106,17 @@ const list = <T>(v: T[] | object): T[] => (Array.isArray(v) ? (v as T[]) : []);
 export class RedisIdentityIndex extends IdentityIndex {
   private readonly redis: RedisCommands;
   readonly persistent = true;
-  private readonly owner = randomUUID();
   /** Accounts whose rebuild this instance began (beginRebuild) and has not loaded yet. */
   private readonly rebuilding = new Set<string>();
+  private readonly locks: RebuildLocks;
 
-  constructor(private readonly connection: RedisConnection) {
+  constructor(
+    private readonly connection: RedisConnection,
+    options: { rebuildLockMs?: number } = {},
+  ) {
     super();
     this.redis = connection.commands;
+    this.locks = new RebuildLocks(this.redis, options.rebuildLockMs);
   }
 
   async resolve(account: string, records: ResolveInput[]): Promise<Resolution[]> {
@@ -137,80 +199,75 @@ export class RedisIdentityIndex extends IdentityIndex {
   }
 
   async beginRebuild(account: string): Promise<boolean> {
-    const locked = await this.redis.set(keys.rebuilding(account), this.owner, {
-      condition: 'NX',
-      expiration: { type: 'PX', value: REBUILD_LOCK_MS },
-    });
-    if (locked !== 'OK') return false;
+    if (!(await this.locks.acquire(keys.rebuilding(account)))) return false;
     await this.redis.del(keys.ready(account));
     this.rebuilding.add(account);
     return true;
   }
 
   /**
-   * Computes the graph in memory from the store's rows, replaces the account's keys with it, then opens
-   * the account again. Resolution is refused meanwhile (no ready marker), so nothing interleaves.
+   * Streams the store's graph into the account's keys, a chunk at a time, then opens the account again.
+   * Nothing here grows with the account: links are written as they come (their first owner, as the
+   * store gives it), then the merges are replayed in order by a script that does on the server what
+   * cdp_resolve's merge does (re-point the loser's identifiers, keep `merged` current), so the union is
+   * computed in Redis. Resolution is refused meanwhile (no ready marker), so nothing interleaves.
    */
   async load(account: string, rows: IdentityGraphRows): Promise<number> {
-    const graph = await AccountGraph.fromRows(rows);
     await this.forget(account);
-    let pipeline = this.redis.multi();
-    let queued = 0;
-    const flush = async (force = false) => {
-      if (queued === 0 || (!force && queued < 1000)) return;
-      await pipeline.execAsPipeline();
-      pipeline = this.redis.multi();
-      queued = 0;
+    const prefix = keys.prefix(account);
+    const route = [keys.identities(account)];
+    let links = 0;
+    let chunk: string[] = [];
+    const writeLinks = async () => {
+      if (chunk.length) await this.redis.eval(LOAD_LINKS, { keys: route, arguments: [prefix, ...chunk] });
+      chunk = [];
     };
-    const hashInChunks = async (key: string, entries: Iterable<[string, string]>) => {
-      let chunk: Record<string, string> = {};
-      let size = 0;
-      for (const [field, value] of entries) {
-        chunk[field] = value;
-        if (++size === 1000) {
-          pipeline.hSet(key, chunk);
-          queued++;
-          await flush();
-          chunk = {};
-          size = 0;
-        }
-      }
-      if (size) {
-        pipeline.hSet(key, chunk);
-        queued++;
-      }
-    };
-    await hashInChunks(keys.identities(account), graph.owners);
-    await hashInChunks(keys.born(account), graph.born);
-    await hashInChunks(keys.customerIds(account), graph.customerIds);
-    await hashInChunks(keys.merged(account), graph.mergedInto);
-    for (const [customer, ids] of graph.members) {
-      pipeline.sAdd(keys.members(account, customer), ids.map(identityKey));
-      queued++;
-      await flush();
+    for await (const link of rows.links) {
+      const cid = link.kind === 'customer_id' ? link.value : '';
+      chunk.push(identityKey(link), link.svc_id, link.born, cid);
+      links++;
+      if (chunk.length >= CHUNK * 4) await writeLinks();
     }
-    for (const [customer, losers] of graph.absorbed) {
-      pipeline.sAdd(keys.absorbed(account, customer), losers);
-      queued++;
-      await flush();
+    await writeLinks();
+    let mergeSeq = 0;
+    for await (const m of rows.merges) {
+      mergeSeq = Math.max(mergeSeq, m.seq);
+      chunk.push(m.loser, m.survivor);
+      if (chunk.length >= CHUNK * 2) await this.replayMerges(prefix, route, chunk.splice(0));
     }
-    await flush(true);
+    await this.replayMerges(prefix, route, chunk.splice(0));
     const ready = new Date().toISOString();
-    if (this.rebuilding.delete(account)) {
+    if (this.rebuilding.has(account)) {
+      this.locks.stopRenewing(keys.rebuilding(account));
       const opened = await this.redis.eval(OPEN_IF_STILL_LOCKED, {
         keys: [keys.rebuilding(account), keys.mergeSeq(account), keys.ready(account)],
-        arguments: [this.owner, String(graph.mergeSeq), ready],
+        arguments: [this.locks.owner, String(mergeSeq), ready],
       });
+      this.rebuilding.delete(account);
       // Lost its lock (Redis flushed meanwhile): the account stays closed, the next batch rebuilds again.
       if (Number(opened) !== 1) throw new IdentityNotWarmError(account);
-      return graph.owners.size;
+      return links;
     }
     const open = this.redis.multi();
-    open.set(keys.mergeSeq(account), String(graph.mergeSeq));
+    open.set(keys.mergeSeq(account), String(mergeSeq));
     open.set(keys.ready(account), ready);
     open.del(keys.rebuilding(account));
     await open.exec();
-    return graph.owners.size;
+    return links;
+  }
+
+  private async replayMerges(prefix: string, route: string[], pairs: string[]): Promise<void> {
+    if (pairs.length) await this.redis.eval(REPLAY_MERGES, { keys: route, arguments: [prefix, ...pairs] });
+  }
+
+  /**
+   * Ends what beginRebuild started, loaded or not: stops renewing the lock and, when the rebuild failed
+   * before `load` opened the account, releases the lock (if still this process's) so the next batch
+   * may rebuild at once instead of waiting for it to expire.
+   */
+  async endRebuild(account: string): Promise<void> {
+    this.locks.stopRenewing(keys.rebuilding(account));
+    if (this.rebuilding.delete(account)) await this.locks.release(keys.rebuilding(account));
   }
 
   /**

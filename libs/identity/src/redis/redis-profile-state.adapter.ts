@@ -153,14 +153,24 @@ export class RedisProfileState extends ProfileState {
     return ids.filter((_, i) => Boolean(found[i]));
   }
 
+  /**
+   * Streams the pool into a key of its own, a chunk at a time, then puts it in place in one RENAME: a
+   * reader sees the old pool or the whole new one, and nothing of the pool is held in the process.
+   */
   async loadOptOutPool(account: string, ids: AsyncIterable<Identifier>): Promise<number> {
-    const members: string[] = [];
-    for await (const id of ids) members.push(poolMember(id));
-    const tx = this.redis.multi().del(keys.optOutPool(account));
-    for (let i = 0; i < members.length; i += 1000)
-      tx.sAdd(keys.optOutPool(account), members.slice(i, i + 1000));
-    await tx.exec();
-    return members.length;
+    const staging = `${keys.optOutPool(account)}:loading`;
+    await this.redis.del(staging);
+    let count = 0;
+    const chunk: string[] = [];
+    for await (const id of ids) {
+      chunk.push(poolMember(id));
+      count++;
+      if (chunk.length === 1000) await this.redis.sAdd(staging, chunk.splice(0));
+    }
+    if (chunk.length) await this.redis.sAdd(staging, chunk);
+    if (count === 0) await this.redis.del(keys.optOutPool(account));
+    else await this.redis.rename(staging, keys.optOutPool(account));
+    return count;
   }
 
   health(): Promise<DriverHealth> {

@@ -7,6 +7,7 @@ import { keys } from './redis-keys.js';
 import { identityProperties } from '../identity-properties.contract.js';
 import { profileNameProperties } from '../profile-names.contract.js';
 import { loadConfig } from '@cdp/config';
+import { AccountGraph } from '../memory/account-graph.js';
 
 /** Runs against the Redis of the machine (REDIS_URL or 127.0.0.1:6379); it must be up under CI. */
 const url = loadConfig().redisUrl;
@@ -116,6 +117,66 @@ describe('RedisIdentityIndex specifics', () => {
       for (const m of merges) if (m.loser === survivor) survivor = m.survivor;
       return survivor;
     }
+  });
+
+  it('a streamed rebuild (chunks of links, merges replayed in Redis) gives the graph the reference computes', async () => {
+    const acc = `${account}s`;
+    // Chains (a survivor later losing, a loser merged again), customer ids, more rows than one chunk.
+    const links = Array.from({ length: 3000 }, (_, i) => ({
+      kind: i % 7 === 0 ? 'customer_id' : i % 2 ? 'email' : 'vuid',
+      value: `x${i}`,
+      svc_id: `c${i % 1200}`,
+      born: String(1000 + (i % 1200)),
+    }));
+    const merges = Array.from({ length: 1100 }, (_, i) => ({
+      loser: `c${(i * 37) % 1200}`,
+      survivor: `c${(i * 53 + 11) % 1200}`,
+      seq: i + 1,
+    }));
+    const reference = await AccountGraph.fromRows(graphRows(links, merges));
+    const index = new RedisIdentityIndex(redis);
+    expect(await index.beginRebuild(acc)).toBe(true);
+    expect(await index.load(acc, graphRows(links, merges))).toBe(3000);
+    await index.endRebuild(acc);
+
+    const hash = (key: string) => redis.commands.hGetAll(key);
+    expect(await hash(keys.identities(acc))).toEqual(
+      Object.fromEntries([...reference.owners].map(([k, c]) => [k, c])),
+    );
+    expect(await hash(keys.merged(acc))).toEqual(Object.fromEntries(reference.mergedInto));
+    expect(await hash(keys.customerIds(acc))).toEqual(Object.fromEntries(reference.customerIds));
+    expect(await hash(keys.born(acc))).toEqual(Object.fromEntries(reference.born));
+    for (const [customer, losers] of [...reference.absorbed].slice(0, 50)) {
+      expect(await index.absorbedBy(acc, customer)).toEqual([...losers].sort());
+      expect((await index.identifiersOf(acc, customer)).length).toBe(reference.members.get(customer)!.length);
+    }
+    expect(await redis.commands.get(keys.mergeSeq(acc))).toBe('1100');
+    await index.load(acc, graphRows([]));
+    await redis.commands.del(keys.ready(acc));
+  });
+
+  it('keeps a running rebuild locked past the lock time, and frees the lock of one that failed', async () => {
+    const acc = `${account}l`;
+    const lockMs = 300;
+    const index = new RedisIdentityIndex(redis, { rebuildLockMs: lockMs });
+    const other = new RedisIdentityIndex(redis, { rebuildLockMs: lockMs });
+    expect(await index.beginRebuild(acc)).toBe(true);
+    const started = Date.now();
+    while (Date.now() - started < lockMs * 4) {
+      expect(await other.beginRebuild(acc)).toBe(false); // renewed: still held
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    // A rebuild that failed before loading: the lock is released, the account stays closed.
+    await index.endRebuild(acc);
+    expect(await redis.commands.exists(keys.rebuilding(acc))).toBe(0);
+    await expect(index.resolve(acc, [record([id('l@x.com')], 'l')])).rejects.toBeInstanceOf(
+      IdentityNotWarmError,
+    );
+    expect(await other.beginRebuild(acc)).toBe(true);
+    await other.load(acc, graphRows([]));
+    await other.endRebuild(acc);
+    expect(await redis.commands.exists(keys.rebuilding(acc))).toBe(0);
+    await redis.commands.del(keys.ready(acc));
   });
 
   it('applies no profile update to an account whose index is not loaded (flushed after the batch resolved)', async () => {

@@ -5,12 +5,26 @@ import { OrderState, type ApplyResult, type ChangeOutcome } from '../order-state
 interface Entry {
   state: OrderSnapshot | undefined;
   applied: Map<string, number>;
+  /** When the order is forgotten: `retentionMs` after its last applied change, as in Redis. */
+  expiresAt: number;
 }
 
-/** The embedded order state: maps per account, rebuilt from the store at start. */
+/**
+ * The embedded order state: maps per account, rebuilt from the store at start. An order expires
+ * `retentionMs` after its last applied change (CDP_ORDER_RETENTION_DAYS), as the Redis driver's keys do:
+ * each account's map is kept in order of last change (an applied change moves its order to the end),
+ * so the expired orders are always at its front and each batch drops them in passing.
+ */
 export class MemoryOrderState extends OrderState {
   readonly persistent = false;
   private readonly accounts = new Map<string, Map<string, Entry>>();
+
+  constructor(
+    private readonly retentionMs = Number.POSITIVE_INFINITY,
+    private readonly clock: () => number = Date.now,
+  ) {
+    super();
+  }
 
   private of(account: string): Map<string, Entry> {
     let orders = this.accounts.get(account);
@@ -18,17 +32,30 @@ export class MemoryOrderState extends OrderState {
     return orders;
   }
 
+  private expire(orders: Map<string, Entry>, now: number): void {
+    for (const [orderId, entry] of orders) {
+      if (entry.expiresAt > now) return;
+      orders.delete(orderId);
+    }
+  }
+
   apply(account: string, changes: OrderChange[]): Promise<ApplyResult> {
     const orders = this.of(account);
+    const now = this.clock();
+    this.expire(orders, now);
     const touched = new Map<string, OrderSnapshot>();
     const outcomes = changes.map((change): ChangeOutcome => {
       let entry = orders.get(change.orderId);
-      if (!entry) entry = { state: undefined, applied: new Map() };
+      if (!entry) entry = { state: undefined, applied: new Map(), expiresAt: 0 };
       const result = applyOrderChange(entry.state, entry.applied, change);
       if (result.state) {
         entry.state = result.state;
-        orders.set(change.orderId, entry);
         touched.set(change.orderId, result.state);
+        if (result.applied || !orders.has(change.orderId)) {
+          entry.expiresAt = now + this.retentionMs;
+          orders.delete(change.orderId); // to the end: the map stays in order of expiry
+          orders.set(change.orderId, entry);
+        }
       }
       return { applied: result.applied, seq: result.seq, recorded: result.recorded };
     });
@@ -36,8 +63,9 @@ export class MemoryOrderState extends OrderState {
   }
 
   get(account: string, orderId: string): Promise<OrderSnapshot | undefined> {
-    const state = this.accounts.get(account)?.get(orderId)?.state;
-    return Promise.resolve(state ? copy(state) : undefined);
+    const entry = this.accounts.get(account)?.get(orderId);
+    const live = entry && entry.expiresAt > this.clock() ? entry.state : undefined;
+    return Promise.resolve(live ? copy(live) : undefined);
   }
 
   /** The memory state is rebuilt once, at start, before anything runs: nobody else can be rebuilding. */
@@ -53,6 +81,10 @@ export class MemoryOrderState extends OrderState {
       count++;
     }
     return count;
+  }
+
+  endRebuild(): Promise<void> {
+    return Promise.resolve();
   }
 
   health(): Promise<DriverHealth> {

@@ -1,6 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import type { DriverHealth } from '@cdp/contracts';
-import type { RedisCommands, RedisConnection } from '@cdp/redis';
+import { RebuildLocks, type RedisCommands, type RedisConnection } from '@cdp/redis';
 import type { OrderChange, OrderSnapshot, OrderValue } from '@cdp/domain';
 import { OrdersNotWarmError, OrderState, type ApplyResult } from '../order-state.port.js';
 import { ORDER_LIBRARY } from './redis-order-functions.js';
@@ -15,7 +14,6 @@ export const orderKeys = {
   index: (account: string) => `cdp:{${account}}:orders`,
 };
 
-const REBUILD_LOCK_MS = 10 * 60 * 1000;
 /** Changes per function call while rebuilding: each call blocks Redis for its duration. */
 const LOAD_CHUNK = 500;
 
@@ -23,15 +21,17 @@ const LOAD_CHUNK = 500;
 export class RedisOrderState extends OrderState {
   private readonly redis: RedisCommands;
   readonly persistent = true;
-  private readonly owner = randomUUID();
+  private readonly locks: RebuildLocks;
 
   /** `retentionMs`: an order's keys expire this long after its last applied change. */
   constructor(
     private readonly connection: RedisConnection,
     private readonly retentionMs: number,
+    options: { rebuildLockMs?: number } = {},
   ) {
     super();
     this.redis = connection.commands;
+    this.locks = new RebuildLocks(this.redis, options.rebuildLockMs);
   }
 
   apply(account: string, changes: OrderChange[]): Promise<ApplyResult> {
@@ -88,11 +88,7 @@ export class RedisOrderState extends OrderState {
   }
 
   async beginRebuild(account: string): Promise<boolean> {
-    const locked = await this.redis.set(orderKeys.rebuilding(account), this.owner, {
-      condition: 'NX',
-      expiration: { type: 'PX', value: REBUILD_LOCK_MS },
-    });
-    if (locked !== 'OK') return false;
+    if (!(await this.locks.acquire(orderKeys.rebuilding(account)))) return false;
     await this.redis.del(orderKeys.ready(account));
     return true;
   }
@@ -110,11 +106,17 @@ export class RedisOrderState extends OrderState {
       }
     }
     await this.call(account, chunk, true);
+    this.locks.stopRenewing(orderKeys.rebuilding(account));
     const open = this.redis.multi();
     open.set(orderKeys.ready(account), new Date().toISOString());
     open.del(orderKeys.rebuilding(account));
     await open.exec();
     return count;
+  }
+
+  /** Stops renewing the rebuild's lock, and releases it if `load` did not (the rebuild failed). */
+  async endRebuild(account: string): Promise<void> {
+    await this.locks.release(orderKeys.rebuilding(account));
   }
 
   /**
