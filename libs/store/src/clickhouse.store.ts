@@ -233,7 +233,9 @@ export class ClickHouseStore extends AnalyticStore {
 
   async pruneCommits(account: string, before: number): Promise<number> {
     await this.ensureAccount(account);
-    const table = `${databaseName(account)}.${COMMITS_TABLE}`;
+    const db = databaseName(account);
+    const table = `${db}.${COMMITS_TABLE}`;
+    const target = mutationTarget(db, COMMITS_TABLE, this.layout);
     const committedBefore = `done = 1 AND at < fromUnixTimestamp64Milli(${Math.floor(before)}, 'UTC')`;
     const old = `SELECT msg_id FROM ${table} WHERE ${committedBefore}`;
     const [found] = await this.transport.query<{ n: number }>(
@@ -244,10 +246,10 @@ export class ClickHouseStore extends AnalyticStore {
     // Begins first, then commits, each mutation waited for: a mutation rewrites one part after another,
     // and a message whose commit row went before its begin row would read as unfinished in between.
     await this.transport.exec(
-      `ALTER TABLE ${table} DELETE WHERE done = 0 AND msg_id IN (${old}) SETTINGS mutations_sync = 2`,
+      `ALTER TABLE ${target} DELETE WHERE done = 0 AND msg_id IN (${old}) SETTINGS mutations_sync = 2`,
     );
     await this.transport.exec(
-      `ALTER TABLE ${table} DELETE WHERE ${committedBefore} SETTINGS mutations_sync = 2`,
+      `ALTER TABLE ${target} DELETE WHERE ${committedBefore} SETTINGS mutations_sync = 2`,
     );
     return n;
   }
@@ -255,7 +257,7 @@ export class ClickHouseStore extends AnalyticStore {
   async redactCustomers(account: string, customerIds: readonly string[]): Promise<void> {
     if (customerIds.length === 0) return;
     await this.ensureAccount(account);
-    await redactCustomers(this.transport, databaseName(account), customerIds);
+    await redactCustomers(this.transport, databaseName(account), customerIds, this.layout);
   }
 
   async addColumns(account: string, table: string, columns: readonly ColumnSpec[]): Promise<void> {

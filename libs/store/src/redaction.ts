@@ -1,7 +1,16 @@
 import type { ClickHouseTransport } from './clickhouse-transport.js';
 import { sqlName } from './custom-columns.sql.js';
 import { ACCOUNT_TABLES, type StoreBatch } from './tables/account-tables.js';
-import { quotedName, storeColumns, type StoreColumn, type TableDeclaration } from './tables/table.js';
+import {
+  localTable,
+  mutationTarget,
+  quotedName,
+  SINGLE_NODE,
+  storeColumns,
+  type StoreColumn,
+  type StoreLayout,
+  type TableDeclaration,
+} from './tables/table.js';
 
 /**
  * Compliance opt-out (spec "Compliance opt-out"): what a redaction does to a table's rows is written
@@ -42,12 +51,14 @@ const REDACTED_TABLES: readonly RedactedTable[] = (() => {
 
 /**
  * Removes the personal data of these customers, and of the customers merged into them, from every row
- * of database `db` that is about them: one mutation per table for the whole set.
+ * of database `db` that is about them: one mutation per table for the whole set. On a cluster the
+ * mutation names the replicated tables on every shard (a Distributed table holds no rows to change).
  */
 export async function redactCustomers(
   transport: ClickHouseTransport,
   db: string,
   customerIds: readonly string[],
+  layout: StoreLayout = SINGLE_NODE,
 ): Promise<void> {
   if (customerIds.length === 0) return;
   const merged = await transport.query<{ svc_id: string }>(
@@ -56,8 +67,10 @@ export async function redactCustomers(
   );
   const ids = [...new Set([...customerIds, ...merged.map((m) => m.svc_id)])].map(sqlString).join(', ');
   for (const plan of REDACTED_TABLES) {
-    const target = `${db}.${plan.table.name}`;
-    const stored = await transport.query<{ name: string; type: string }>(`DESCRIBE TABLE ${target}`);
+    const target = mutationTarget(db, plan.table.name, layout);
+    const stored = await transport.query<{ name: string; type: string }>(
+      `DESCRIBE TABLE ${db}.${localTable(plan.table.name, layout)}`,
+    );
     const cleared = stored.flatMap(({ name, type }) => {
       const declared = plan.declared.get(name);
       if (declared?.kept || name === plan.mark) return [];

@@ -3,8 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChdbTransport } from '../chdb/chdb.transport.js';
 import { addColumnSql, objectTableSql } from '../custom-columns.sql.js';
+import { redactCustomers } from '../redaction.js';
+import type { ClickHouseTransport } from '../clickhouse-transport.js';
 import { ACCOUNT_TABLES, RETAINED_TABLES, accountTables } from './account-tables.js';
-import { mutationTarget, retentionTtl, type StoreLayout } from './table.js';
+import { mutationTarget, retentionTtl, SINGLE_NODE, type StoreLayout } from './table.js';
 
 const CLUSTER: StoreLayout = { cluster: 'cdp' };
 const DB = 'cdp_a1';
@@ -92,5 +94,20 @@ describe('cluster DDL, checked by the engine parser', () => {
     ]);
     expect(out.join('\n')).toContain(`Distributed(cdp, ${DB}, stores_local, cityHash64(store_id))`);
     expect(out.join('\n')).toContain(`ALTER TABLE ${DB}.events_local ON CLUSTER cdp`);
+  });
+
+  it('parses the redaction mutations on the cluster, each naming the replicated table on every shard', async () => {
+    // The reads redaction makes first (the merged customers, each table's columns) run on this node's
+    // single-node copy of the account; the mutations it would run on the cluster are parsed, not run.
+    for (const sql of accountTables(DB, SINGLE_NODE)) await transport.exec(sql);
+    const mutations: string[] = [];
+    const onThisNode: ClickHouseTransport = Object.create(transport) as ClickHouseTransport;
+    onThisNode.query = <T>(sql: string, params?: Record<string, unknown>) =>
+      transport.query<T>(sql.replace(/(\w)_local\b/g, '$1'), params);
+    onThisNode.exec = async (sql: string) => void mutations.push(await parsed(sql));
+    await redactCustomers(onThisNode, DB, ['c-1', 'c-2'], CLUSTER);
+    expect(mutations.length).toBeGreaterThan(3);
+    for (const sql of mutations)
+      expect(sql).toMatch(new RegExp(`^ALTER TABLE ${DB}\\.\\w+_local ON CLUSTER cdp\\s+\\(?UPDATE`));
   });
 });
