@@ -161,12 +161,17 @@ export function tableSql(db: string, table: TableDeclaration): string[] {
   const later = columns
     .filter((c) => c.addedLater)
     .map((c) => `ALTER TABLE ${target} ADD COLUMN IF NOT EXISTS ${quotedName(c.name)} ${c.sql}`);
-  // Domain fields added after an account's table was created get their column now (no-op otherwise).
+  // Domain fields added after an account's table was created get their column now (no-op otherwise),
+  // in the place a new table has it: an older table ends up with the same columns in the same order.
+  const after = (name: string): string => {
+    const before = columns[columns.findIndex((c) => c.name === name) - 1];
+    return before ? ` AFTER ${quotedName(before.name)}` : '';
+  };
   const onOpen = Object.values(table.columns).flatMap((entry) =>
     entry.kind === 'fields' && entry.addOnOpen
       ? entry.names.map(
           (f) =>
-            `ALTER TABLE ${target} ADD COLUMN IF NOT EXISTS ${quotedName(f)} ${fieldColumnType(entry.types[f]!)}`,
+            `ALTER TABLE ${target} ADD COLUMN IF NOT EXISTS ${quotedName(f)} ${fieldColumnType(entry.types[f]!)}${after(f)}`,
         )
       : [],
   );
