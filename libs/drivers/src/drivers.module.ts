@@ -16,6 +16,7 @@ import { OrderState } from '@cdp/orders';
 import { Metrics } from '@cdp/metrics';
 import { AnalyticStore, ClickHouseStore, MeteredTransport } from '@cdp/store';
 import { PurchaseNotices, Recommender, StoreRecommender } from '@cdp/recommendations';
+import { SegmentEventCounts, StoreSegmentEventCounts } from '@cdp/segments';
 import { DriversLifecycle, NATS_CONNECTION, REDIS_CLIENT } from './drivers.lifecycle.js';
 import { watchNatsConnection } from './nats-connection-state.js';
 
@@ -24,6 +25,8 @@ import { watchNatsConnection } from './nats-connection-state.js';
 
 /** The NATS subscription answering the API's recommendation requests (the chDB owner only). */
 export const RECOMMENDATIONS_RESPONDER = Symbol('RECOMMENDATIONS_RESPONDER');
+/** The NATS subscription answering the API's segment event counts (the chDB owner only). */
+export const SEGMENT_COUNTS_RESPONDER = Symbol('SEGMENT_COUNTS_RESPONDER');
 /** Replicas of this deployment's JetStream streams and KV buckets, settled at boot. */
 const NATS_REPLICAS = Symbol('NATS_REPLICAS');
 
@@ -272,6 +275,31 @@ export class DriversModule {
           ),
       });
     }
+    // Segment event counts follow the recommendations: where the store is, or asked of its owner.
+    providers.push({
+      provide: SegmentEventCounts,
+      inject: [NATS_CONNECTION, { token: AnalyticStore, optional: true }],
+      useFactory: async (
+        nc: NatsConnection | undefined,
+        store?: AnalyticStore,
+      ): Promise<SegmentEventCounts> =>
+        store
+          ? new StoreSegmentEventCounts(store)
+          : new (await import('@cdp/segments/nats')).NatsSegmentEventCounts(nc!, config.natsPrefix),
+    });
+    if (options.openStore && config.store === 'chdb' && config.bus === 'nats') {
+      providers.push({
+        provide: SEGMENT_COUNTS_RESPONDER,
+        inject: [NATS_CONNECTION, SegmentEventCounts],
+        useFactory: async (nc: NatsConnection, counts: SegmentEventCounts) =>
+          new (await import('@cdp/segments/nats')).SegmentCountsResponder(
+            nc,
+            config.natsPrefix,
+            counts,
+            (err) => logger.warn({ err }, 'a segment count request failed'),
+          ),
+      });
+    }
     const exports = [
       APP_CONFIG,
       LOGGER,
@@ -289,6 +317,7 @@ export class DriversModule {
       Metrics,
       Recommender,
       PurchaseNotices,
+      SegmentEventCounts,
     ];
     return {
       module: DriversModule,
