@@ -6,6 +6,7 @@ import {
   createStaticProjectConfigManager,
 } from '@optimizely/optimizely-sdk';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
+import { ScaledPlatform } from './support/scaled.js';
 import { eventually } from './support/eventually.js';
 
 const DAY = 86_400_000;
@@ -269,4 +270,55 @@ describe('segments and GraphQL (embedded)', () => {
     const profile = await p.http().get('/v3/profiles?fs_user_id=sdk-user-3').set('x-api-key', acc.privateKey);
     expect(profile.status).toBe(200);
   });
+});
+
+/**
+ * Scaled out (API + processor over NATS and Redis, chDB in the processor): the API asks the store's owner
+ * for event counts over NATS; memberships come back after the processor restarts, rebuilt from nothing.
+ */
+describe('segments and GraphQL (scaled out)', () => {
+  let p: ScaledPlatform;
+  let acc: TestAccount;
+  const call = (path: string, body: unknown, key: string) =>
+    fetch(p.url(path), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: JSON.stringify(body),
+    });
+  const state = async (email: string): Promise<string | undefined> => {
+    const res = await call('/v3/graphql', { query: AUDIENCE_QUERY('email', email) }, acc.publicKey);
+    const body = (await res.json()) as {
+      data: { customer: { audiences: { edges: { node: { name: string; state: string } }[] } } | null };
+    };
+    return body.data.customer?.audiences.edges.find((e) => e.node.name === 'cart_abandoners')?.node.state;
+  };
+
+  beforeAll(async () => {
+    p = await ScaledPlatform.start();
+    acc = await p.createAccount('segments-scaled');
+  }, 120_000);
+  afterAll(() => p?.close());
+
+  it('qualifies over NATS, and after a processor restart', async () => {
+    expect((await call('/v3/segments', CART_ABANDONERS, acc.privateKey)).status).toBe(201);
+    const cart = {
+      type: 'product',
+      action: 'add_to_cart',
+      identifiers: { email: 'scaled@example.com' },
+      data: { product_id: 'p1' },
+    };
+    expect((await call('/v3/events', [cart], acc.publicKey)).status).toBe(202);
+    await eventually(async () => expect(await state('scaled@example.com')).toBe('qualified'));
+    await p.stopProcessor();
+    await p.startProcessor();
+    await eventually(async () => expect(await state('scaled@example.com')).toBe('qualified'), 60_000);
+    const order = {
+      type: 'order',
+      action: 'purchase',
+      identifiers: { email: 'scaled@example.com' },
+      data: { order: { order_id: 'o-scaled', total: 10 } },
+    };
+    expect((await call('/v3/events', [order], acc.publicKey)).status).toBe(202);
+    await eventually(async () => expect(await state('scaled@example.com')).toBe('not_qualified'));
+  }, 120_000);
 });
