@@ -275,6 +275,7 @@ describe.each(WIRINGS)('the first write path: events and profiles (%s)', (_wirin
         'customer_id',
         'email',
         'vuid',
+        'fs_user_id',
         'svc_alias_<name>',
       ]);
       expect((await profile('email=nobody@x.com')).status).toBe(404);

@@ -60,7 +60,7 @@ export const identifiersSchema: Schema = {
 
 /** Identifier fields among other fields (profile attributes): checked by name; other names pass. */
 export const identifierProperties = {
-  properties: { vuid: identifierValue },
+  properties: { vuid: identifierValue, fs_user_id: identifierValue },
   patternProperties: { '^svc_alias_.+$': identifierValue, [PUSH_TOKENS]: pushTokensValue },
 };
 

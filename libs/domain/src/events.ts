@@ -35,6 +35,11 @@ export const EVENT_DATA_FIELDS: Readonly<Record<string, FieldType>> = {
   // subscription generates one).
   list_id: 'string',
   subscribed: 'boolean',
+  // What Optimizely's SDKs put in every event (docs/api-notes.md "Optimizely SDKs"): kept as sent.
+  idempotence_id: 'string',
+  data_source_type: 'string',
+  data_source: 'string',
+  data_source_version: 'string',
 };
 
 /** Fields stored in their own typed column of the events table (everything but ts, channel and order). */

@@ -1,10 +1,14 @@
 /**
- * Identifier rules (spec "Identifiers"): a customer is identified by customer_id, email, vuid,
+ * Identifier rules (spec "Identifiers"): a customer is identified by customer_id, email, vuid, fs_user_id,
  * any `*_push_tokens` field or any `svc_alias_<name>` field.
  */
 export const ALIAS_PREFIX = 'svc_alias_';
 export const PUSH_TOKENS_SUFFIX = '_push_tokens';
-export const NAMED_IDENTIFIERS = ['customer_id', 'email', 'vuid'] as const;
+/**
+ * `fs_user_id`: the user id Optimizely's Feature Experimentation SDKs send with their events and audience
+ * lookups (docs/api-notes.md "Optimizely SDKs"); like vuid, never shown on the profile.
+ */
+export const NAMED_IDENTIFIERS = ['customer_id', 'email', 'vuid', 'fs_user_id'] as const;
 
 /** One identifying value of a customer, as the identity index keys it. */
 export interface Identifier {

@@ -18,6 +18,7 @@ import { Metrics } from '@cdp/metrics';
 import { AnalyticStore, ClickHouseStore, MeteredTransport } from '@cdp/store';
 import { PurchaseNotices, Recommender, StoreRecommender } from '@cdp/recommendations';
 import { RemoteConsoleReads } from '@cdp/console-api/reads';
+import { SegmentEventCounts, StoreSegmentEventCounts } from '@cdp/segments';
 import { DriversLifecycle, NATS_CONNECTION, REDIS_CLIENT } from './drivers.lifecycle.js';
 import { watchNatsConnection } from './nats-connection-state.js';
 
@@ -28,6 +29,8 @@ import { watchNatsConnection } from './nats-connection-state.js';
 export const CONSOLE_READS_RESPONDER = Symbol('CONSOLE_READS_RESPONDER');
 /** The NATS subscription answering the API's recommendation requests (the chDB owner only). */
 export const RECOMMENDATIONS_RESPONDER = Symbol('RECOMMENDATIONS_RESPONDER');
+/** The NATS subscription answering the API's segment event counts (the chDB owner only). */
+export const SEGMENT_COUNTS_RESPONDER = Symbol('SEGMENT_COUNTS_RESPONDER');
 /** Replicas of this deployment's JetStream streams and KV buckets, settled at boot. */
 const NATS_REPLICAS = Symbol('NATS_REPLICAS');
 
@@ -309,6 +312,31 @@ export class DriversModule {
         },
       });
     }
+    // Segment event counts follow the recommendations: where the store is, or asked of its owner.
+    providers.push({
+      provide: SegmentEventCounts,
+      inject: [NATS_CONNECTION, { token: AnalyticStore, optional: true }],
+      useFactory: async (
+        nc: NatsConnection | undefined,
+        store?: AnalyticStore,
+      ): Promise<SegmentEventCounts> =>
+        store
+          ? new StoreSegmentEventCounts(store)
+          : new (await import('@cdp/segments/nats')).NatsSegmentEventCounts(nc!, config.natsPrefix),
+    });
+    if (options.openStore && config.store === 'chdb' && config.bus === 'nats') {
+      providers.push({
+        provide: SEGMENT_COUNTS_RESPONDER,
+        inject: [NATS_CONNECTION, SegmentEventCounts],
+        useFactory: async (nc: NatsConnection, counts: SegmentEventCounts) =>
+          new (await import('@cdp/segments/nats')).SegmentCountsResponder(
+            nc,
+            config.natsPrefix,
+            counts,
+            (err) => logger.warn({ err }, 'a segment count request failed'),
+          ),
+      });
+    }
     const exports = [
       APP_CONFIG,
       LOGGER,
@@ -327,6 +355,7 @@ export class DriversModule {
       Recommender,
       PurchaseNotices,
       ...(!options.openStore && config.bus === 'nats' ? [RemoteConsoleReads] : []),
+      SegmentEventCounts,
     ];
     return {
       module: DriversModule,

@@ -47,6 +47,9 @@ import { SdkAssets } from './sdk/sdk-assets.js';
 import { SdkController } from './sdk/sdk.controller.js';
 import { RateLimitInterceptor } from './rate-limits/rate-limit.interceptor.js';
 import { RecommendationRulesModule } from '@cdp/recommendations';
+import { SegmentsModule } from '@cdp/segments';
+import { SegmentsController } from './segments/segments.controller.js';
+import { GraphqlController } from './graphql/graphql.controller.js';
 import { RecommendationsController } from './recommendations/recommendations.controller.js';
 import { AdminRecommendationRulesController } from './admin/admin-recommendation-rules.controller.js';
 import { InspectorTap } from './inspector/inspector.tap.js';
@@ -65,6 +68,7 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     ListsModule,
     RateLimitsModule,
     RecommendationRulesModule,
+    SegmentsModule,
   ],
   controllers: [
     EventsController,
@@ -92,6 +96,8 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     ActivityController,
     UploadsController,
     SdkController,
+    SegmentsController,
+    GraphqlController,
   ],
   providers: [
     IngestPublisher,

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   Inject,
   Injectable,
@@ -8,7 +9,7 @@ import {
 import { HTTP_CODE_METADATA } from '@nestjs/common/constants.js';
 import type { FastifyReply } from 'fastify';
 import { catchError, from, mergeMap, of, type Observable } from 'rxjs';
-import { ApiError } from '@cdp/contracts';
+import { ApiError, RawJsonBody } from '@cdp/contracts';
 import {
   derivedRequestId,
   idempotencyKeyProblem,
@@ -22,6 +23,21 @@ import { LOGGER, type Logger } from '@cdp/logger';
 import type { AuthedRequest } from '../auth/principal.js';
 import { IDEMPOTENCY_HEADER, requestHash } from '@cdp/http-common';
 import { asResend } from './resend-scope.js';
+
+/** What the Optimizely SDKs put in every event's data: a uuid per event, kept the same on a resend. */
+const IDEMPOTENCE_ID = Buffer.from('"idempotence_id"');
+
+/**
+ * Optimizely's SDKs send no Idempotency-Key but resend a refused batch with identical bytes, each event
+ * carrying its `idempotence_id`: such a batch is its own key (its request hash), so a resend is
+ * answered from the first attempt and stored once (docs/api-notes.md "Optimizely SDK events").
+ */
+function sdkResendKey(request: AuthedRequest): string | undefined {
+  const body = request.body;
+  if (!(body instanceof RawJsonBody) || !body.bytes.includes(IDEMPOTENCE_ID)) return undefined;
+  // The key names the body's bytes (the request hash covers bodies sent with a key header only).
+  return `svc-idempotence-${createHash('sha256').update(body.bytes).digest('hex')}`;
+}
 
 /**
  * `Idempotency-Key` on a write route. Runs after the auth guard (the key is per account) and the rate
@@ -42,7 +58,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
     const request = context.switchToHttp().getRequest<AuthedRequest>();
     const reply = context.switchToHttp().getResponse<FastifyReply>();
-    const key = request.headers[IDEMPOTENCY_HEADER];
+    const key = request.headers[IDEMPOTENCY_HEADER] ?? sdkResendKey(request);
     const account = request.principal?.account;
     if (key === undefined || account === undefined) return next.handle();
     const problem = idempotencyKeyProblem(key);

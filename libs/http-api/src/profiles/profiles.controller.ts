@@ -44,6 +44,7 @@ export class ProfilesController {
   @ApiQuery({ name: 'email', required: false })
   @ApiQuery({ name: 'customer_id', required: false })
   @ApiQuery({ name: 'vuid', required: false })
+  @ApiQuery({ name: 'fs_user_id', required: false, description: 'the user id of Optimizely SDKs' })
   @ApiQuery({ name: 'svc_alias_NAME', required: false, description: 'any alias, NAME being the alias name' })
   @ApiResponse({
     status: 200,

@@ -11,6 +11,9 @@ import { declaredColumnNames, keptOnRedaction, tableSql } from './table.js';
  * The statements the schema was written as before tables were declared (schema.sql.ts), `;;` apart:
  * the databases existing data directories hold were made by them.
  */
+/** Event data fields added after the declarations: Optimizely's SDK fields (docs/api-notes.md). */
+const EVENT_FIELDS_SINCE = ['idempotence_id', 'data_source_type', 'data_source', 'data_source_version'];
+
 const BEFORE = readFileSync(
   join('libs', 'store', 'src', 'tables', 'fixtures', 'account-ddl-before-declarations.sql'),
   'utf8',
@@ -22,7 +25,16 @@ describe('account table declarations', () => {
 
   it('generate the statements the hand-written schema ran, statement for statement, but for partition keys', () => {
     const before = BEFORE.split('\n;;\n').map((s) => s.replaceAll('{db}', 'cdp_x'));
-    expect(accountTables('cdp_x').map(unpartitioned).sort()).toEqual([...before].sort());
+    // Fields added since (their columns, and where an older table gets them) are no part of that schema.
+    const since = new RegExp(`^.*\\b(${EVENT_FIELDS_SINCE.join('|')})\\b.*$\\n?`, 'gm');
+    const generated = [...accountTables('cdp_x')]
+      .map((s) =>
+        unpartitioned(s)
+          .replace(since, '')
+          .replace(/ AFTER \S+$/, ''),
+      )
+      .filter((s) => s !== '');
+    expect(generated.sort()).toEqual([...before].sort());
     const partitioned = accountTables('cdp_x').flatMap(
       (s) => /^CREATE TABLE.* cdp_x\.(\w+) [\s\S]* PARTITION BY (.*) ORDER BY/.exec(s)?.slice(1, 3) ?? [],
     );

@@ -258,11 +258,21 @@ export function tableSql(db: string, table: TableDeclaration, layout: StoreLayou
   const later = columns
     .filter((c) => c.addedLater)
     .flatMap((c) => addColumnStatements(db, table.name, `${quotedName(c.name)} ${c.sql}`, layout));
-  // Domain fields added after an account's table was created get their column now (no-op otherwise).
+  // Domain fields added after an account's table was created get their column now (no-op otherwise),
+  // in the place a new table has it: an older table ends up with the same columns in the same order.
+  const after = (name: string): string => {
+    const before = columns[columns.findIndex((c) => c.name === name) - 1];
+    return before ? ` AFTER ${quotedName(before.name)}` : '';
+  };
   const onOpen = Object.values(table.columns).flatMap((entry) =>
     entry.kind === 'fields' && entry.addOnOpen
       ? entry.names.flatMap((f) =>
-          addColumnStatements(db, table.name, `${quotedName(f)} ${fieldColumnType(entry.types[f]!)}`, layout),
+          addColumnStatements(
+            db,
+            table.name,
+            `${quotedName(f)} ${fieldColumnType(entry.types[f]!)}${after(f)}`,
+            layout,
+          ),
         )
       : [],
   );

@@ -1,0 +1,66 @@
+import type { ColumnType } from '@cdp/exports';
+import { countBounds } from './segment.js';
+import { matchesFilter } from './customer-filter.js';
+
+const TYPES = new Map<string, ColumnType>([
+  ['email', 'string'],
+  ['first_name', 'string'],
+  ['score', 'decimal'],
+  ['vip', 'boolean'],
+  ['signed_up', 'timestamp'],
+]);
+const ADA = {
+  email: 'ada@example.com',
+  first_name: 'Ada',
+  score: '12.5',
+  vip: true,
+  signed_up: '2024-03-01T00:00:00Z',
+};
+const is = (filter: Parameters<typeof matchesFilter>[0], attrs: Record<string, unknown> = ADA) =>
+  matchesFilter(filter, attrs, TYPES);
+
+describe('a segment customer filter on a profile (the export compiler semantics)', () => {
+  it('compares in the field type', () => {
+    expect(is({ field: 'score', operator: '>', value: 9 })).toBe(true); // 12.5 > 9, not '12.5' < '9'
+    expect(is({ field: 'score', operator: '=', value: 12.5 })).toBe(true);
+    expect(is({ field: 'vip', operator: '=', value: true })).toBe(true);
+    expect(is({ field: 'signed_up', operator: '<', value: '2024-03-02' })).toBe(true);
+    expect(is({ field: 'first_name', operator: '>=', value: 'Ad' })).toBe(true);
+  });
+
+  it('treats a missing field as NULL: only `is` matches it, `!=` and `not like` do not', () => {
+    expect(is({ field: 'first_name', operator: 'is', value: null }, {})).toBe(true);
+    expect(is({ field: 'first_name', operator: 'is not', value: null })).toBe(true);
+    expect(is({ field: 'first_name', operator: '!=', value: 'Bob' }, {})).toBe(false);
+    expect(is({ field: 'first_name', operator: 'not like', value: 'B%' }, {})).toBe(false);
+  });
+
+  it('has `%` as the only like wildcard, ilike ignoring case', () => {
+    expect(is({ field: 'email', operator: 'like', value: '%@example.com' })).toBe(true);
+    expect(is({ field: 'email', operator: 'like', value: 'a_a%' })).toBe(false); // `_` is itself
+    expect(is({ field: 'email', operator: 'ilike', value: 'ADA%' })).toBe(true);
+    expect(is({ field: 'email', operator: 'not ilike', value: 'ADA%' })).toBe(false);
+  });
+
+  it('nests and/or', () => {
+    const vipOrBob = {
+      or: [
+        { field: 'vip', operator: '=' as const, value: true },
+        { field: 'first_name', operator: '=' as const, value: 'Bob' },
+      ],
+    };
+    expect(is({ and: [vipOrBob, { field: 'score', operator: '<', value: 20 }] })).toBe(true);
+    expect(is({ and: [vipOrBob, { field: 'score', operator: '<', value: 10 }] })).toBe(false);
+  });
+});
+
+describe('event condition bounds', () => {
+  it('reads none as at least once, max_count alone as at most', () => {
+    expect(countBounds({ type: 't', within_days: 1 })).toEqual({ min: 1, max: Infinity });
+    expect(countBounds({ type: 't', within_days: 1, max_count: 0 })).toEqual({ min: 0, max: 0 });
+    expect(countBounds({ type: 't', within_days: 1, min_count: 2, max_count: 5 })).toEqual({
+      min: 2,
+      max: 5,
+    });
+  });
+});

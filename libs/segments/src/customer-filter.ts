@@ -1,0 +1,94 @@
+import type { ColumnType, Comparison, Filter } from '@cdp/exports';
+
+type Value = string | number | boolean | null | undefined;
+
+/**
+ * A segment's customer filter evaluated on a profile's attributes, as the select compiler's SQL
+ * compares the same filter in an export: a missing field is NULL (only `is` matches it), values are
+ * compared in the field's type, `like` patterns have `%` as their only wildcard. `types` names each
+ * field's column type (checked against the account's catalog when the segment was saved).
+ */
+export function matchesFilter(
+  filter: Filter,
+  attributes: Readonly<Record<string, unknown>>,
+  types: ReadonlyMap<string, ColumnType>,
+): boolean {
+  if ('and' in filter) return filter.and.every((f) => matchesFilter(f, attributes, types));
+  if ('or' in filter) return filter.or.some((f) => matchesFilter(f, attributes, types));
+  return compare(filter, attributes[filter.field] as Value, types.get(filter.field) ?? 'string');
+}
+
+function compare(c: Comparison, raw: Value, type: ColumnType): boolean {
+  const present = raw !== undefined && raw !== null && raw !== '';
+  if (c.operator === 'is') return !present;
+  if (c.operator === 'is not') return present;
+  // SQL's three-valued logic: a comparison with NULL is never true, `!=` and `not like` included.
+  if (!present) return false;
+  switch (c.operator) {
+    case 'like':
+    case 'not like':
+    case 'ilike':
+    case 'not ilike': {
+      const insensitive = c.operator.includes('ilike');
+      const re = likePattern(String(c.value), insensitive);
+      const hit = re.test(String(raw));
+      return c.operator.startsWith('not') ? !hit : hit;
+    }
+    default: {
+      const order = ordered(raw, c.value, type);
+      if (order === undefined) return false;
+      switch (c.operator) {
+        case '=':
+          return order === 0;
+        case '!=':
+          return order !== 0;
+        case '>':
+          return order > 0;
+        case '>=':
+          return order >= 0;
+        case '<':
+          return order < 0;
+        case '<=':
+          return order <= 0;
+      }
+    }
+  }
+  return false;
+}
+
+/** -1, 0, 1 comparing the field's value with the filter's in the field's type; undefined: incomparable. */
+function ordered(raw: Exclude<Value, null | undefined>, value: Value, type: ColumnType): number | undefined {
+  if (value === null || value === undefined) return undefined;
+  const sign = (d: number) => (Number.isNaN(d) ? undefined : Math.sign(d));
+  switch (type) {
+    case 'integer':
+    case 'number':
+    case 'decimal':
+      return sign(Number(raw) - Number(value));
+    case 'timestamp':
+      return sign(timeOf(raw) - timeOf(value));
+    case 'boolean':
+      return sign(Number(truthy(raw)) - Number(truthy(value)));
+    default: {
+      const a = String(raw);
+      const b = String(value);
+      return a < b ? -1 : a > b ? 1 : 0;
+    }
+  }
+}
+
+function timeOf(v: string | number | boolean): number {
+  return typeof v === 'number' ? (v < 1e11 ? v * 1000 : v) : Date.parse(String(v));
+}
+
+function truthy(v: string | number | boolean): boolean {
+  return v === true || v === 1 || v === 'true' || v === '1';
+}
+
+function likePattern(pattern: string, insensitive: boolean): RegExp {
+  const body = pattern
+    .split('%')
+    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+    .join('.*');
+  return new RegExp(`^${body}$`, insensitive ? 'is' : 's');
+}

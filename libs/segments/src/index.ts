@@ -1,0 +1,7 @@
+export * from './segment.js';
+export * from './event-counts.port.js';
+export * from './audiences.js';
+export { matchesFilter } from './customer-filter.js';
+export { StoreSegmentEventCounts } from './store-event-counts.js';
+export { SegmentsService, SEGMENTS_CACHE_MS, type SegmentInput } from './segments.service.js';
+export { SegmentsModule } from './segments.module.js';
