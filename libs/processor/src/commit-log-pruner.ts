@@ -36,8 +36,8 @@ export class CommitLogPruner {
     try {
       return await this.store.pruneCommits(account, now - REDELIVERY_HORIZON_MS - COMMIT_LOG_MARGIN_MS);
     } catch (err) {
+      // The time set before this prune stays: the next try is an hour later, not at the next commit.
       this.logger.warn({ err, account }, 'pruning the commit log failed; trying again in an hour');
-      this.pruned.delete(account);
       return 0;
     }
   }

@@ -128,6 +128,29 @@ describe('OptOutStep', () => {
     expect(rows.every((r) => r.email === null && r.name === null && r.redacted)).toBe(true);
   });
 
+  it('keeps a redacted person opted out when an opt-in accepted before the opt-out is applied after it', async () => {
+    const a = 'optstep_order';
+    const ada = await customer(a, { email: 'late@x.com' }, { email: 'late@x.com' });
+    // The opt-out is message 5 of the bus; an opt-in of message 4 (a redelivery, another processor) comes later.
+    const d = {
+      ...delivery('req-late', a, {
+        requester: 'dpo@x.com',
+        sent: [email('late@x.com')],
+        customers: [ada],
+        identifiers: [email('late@x.com')],
+      }),
+      sequence: 5,
+    };
+    await process(a, d);
+    await identityStep.applyProfiles(
+      a,
+      [{ customerId: ada, update: { opted_in: true }, at: 4 * 1000 }],
+      () => 'optin-4',
+      '2026-11-22 10:00:00.000',
+    );
+    expect(await profiles.get(a, ada)).toMatchObject({ attributes: { opted_in: false }, redacted: true });
+  });
+
   it('redacts the survivor when the customer found was merged before the opt-out was processed', async () => {
     const a = 'optstep2';
     const old = await customer(a, { email: 'old@x.com' }, { email: 'old@x.com', city: 'Oslo' });

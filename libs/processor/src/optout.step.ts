@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { ok, type Delivery, type Step, type StepResult } from '@cdp/bus';
+import { acceptanceOrder, ok, type Delivery, type Step, type StepResult } from '@cdp/bus';
 import type { OptOutMessage } from '@cdp/contracts';
 import { identityKey, toStoreTime, type Identifier } from '@cdp/domain';
 import { IdentityIndex, ProfileState } from '@cdp/identity';
@@ -42,10 +42,14 @@ export class OptOutStep implements Step<OptOutInput, OptOutWrite> {
     private readonly identityStep: IdentityStep,
   ) {}
 
-  async run({ account, delivery: { message } }: OptOutInput): Promise<StepResult<OptOutWrite>> {
+  async run({ account, delivery }: OptOutInput): Promise<StepResult<OptOutWrite>> {
+    const { message } = delivery;
     const rows = emptyBatch();
     const redact = new Set<string>();
-    for (const record of message.records) {
+    for (const [index, record] of message.records.entries()) {
+      // Its place in acceptance order: an opt-in accepted before it but applied later (a redelivery,
+      // another processor) must not opt the redacted person in again.
+      const at = acceptanceOrder(delivery, index);
       const customers = new Set<string>();
       for (const id of record.identifiers) {
         const customer = await this.identity.lookup(account, id);
@@ -64,7 +68,7 @@ export class OptOutStep implements Step<OptOutInput, OptOutWrite> {
       collectRows(rows, {
         customers: await this.identityStep.applyProfiles(
           account,
-          [...customers].map((customerId) => ({ customerId, update: { opted_in: false }, redact: true })),
+          [...customers].map((customerId) => ({ customerId, update: { opted_in: false }, redact: true, at })),
           () => message.id,
           now,
         ),

@@ -96,7 +96,13 @@ describe('SubscriptionsStep', () => {
     const customers = [];
     for await (const c of store.currentProfiles('sa')) customers.push(c);
     expect(customers).toEqual([
-      { svc_id: customerId, version: 2, attributes: { email: 'a@x.com', opted_in: false } },
+      {
+        svc_id: customerId,
+        version: 2,
+        attributes: { email: 'a@x.com', opted_in: false },
+        // Each field's place in acceptance order (message sequence × 1000 + record index) comes back too.
+        times: { email: 1000, opted_in: 1001 },
+      },
     ]);
   });
 

@@ -11,7 +11,7 @@ import type { ClickHouseTransport } from './clickhouse-transport.js';
 import { addColumnSql, objectTableSql, sqlName, type ColumnSpec } from './custom-columns.sql.js';
 import { onceSettings, unstoredRows } from './dedup.js';
 import * as rebuild from './rebuild-reads.js';
-import { redactCustomers } from './redaction.js';
+import { mutationSettings, redactCustomers } from './redaction.js';
 import { rowEncoder } from './row-encoding.js';
 import {
   ACCOUNT_TABLES,
@@ -246,10 +246,10 @@ export class ClickHouseStore extends AnalyticStore {
     // Begins first, then commits, each mutation waited for: a mutation rewrites one part after another,
     // and a message whose commit row went before its begin row would read as unfinished in between.
     await this.transport.exec(
-      `ALTER TABLE ${target} DELETE WHERE done = 0 AND msg_id IN (${old}) SETTINGS mutations_sync = 2`,
+      `ALTER TABLE ${target} DELETE WHERE done = 0 AND msg_id IN (${old}) SETTINGS ${mutationSettings(this.layout)}`,
     );
     await this.transport.exec(
-      `ALTER TABLE ${target} DELETE WHERE ${committedBefore} SETTINGS mutations_sync = 2`,
+      `ALTER TABLE ${target} DELETE WHERE ${committedBefore} SETTINGS ${mutationSettings(this.layout)}`,
     );
     return n;
   }

@@ -97,9 +97,9 @@ export async function* currentProfiles(
                 msg_id IN {unfinished:Array(String)} AS unfinished_snapshot
          FROM ${table} ORDER BY svc_id, version DESC, updated_at DESC LIMIT 1 BY svc_id
        ) WHERE (NOT unfinished_snapshot AND merged_into IS NULL)
-            OR (unfinished_snapshot AND svc_id IN (
+            OR (unfinished_snapshot AND svc_id GLOBAL IN (
                   SELECT svc_id FROM ${db}.${IDENTITY_LINKS.name} ${COUNTED}
-                  AND svc_id IN (SELECT svc_id FROM ${table} WHERE msg_id IN {unfinished:Array(String)}))) ${BOUNDED}`,
+                  AND svc_id GLOBAL IN (SELECT svc_id FROM ${table} WHERE msg_id IN {unfinished:Array(String)}))) ${BOUNDED}`,
     { unfinished },
   );
   for await (const row of rows) {

@@ -91,9 +91,18 @@ export async function redactCustomers(
     // nothing more, so a crash between two tables is finished by the redelivered opt-out.
     await transport.exec(
       `ALTER TABLE ${target} UPDATE ${cleared.join(', ')}
-         WHERE ${plan.by} IN (${ids})${via} SETTINGS mutations_sync = 2`,
+         WHERE ${plan.by} IN (${ids})${via} SETTINGS ${mutationSettings(layout)}`,
     );
   }
+}
+
+/**
+ * A mutation waits until every part is rewritten (mutations_sync = 2). A Replicated table refuses a
+ * mutation with a subquery (it could differ between replicas) unless allowed: the redaction's and the
+ * commit log's subqueries read rows already stored, the same on every replica, so it is allowed there.
+ */
+export function mutationSettings(layout: StoreLayout): string {
+  return layout.cluster ? 'mutations_sync = 2, allow_nondeterministic_mutations = 1' : 'mutations_sync = 2';
 }
 
 /**

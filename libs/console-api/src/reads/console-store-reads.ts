@@ -165,7 +165,7 @@ WHERE svc_id IN {ids:Array(String)} ORDER BY created_at, kind, value LIMIT 1000`
     const rows = await this.query<Row>(
       account,
       `SELECT list_id, subscribed, identifier_kind, identifier_value, source, api_key, changed_at
-FROM {db}.consent_history WHERE svc_id IN {ids:Array(String)} ORDER BY changed_at DESC, version DESC LIMIT 500`,
+FROM {db}.consent_history WHERE svc_id IN {ids:Array(String)} ORDER BY at DESC, changed_at DESC, version DESC LIMIT 500`,
       { ids: customers },
     );
     return rows.map((r) => ({
@@ -320,7 +320,7 @@ GROUP BY day ORDER BY day`,
         'this API process does not open the analytic store (CDP_STORE=chdb belongs to the processor)',
       );
     }
-    await this.store.ensureAccount(account);
+    // No ensureAccount: a never-written account reads the shared empty database (costs no tables).
     return this.store.query<T>(account, sql, params);
   }
 }

@@ -107,7 +107,10 @@ describe('cluster DDL, checked by the engine parser', () => {
     onThisNode.exec = async (sql: string) => void mutations.push(await parsed(sql));
     await redactCustomers(onThisNode, DB, ['c-1', 'c-2'], CLUSTER);
     expect(mutations.length).toBeGreaterThan(3);
-    for (const sql of mutations)
+    for (const sql of mutations) {
       expect(sql).toMatch(new RegExp(`^ALTER TABLE ${DB}\\.\\w+_local ON CLUSTER cdp\\s+\\(?UPDATE`));
+      // A Replicated table refuses a mutation with a subquery (order_changes' via orders) unless allowed.
+      expect(sql).toContain('allow_nondeterministic_mutations = 1');
+    }
   });
 });
