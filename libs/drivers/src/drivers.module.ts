@@ -294,7 +294,7 @@ export class DriversModule {
         provide: RemoteConsoleReads,
         inject: [NATS_CONNECTION],
         useFactory: async (nc: NatsConnection): Promise<RemoteConsoleReads> =>
-          new (await import('@cdp/console-api/reads')).NatsConsoleReads(nc, config.natsPrefix),
+          new (await import('@cdp/console-api/nats')).NatsConsoleReads(nc, config.natsPrefix),
       });
     }
     if (options.openStore && config.store === 'chdb' && config.bus === 'nats') {
@@ -302,12 +302,10 @@ export class DriversModule {
         provide: CONSOLE_READS_RESPONDER,
         inject: [NATS_CONNECTION, AnalyticStore],
         useFactory: async (nc: NatsConnection, store: AnalyticStore) => {
-          const reads = await import('@cdp/console-api/reads');
-          return new reads.ConsoleReadsResponder(
-            nc,
-            config.natsPrefix,
-            new reads.ConsoleStoreReads(store),
-            (err) => logger.warn({ err }, 'a console read failed'),
+          const { ConsoleReadsResponder } = await import('@cdp/console-api/nats');
+          const { ConsoleStoreReads } = await import('@cdp/console-api/reads');
+          return new ConsoleReadsResponder(nc, config.natsPrefix, new ConsoleStoreReads(store), (err) =>
+            logger.warn({ err }, 'a console read failed'),
           );
         },
       });

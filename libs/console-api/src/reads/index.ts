@@ -3,4 +3,3 @@
  * them for the API over NATS without loading the console's controllers.
  */
 export * from './console-store-reads.js';
-export * from './console-reads.nats.js';
