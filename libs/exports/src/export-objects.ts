@@ -208,7 +208,12 @@ export const BUILT_IN_CATALOG = new ExportCatalog([
  * objects; a schema-backed one adds the account's custom objects.
  */
 export abstract class ExportCatalogs {
-  abstract forAccount(account: string): Promise<ExportCatalog>;
+  /**
+   * `fresh`: read the schema now rather than from a cache a moment old. An export request and its run
+   * ask for it: a field declared just before (its 201 answered) is a column of the export, whichever
+   * process runs it. Reads on a hot path (segment lookups) take the cached copy.
+   */
+  abstract forAccount(account: string, fresh?: boolean): Promise<ExportCatalog>;
 }
 
 export class BuiltInExportCatalogs extends ExportCatalogs {

@@ -154,7 +154,7 @@ export class ExportRunner {
     const manifest: CompleteManifest = { export_id: record.id, state: 'completed', files: [], columns: {} };
     const errors: ObjectFailure[] = [];
     try {
-      const catalog = await this.catalogs.forAccount(job.account);
+      const catalog = await this.catalogs.forAccount(job.account, true);
       const plans: { object: string; plan: () => CompiledSelect }[] = record.detail.select
         ? [{ object: record.detail.select.object, plan: () => compileSelect(record.detail.select!, catalog) }]
         : record.detail.objects.map((name) => ({

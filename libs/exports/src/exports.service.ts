@@ -46,7 +46,7 @@ export class ExportsService {
     detail: ExportDetail,
     now = new Date(),
   ): Promise<ExportRecord> {
-    const catalog = await this.catalogs.forAccount(account);
+    const catalog = await this.catalogs.forAccount(account, true);
     if (detail.select) {
       compileSelect(detail.select, catalog);
     } else if (detail.objects.length === 0) {

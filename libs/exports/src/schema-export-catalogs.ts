@@ -36,8 +36,8 @@ export class SchemaExportCatalogs extends ExportCatalogs {
     super();
   }
 
-  async forAccount(account: string): Promise<ExportCatalog> {
-    const schema = await this.schema.read(account);
+  async forAccount(account: string, fresh = false): Promise<ExportCatalog> {
+    const schema = await this.schema.read(account, fresh);
     const objects: ExportObject[] = [];
     for (const name of BUILT_IN_CATALOG.names()) {
       const builtIn = BUILT_IN_CATALOG.object(name)!;
