@@ -2,7 +2,6 @@ import { INGEST_PATTERN } from '@cdp/contracts';
 import { BusTransport } from './bus.transport.js';
 import { message } from './event-bus.contract.js';
 import type { BatchConsumer, Delivery, EventBus, Settlement } from './event-bus.port.js';
-import { PrecededByFailure } from './retry-policy.js';
 import { ok, type DeliveryResult } from './step-result.js';
 
 /** What a store says of a value it can never take: the same failure on every attempt. */
@@ -89,65 +88,28 @@ describe('BusTransport', () => {
     expect(t.calls).toHaveLength(1);
   });
 
-  it('holds a batch that failed only because of the one before it until that one is retried, then tries it whole', async () => {
-    // As the pipeline does: the second batch fails with PrecededByFailure once the first has failed.
+  it("holds nothing back behind a failed message: its account's later messages are tried and stored", async () => {
+    // x1 (account A) fails and goes back to the bus to be retried; y1 of A and z1 of B come meanwhile.
     let markFailed!: () => void;
     const firstFailed = new Promise<void>((r) => (markFailed = r));
-    const t = transportWith(async (batch) => {
-      const ids = batch.map((d) => d.message.id);
-      if (ids.length > 1) {
-        await new Promise((r) => setImmediate(r));
-        markFailed();
-        throw new Error('store timeout');
-      }
-      if (ids[0] === 'y1' && t.calls.filter((c) => c.ids[0] === 'y1').length === 1) {
-        await firstFailed;
-        throw new PrecededByFailure();
-      }
-      // The retries take a while, so a second try of y1 that did not wait for them would come between.
-      if (ids[0]!.startsWith('x')) await new Promise((r) => setTimeout(r, 20));
-      return ackAll(batch);
-    });
-    const first = t.consume([delivery('x1'), delivery('x2')]);
-    const second = t.consume([delivery('y1')]);
-    const [s1, s2] = await Promise.all([first, second]);
-    expect(outcomes(s1)).toEqual([
-      ['x1', 'ack', 2],
-      ['x2', 'ack', 2],
-    ]);
-    expect(outcomes(s2)).toEqual([['y1', 'ack', 1]]);
-    // y1's second try comes only after x1 and x2 were retried.
-    expect(t.calls.map((c) => c.ids.join())).toEqual(['x1,x2', 'y1', 'x1', 'x2', 'y1']);
-  });
-
-  it('puts back, without trying it, a message whose account has an earlier one going back to be retried; tries the rest', async () => {
-    // x1 (account A) fails alone and goes back to the bus; y1 of A and z1 of B came behind it.
-    let markFailed!: () => void;
-    const firstFailed = new Promise<void>((r) => (markFailed = r));
-    let preceded = true;
     const t = transportWith(async (batch) => {
       const ids = batch.map((d) => d.message.id);
       if (ids[0] === 'x1') {
-        await new Promise((r) => setImmediate(r));
         markFailed();
         throw new Error('store timeout');
       }
-      if (preceded) {
-        preceded = false;
-        await firstFailed;
-        throw new PrecededByFailure();
-      }
+      await firstFailed;
       return ackAll(batch);
     });
     const first = t.consume([delivery('x1', 'A')]);
     const second = t.consume([delivery('y1', 'A'), delivery('z1', 'B')]);
     const [s1, s2] = await Promise.all([first, second]);
     expect(outcomes(s1)).toEqual([['x1', 'retry', 1]]);
-    expect(s2.map((s) => [s.delivery.message.id, s.outcome, s.outcome === 'retry' && s.held])).toEqual([
-      ['y1', 'retry', true],
-      ['z1', 'ack', false],
+    expect(outcomes(s2)).toEqual([
+      ['y1', 'ack', 1],
+      ['z1', 'ack', 1],
     ]);
-    // y1 was not tried again: only z1 was.
-    expect(t.calls.map((c) => c.ids.join())).toEqual(['x1', 'y1,z1', 'z1']);
+    // Each batch tried once: nothing waited for x1 or was tried again because of it.
+    expect(t.calls.map((c) => c.ids.join())).toEqual(['x1', 'y1,z1']);
   });
 });

@@ -4,7 +4,6 @@ import { lastValueFrom } from 'rxjs';
 import { INGEST_PATTERN } from '@cdp/contracts';
 import type { Metrics } from '@cdp/metrics';
 import type { Delivery, EventBus, Settlement } from './event-bus.port.js';
-import { PrecededByFailure } from './retry-policy.js';
 import { DUPLICATE, failureOf, isFailure, type DeliveryResult } from './step-result.js';
 
 /**
@@ -43,64 +42,15 @@ export class BusTransport extends Server implements CustomTransportStrategy {
     return settlements;
   }
 
-  /**
-   * The final results of the last batch that failed (after its split, if it was split): a batch that
-   * failed only because of it waits for them.
-   */
-  private lastFailure: Promise<readonly DeliveryResult[]> = Promise.resolve([]);
-
   private async settle(handler: MessageHandler, batch: readonly Delivery[]): Promise<DeliveryResult[]> {
     let results: DeliveryResult[];
     try {
       results = await this.invoke(handler, batch);
     } catch (err) {
-      if (err instanceof PrecededByFailure) {
-        // The failed batch's outcome is recorded on seeing its failure, in this same turn: let that
-        // happen, wait for its split retries if any, then go on from what became of its messages.
-        await new Promise((resolve) => setImmediate(resolve));
-        return this.afterFailure(handler, batch, await this.lastFailure);
-      }
       results = batch.map((delivery) => ({ delivery, result: failureOf(err) }));
     }
-    if (!results.some((r) => isFailure(r.result))) return results;
-    if (batch.length === 1) {
-      this.lastFailure = Promise.resolve(results);
-      return results;
-    }
-    const retried = this.split(handler, batch);
-    this.lastFailure = retried.catch(() => []);
-    return retried;
-  }
-
-  /**
-   * A batch that failed only because the one before it did (it wrote nothing). Its messages of an
-   * account whose earlier message goes back to the bus to be retried must not be stored before that
-   * one: they go back behind it (`held`, no failure of theirs). The rest is tried again at once, whole.
-   */
-  private async afterFailure(
-    handler: MessageHandler,
-    batch: readonly Delivery[],
-    failed: readonly DeliveryResult[],
-  ): Promise<DeliveryResult[]> {
-    const waiting = new Set(
-      failed.filter((r) => r.result.type === 'retry').map((r) => r.delivery.message.account),
-    );
-    const free = batch.filter((d) => !waiting.has(d.message.account));
-    if (free.length === batch.length) return this.settle(handler, batch);
-    const tried = new Map(
-      (free.length ? await this.settle(handler, free) : []).map((r) => [r.delivery.handle, r]),
-    );
-    return batch.map(
-      (delivery): DeliveryResult =>
-        tried.get(delivery.handle) ?? {
-          delivery,
-          result: {
-            type: 'retry',
-            reason: 'an earlier message of its account failed and goes again first',
-            held: true,
-          },
-        },
-    );
+    if (batch.length === 1 || !results.some((r) => isFailure(r.result))) return results;
+    return this.split(handler, batch);
   }
 
   /**
@@ -154,9 +104,7 @@ export function toSettlement({ delivery, result }: DeliveryResult): Settlement {
     case 'dead-letter':
       return { delivery, outcome: 'dead-letter', reason: result.reason };
     case 'retry':
-      return result.held
-        ? { delivery, outcome: 'retry', reason: result.reason, held: true }
-        : { delivery, outcome: 'retry', reason: result.reason };
+      return { delivery, outcome: 'retry', reason: result.reason };
   }
 }
 

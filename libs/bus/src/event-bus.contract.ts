@@ -137,7 +137,8 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       bus.consume(c.consumer);
       for (let i = 0; i < 5; i++) await bus.publish(message(`s${i}`));
       await eventually(() => c.acked.length === 5);
-      // Every delivery of a message (a retried one, and those held behind it) carries its number.
+      // Every delivery of a message (a retried one too) carries its number: the processor's version guards
+      // order records by it, not by when they arrive.
       const numbers = new Map<string, Set<number>>();
       for (const d of c.seen)
         numbers.set(d.message.id, (numbers.get(d.message.id) ?? new Set()).add(d.sequence));
@@ -170,8 +171,7 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       });
       expect(Date.parse(page.items[0]!.firstFailedAt)).not.toBeNaN();
       expect(await bus.deadLetterCount()).toBe(1);
-      // A later message of the same account is delivered only behind anything of it still owed: once
-      // it arrived, the dead letter was not delivered again.
+      // A later message of the same account is delivered; the dead letter is not delivered again.
       await bus.publish(message('after', 1, 'acctP'));
       await eventually(() => c.seen.some((d) => d.message.id === 'after'));
       expect(c.seen.filter((d) => d.message.id === 'poison')).toHaveLength(1);
@@ -196,7 +196,7 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       await bus.close();
     });
 
-    it('retries a transient failure without holding up other accounts, keeping its own account in order', async () => {
+    it("retries a transient failure after its backoff and holds nothing back behind it, its own account's later messages included", async () => {
       // The backoff is longer than a fetch can wait, so "before the retry" means "not held up".
       const bus = await harness().open({ retryBaseMs: 2500, retryCapMs: 2500 });
       let failuresLeft = 1;
@@ -211,14 +211,12 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       const order = c.seen.map((d) => d.message.id);
       const retryAt = order.lastIndexOf('flaky');
       expect(retryAt).toBeGreaterThan(0);
-      // Account B went while A's message waited out its backoff ...
-      expect(order.indexOf('b1')).toBeLessThan(retryAt);
-      expect(order.indexOf('b2')).toBeLessThan(retryAt);
-      // ... and A's later message did not overtake it.
-      expect(c.acked.filter((d) => d.message.account === 'acctA').map((d) => d.message.id)).toEqual([
-        'flaky',
-        'later-A',
-      ]);
+      // Everything else went while the failed message waited out its backoff, its own account's later
+      // message too (order is the processor's version guards' business, by \`sequence\`) ...
+      for (const id of ['later-A', 'b1', 'b2']) expect(order.indexOf(id)).toBeLessThan(retryAt);
+      // ... and the failed one was delivered again, once, with its own number.
+      expect(c.seen.filter((d) => d.message.id === 'flaky')).toHaveLength(2);
+      expect(new Set(c.seen.filter((d) => d.message.id === 'flaky').map((d) => d.sequence)).size).toBe(1);
       expect(await bus.deadLetterCount()).toBe(0);
       await bus.close();
     });
@@ -238,12 +236,8 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       away = false;
       await eventually(() => new Set(c.acked.map((d) => d.message.id)).size === 12, 30_000);
       expect(await bus.deadLetterCount()).toBe(0);
+      // Each stored once.
       expect(c.acked.map((d) => d.message.id).sort()).toEqual([...ids].sort());
-      // Each account's messages were stored in the order they were published.
-      for (const account of ['acct0', 'acct1', 'acct2']) {
-        const stored = c.acked.filter((d) => d.message.account === account).map((d) => d.message.id);
-        expect(stored).toEqual(ids.filter((_, i) => `acct${i % 3}` === account));
-      }
       await bus.close();
     });
 

@@ -19,6 +19,12 @@ export interface Delivery {
  * A record's place in the order the bus accepted it: its message's sequence, then its index in the
  * message. Every delivery of the record gives the same number, and a record accepted later a larger one
  * (a message holds at most MAX_BATCH records: requests, and the loader's messages).
+ *
+ * This is the one place per-account order is declared. No bus driver, transport or pipeline holds an
+ * account's later messages back behind a failed one: every piece of state a record writes is guarded by
+ * this number (last writer wins per field, list, identifier part and store row), so records applied in
+ * any order — by several processors, after a crash, or around a retried failure — end as acceptance
+ * order gives (docs/architecture.md "State in acceptance order").
  */
 export function acceptanceOrder(delivery: Delivery, index: number): number {
   if (!Number.isInteger(index) || index < 0 || index >= MAX_BATCH)
@@ -50,12 +56,7 @@ export function mayBeStored(delivery: Delivery): boolean {
  */
 export type Settlement =
   | { delivery: Delivery; outcome: 'ack' }
-  /**
-   * `held`: not attempted, because an earlier message of its account failed and goes again first (see
-   * BusTransport): the bus puts it back behind that one, as it would a later message of the account it
-   * fetched while that one waits, and counts no failure against it.
-   */
-  | { delivery: Delivery; outcome: 'retry'; reason: string; held?: boolean }
+  | { delivery: Delivery; outcome: 'retry'; reason: string }
   | { delivery: Delivery; outcome: 'dead-letter'; reason: string };
 
 export type BatchConsumer = (batch: readonly Delivery[]) => Promise<Settlement[]>;

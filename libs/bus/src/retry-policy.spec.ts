@@ -1,6 +1,6 @@
 import { StoreError } from '@cdp/store';
 import { InjectedFault, RejectedFault } from '@cdp/faults';
-import { AccountHolds, isDeterministicFailure, RetryPolicy } from './retry-policy.js';
+import { isDeterministicFailure, RetryPolicy } from './retry-policy.js';
 
 describe('which failures are deterministic', () => {
   it('takes the engine code of a store failure: parse and type errors yes, outages no', () => {
@@ -69,46 +69,5 @@ describe('RetryPolicy', () => {
     expect(p.settled(p.attempt(), [], [{ key: 'z', account: 'c' }]).pauseMs).toBe(200);
     expect(p.settled(p.attempt(), ['w'], []).pauseMs).toBe(0);
     expect(p.settled(p.attempt(), [], [{ key: 'x', account: 'a' }]).pauseMs).toBe(0);
-  });
-});
-
-describe('AccountHolds', () => {
-  it("holds an account's later messages behind its failed one, and no other account", () => {
-    const h = new AccountHolds();
-    h.hold('a', 5, 1000);
-    expect(h.waitMs('b', 6, 0)).toBe(0);
-    expect(h.waitMs('a', 4, 0)).toBe(0); // older than the failed one
-    expect(h.waitMs('a', 5, 0)).toBe(1000);
-    expect(h.waitMs('a', 5, 1000)).toBe(0);
-    expect(h.waitMs('a', 7, 1000)).toBeGreaterThan(0); // still behind 5 until 5 is settled
-    h.release('a', 5);
-    expect(h.waitMs('a', 7, 1000)).toBe(0);
-    expect(h.size).toBe(0);
-  });
-
-  it('keeps the messages held behind a failed one in their order, and gives up on one that does not come back in its grace', () => {
-    const h = new AccountHolds();
-    h.hold('a', 5, 1000);
-    h.hold('a', 9, 1100, 500); // sent back behind 5, due again at 1100
-    h.hold('a', 7, 1200, 500);
-    h.release('a', 5); // 5 stored
-    expect(h.waitMs('a', 9, 1300)).toBeGreaterThan(0); // 7 comes first, whichever is back first
-    expect(h.waitMs('a', 7, 1300)).toBe(0);
-    h.release('a', 7);
-    expect(h.waitMs('a', 9, 1300)).toBe(0);
-    // 9 never comes back (settled elsewhere): past its grace, the account's later messages go.
-    expect(h.waitMs('a', 12, 1500)).toBeGreaterThan(0);
-    expect(h.waitMs('a', 12, 1601)).toBe(0);
-    expect(h.size).toBe(0);
-  });
-
-  it('lets a held message go right behind its predecessor when that one is going too (same batch, or handed over)', () => {
-    const h = new AccountHolds();
-    h.hold('a', 7, 100, 500);
-    h.hold('a', 9, 100, 500);
-    expect(h.waitMs('a', 9, 200)).toBeGreaterThan(0);
-    expect(h.waitMs('a', 9, 200, new Set([7]))).toBe(0);
-    expect(h.waitMs('a', 11, 200, new Set([7]))).toBeGreaterThan(0); // 9 is not going
-    expect(h.waitMs('a', 11, 200, new Set([7, 9]))).toBe(0);
   });
 });

@@ -7,8 +7,9 @@ import { failureOf } from './step-result.js';
  *    the store cannot parse; or an error saying `deterministic: true`: a rejected record) is dead-lettered
  *    at once — retrying cannot cure it. BusTransport decides this (failureOf, step-result.ts).
  * 2. Any other failure is transient and retried with capped exponential backoff. Only the failed
- *    message's account waits: its later messages are held back behind it (profiles are last-write-wins
- *    in arrival order, so they must not overtake it), while every other account keeps flowing.
+ *    message waits: every other message, its account's later ones included, keeps flowing. Order needs
+ *    no hold: every piece of state a record writes is guarded by its place in acceptance order
+ *    (`acceptanceOrder`, event-bus.port.ts), so a message stored late changes nothing newer.
  * 3. A transiently failing message is dead-lettered only once it has failed `maxStrikes` times while
  *    other messages were being stored (a strike: another message was acknowledged since this one's
  *    previous failure, or during its first attempt). While the cause is global — the store refuses every write — nothing is
@@ -16,18 +17,6 @@ import { failureOf } from './step-result.js';
  * 4. When batches keep failing for two or more accounts with nothing acknowledged in between, the store
  *    looks away: the consumer pauses with the same capped backoff instead of hammering it.
  */
-
-/**
- * A batch handed over while the one before it was being written, and that one failed: it wrote nothing,
- * and is tried again whole once the failed batch's messages have been retried, so that an account's
- * later message never overtakes its earlier one that failed.
- */
-export class PrecededByFailure extends Error {
-  override name = 'PrecededByFailure';
-  constructor() {
-    super('the batch before this one failed; this one is tried again after it');
-  }
-}
 
 /** Whether the failure is dead-lettered at once (failureOf in step-result.ts holds the rule). */
 export function isDeterministicFailure(err: unknown): boolean {
@@ -54,7 +43,7 @@ interface Failing {
 
 export interface RetryDecision {
   deadLetter: boolean;
-  /** How long the message (and its account) waits before the next attempt. */
+  /** How long the message waits before the next attempt. */
   delayMs: number;
   firstFailedAt: number;
   failures: number;
@@ -130,79 +119,5 @@ export class RetryPolicy {
 
   forget(key: string): void {
     this.failing.delete(key);
-  }
-}
-
-/**
- * Accounts waiting for a failed message: the account's oldest held message goes again when its backoff
- * ends; its later messages wait until that one is settled. Sequence numbers order an account's messages.
- */
-const NONE: ReadonlySet<number> = new Set();
-
-export class AccountHolds {
-  /** Per account: each held message's sequence, the moment it may go again, and how long past that it is kept. */
-  private readonly holds = new Map<string, Map<number, { until: number; staleAfterMs: number }>>();
-
-  constructor(
-    /** A hold whose message never came back this long after its time is dropped (another consumer took it). */
-    private readonly staleAfterMs = 60_000,
-  ) {}
-
-  get size(): number {
-    return this.holds.size;
-  }
-
-  /**
-   * Holds a message until `until`. `staleAfterMs` (default: the constructor's) bounds how long its account
-   * waits for it past that: a message sent back only to keep its place behind a failed one is given a
-   * short one, since if it does not come back on time it was settled elsewhere, and its account must not
-   * wait a minute for it.
-   */
-  hold(account: string, seq: number, until: number, staleAfterMs = this.staleAfterMs): void {
-    const held = this.holds.get(account) ?? new Map<number, { until: number; staleAfterMs: number }>();
-    held.set(seq, { until, staleAfterMs });
-    this.holds.set(account, held);
-  }
-
-  release(account: string, seq: number): void {
-    const held = this.holds.get(account);
-    if (!held) return;
-    held.delete(seq);
-    if (held.size === 0) this.holds.delete(account);
-  }
-
-  /**
-   * 0 when the message may be delivered now; otherwise how long it should wait at least. A held message
-   * of the account with a lower sequence blocks it, unless that one is `going` (handed over already, or
-   * earlier in the same batch: a batch is processed in order, and fails as a whole).
-   */
-  waitMs(account: string, seq: number, now = Date.now(), going: ReadonlySet<number> = NONE): number {
-    const held = this.holds.get(account);
-    if (!held) return 0;
-    let blocker: number | undefined;
-    for (const [s, { until, staleAfterMs }] of held) {
-      if (now > until + staleAfterMs) {
-        held.delete(s); // its message never came back: another consumer took it
-        continue;
-      }
-      if (s < seq && !going.has(s) && (blocker === undefined || s < blocker)) blocker = s;
-    }
-    if (held.size === 0) this.holds.delete(account);
-    // Behind an earlier held message of its account: wait at least until that one goes again.
-    if (blocker !== undefined) return Math.max(held.get(blocker)!.until - now, 0) + 100;
-    const own = held.get(seq);
-    return own ? Math.max(0, own.until - now) : 0;
-  }
-
-  /** The soonest moment a held message may go again (undefined: nothing held). */
-  nextRelease(): number | undefined {
-    let soonest: number | undefined;
-    for (const held of this.holds.values()) {
-      let first = Infinity;
-      for (const s of held.keys()) first = Math.min(first, s);
-      const { until } = held.get(first)!;
-      soonest = soonest === undefined ? until : Math.min(soonest, until);
-    }
-    return soonest;
   }
 }

@@ -10,7 +10,7 @@ import type { Delivery } from './event-bus.port.js';
  * - `drop(reason)`: nothing to store and nothing to retry; the message is acknowledged and counted in
  *   `cdp_records_dropped_total{reason}` (so the reason is a fixed word, e.g. `duplicate`, never data).
  * - `deadLetter(reason)`: will fail the same way on every attempt; dead-lettered at once.
- * - `retry(reason)`: may work later; retried with backoff, holding back only its account.
+ * - `retry(reason)`: may work later; retried with backoff (only the message waits, nothing behind it).
  *
  * A step never acks, naks or dead-letters anything itself: BusTransport turns the results into
  * settlements and metrics. A step may also throw; the error becomes a result through `failureOf`.
@@ -33,11 +33,6 @@ export interface StepDeadLetter {
 export interface StepRetry {
   readonly type: 'retry';
   readonly reason: string;
-  /**
-   * Not a failure of its own (set by BusTransport only): an earlier message of its account failed and
-   * goes again first, so this one goes back behind it, uncounted by the retry rule.
-   */
-  readonly held?: boolean;
 }
 
 /** A processor step: its input in, a result out (see StepResult). */

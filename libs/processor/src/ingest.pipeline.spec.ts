@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
   BusTransport,
   ok,
-  PrecededByFailure,
   type BatchConsumer,
   type Delivery,
   type DeliveryResult,
@@ -104,7 +103,7 @@ function harness() {
 }
 
 describe('IngestPipeline under the bus transport', () => {
-  it("dead-letters a poisoned message alone, and the batch after it does not overtake the failed batch's messages", async () => {
+  it('dead-letters a poisoned message alone; the batch after it is stored meanwhile, and the rest of the failed batch once', async () => {
     const h = harness();
     // Two batches in flight at once, as the NATS driver hands them over; the first holds poison.
     const first = h.consume([delivery('p1', 'poisoned'), delivery('a1', 'acct')]);
@@ -113,8 +112,9 @@ describe('IngestPipeline under the bus transport', () => {
     const outcome = (s: Settlement[]) => Object.fromEntries(s.map((x) => [x.delivery.message.id, x.outcome]));
     expect(outcome(s1)).toEqual({ p1: 'dead-letter', a1: 'ack' });
     expect(outcome(s2)).toEqual({ a2: 'ack' });
-    // a1 came before a2 and is stored before it, although a2's batch was ready first.
-    expect(h.stored).toEqual(['a1', 'a2']);
+    // a2's batch writes right after the failed one (nothing holds it back), then the failed batch's
+    // messages are tried one by one: a1 is stored once, after a2.
+    expect(h.stored).toEqual(['a2', 'a1']);
   });
 
   it('retries a transient failure, costing the rest of its batch one more attempt only', async () => {
@@ -169,7 +169,7 @@ describe('IngestPipeline on the embedded drivers and chDB', () => {
       get(target, prop) {
         if (prop === 'write') {
           return async (...args: Parameters<ClickHouseStore['write']>) => {
-            const ids = [...new Set(args[1].events.map((e) => e.msg_id))];
+            const ids = [...new Set([...args[1].events, ...(args[1].customers ?? [])].map((e) => e.msg_id))];
             writes.push(ids);
             for (const id of ids) await gates.get(id);
             return target.write(...args);
@@ -219,7 +219,7 @@ describe('IngestPipeline on the embedded drivers and chDB', () => {
     );
   });
 
-  it('fails a batch whose write fails, and the batch behind it writes nothing until both come again', async () => {
+  it('fails a batch whose write fails, as a result; the batch behind it is stored meanwhile, the failed one once again', async () => {
     const h = await harnessOnChdb();
     const [d1, d2] = [h.event('f1'), h.event('f2')];
     const held = gate();
@@ -230,15 +230,48 @@ describe('IngestPipeline on the embedded drivers and chDB', () => {
     held.fail(new Error('store timeout'));
     // A plain error is transient: the batch's delivery is to be retried, with the error as the reason.
     expect((await first).map((x) => x.result)).toEqual([{ type: 'retry', reason: 'Error: store timeout' }]);
-    await expect(second).rejects.toBeInstanceOf(PrecededByFailure);
-    expect(h.writes).toEqual([[d1.message.id]]);
-    expect(await h.stored()).toEqual([]);
-    // Redelivered, in order: each is stored once.
+    expect(outcomes(await second)).toEqual(['ok']);
+    expect(await h.stored()).toEqual([[d2.message.id, 1]]);
+    // Redelivered: stored once.
     h.gates.clear();
     expect(outcomes(await h.pipeline.process([{ ...d1, deliveryCount: 2 }]))).toEqual(['ok']);
-    expect(outcomes(await h.pipeline.process([{ ...d2, deliveryCount: 2 }]))).toEqual(['ok']);
     expect(await h.stored()).toEqual(
       [d1, d2].map((d) => [d.message.id, 1]).sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
     );
+  });
+
+  it("stores an account's later profile update while its earlier one is retried, and ends as acceptance order gives", async () => {
+    const h = await harnessOnChdb();
+    const profile = (seq: number, attributes: Record<string, unknown>) => ({
+      ...deliveryOf({
+        id: `p${seq}-${h.account}`,
+        account: h.account,
+        kind: 'profiles',
+        receivedAt: Date.now(),
+        records: [{ identifiers: { customer_id: 'cust-1' }, attributes }],
+      } as unknown as IngestMessage),
+      sequence: seq,
+    });
+    // Accepted in this order: v1 (with a city), then v2.
+    const [d1, d2] = [profile(1, { first_name: 'v1', city: 'Oslo' }), profile(2, { first_name: 'v2' })];
+    const held = gate();
+    h.gates.set(d1.message.id, held.promise);
+    const first = h.pipeline.process([d1]);
+    const second = h.pipeline.process([d2]);
+    await eventually(() => h.resolved.length === 2 && h.writes.length > 0);
+    held.fail(new Error('store timeout'));
+    expect(outcomes(await first)).toEqual(['retry']);
+    // v2 is stored while v1 waits for its retry ...
+    expect(outcomes(await second)).toEqual(['ok']);
+    h.gates.clear();
+    // ... and v1, retried after it, changes only what no later record wrote.
+    expect(outcomes(await h.pipeline.process([{ ...d1, deliveryCount: 2 }]))).toEqual(['ok']);
+    const customer = await h.identity.lookup(h.account, { kind: 'customer_id', value: 'cust-1' });
+    const expected = { first_name: 'v2', name: 'v2', city: 'Oslo' };
+    expect((await h.profiles.get(h.account, customer!))!.attributes).toEqual(expected);
+    // The store's current row (what exports and rebuilds read) is the same.
+    const rows: { svc_id: string; attributes: Record<string, unknown> }[] = [];
+    for await (const row of chdb.currentProfiles(h.account)) rows.push(row);
+    expect(rows.map((r) => [r.svc_id, r.attributes])).toEqual([[customer, expected]]);
   });
 });

@@ -2,10 +2,8 @@ import { Injectable } from '@nestjs/common';
 import {
   acceptanceOrder,
   failureOf,
-  isFailure,
   mayBeStored,
   ok,
-  PrecededByFailure,
   type Delivery,
   type DeliveryResult,
   type StepResult,
@@ -75,15 +73,8 @@ export class IngestPipeline {
 
   /** The last batch's preparation: the next one starts after it (identity resolves in arrival order). */
   private prepared: Promise<unknown> = Promise.resolve();
-  /**
-   * The last batch's store write: writes happen one after the other, in the order batches arrived.
-   * `ok` says whether it stored (a batch failed only because of its predecessor counts as stored: it
-   * wrote nothing); `settled` whether it had finished when the next batch came.
-   */
-  private committed: { ok: Promise<boolean>; settled: boolean } = {
-    ok: Promise.resolve(true),
-    settled: true,
-  };
+  /** The last batch's results, settled once its store write is done or failed (never rejected). */
+  private written: Promise<unknown> = Promise.resolve();
 
   /**
    * Processes a batch. A batch of events and profiles only is done in two stages, so that a caller
@@ -94,53 +85,33 @@ export class IngestPipeline {
    *
    * Overlapping is safe because a batch's identity effects are remembered until its store write
    * settles them (a failed write is redelivered and gets the same resolutions), and every store
-   * table is idempotent per message.
-   *
-   * A batch that came while the one before it was being written, and that one failed, writes nothing
-   * and fails with PrecededByFailure (thrown: it is no result of a delivery): the failed batch's
-   * messages are retried first (BusTransport), so no later message of an account overtakes an earlier
-   * one that failed.
+   * table is idempotent per message. A batch whose predecessor's write failed writes all the same:
+   * the failed messages are retried later (their results say so), and every write is guarded by
+   * acceptance order (`acceptanceOrder`), so storing a later message first changes no final state.
+   * Failures are results, never thrown: the transport settles them.
    */
   process(batch: readonly Delivery[]): Promise<DeliveryResult[]> {
     const simple = batch.every((d) => d.message.kind === 'events' || d.message.kind === 'profiles');
-    const previous = this.committed;
-    const inFlightBefore = !previous.settled;
-    const mine = { ok: Promise.resolve(true), settled: false };
-    this.committed = mine;
-    const afterPrevious = async () => {
-      if (!(await previous.ok) && inFlightBefore) throw new PrecededByFailure();
-    };
+    const writesBefore = this.written;
     let done: Promise<DeliveryResult[]>;
     if (!simple) {
-      done = Promise.all([this.prepared, afterPrevious()]).then(() => this.processWhole(batch));
+      done = Promise.all([this.prepared, writesBefore]).then(() => this.processWhole(batch));
       this.prepared = done.catch(() => undefined);
     } else {
       // The writes of the batches before this one: a rebuild this batch may need waits for them.
-      const prepare = this.prepared.then(() => this.prepareIngest(batch, previous.ok));
+      const prepare = this.prepared.then(() => this.prepareIngest(batch, writesBefore));
       this.prepared = prepare.catch(() => undefined);
-      done = Promise.all([prepare, afterPrevious()]).then(async ([writes]) => {
+      done = Promise.all([prepare, writesBefore]).then(async ([writes]) => {
         for (const write of writes) await write();
         return batch.map((delivery): DeliveryResult => ({ delivery, result: ok() }));
       });
     }
     const results = done.catch((err: unknown) => {
-      if (err instanceof PrecededByFailure) throw err;
       const result = err instanceof StepFailed ? err.result : failureOf(err);
       return batch.map((delivery): DeliveryResult => ({ delivery, result }));
     });
-    const settle = (stored: boolean) => {
-      mine.settled = true;
-      return stored;
-    };
-    mine.ok = results.then(
-      (r) => settle(!r.some((x) => isFailure(x.result))),
-      (err: unknown) => settle(err instanceof PrecededByFailure),
-    );
-    // Settled before anyone sees the outcome: a retry queued on seeing it does not inherit it.
-    return results.then(
-      (r) => mine.ok.then(() => r),
-      (err: unknown) => mine.ok.then(() => Promise.reject(err as Error)),
-    );
+    this.written = results;
+    return results;
   }
 
   private async processWhole(batch: readonly Delivery[]): Promise<DeliveryResult[]> {

@@ -27,7 +27,7 @@ import {
   type Delivery,
   type Settlement,
 } from '../event-bus.port.js';
-import { AccountHolds, DEFAULT_RETRY, RetryPolicy, type RetryOptions } from '../retry-policy.js';
+import { DEFAULT_RETRY, RetryPolicy, type RetryOptions } from '../retry-policy.js';
 
 export interface LocalLogOptions {
   /** Bytes of accepted but unprocessed messages beyond which publish refuses (the API answers 503). */
@@ -68,6 +68,8 @@ interface Entry {
   records: number;
   bytes: number;
   deliveryCount: number;
+  /** A retried message waits out its backoff in its place: it is not delivered before this moment. */
+  retryAt?: number;
 }
 
 function entryOf(seq: number, message: IngestMessage, bytes: number, deliveryCount: number): Entry {
@@ -99,7 +101,8 @@ export class LocalLogEventBus extends EventBus {
   private readonly segmentBytes: number;
   private readonly maxBatchRecords: number;
   private readonly retry: RetryPolicy;
-  private readonly holds = new AccountHolds();
+  /** Pending messages waiting out a retry's backoff (`Entry.retryAt`). */
+  private retrying = 0;
   /** The consumer waits until then: batches of several accounts failed with nothing stored. */
   private pausedUntil = 0;
   /** Dead letters by id (the message stays in the file until replayed). */
@@ -304,8 +307,8 @@ export class LocalLogEventBus extends EventBus {
     while (!this.stopping) {
       const batch = Date.now() < this.pausedUntil ? [] : this.takeBatch();
       if (batch.length === 0) {
-        // Nothing deliverable: wait for a publish, the end of a pause or of an account's backoff.
-        const next = Math.max(this.pausedUntil, this.holds.nextRelease() ?? 0);
+        // Nothing deliverable: wait for a publish, the end of a pause or of a message's backoff.
+        const next = Math.max(this.pausedUntil, this.nextRetry() ?? 0);
         await this.idle(this.pending.length && next ? Math.max(next - Date.now(), 5) : undefined);
         continue;
       }
@@ -337,7 +340,7 @@ export class LocalLogEventBus extends EventBus {
   }
 
   private takeBatch(): Entry[] {
-    if (this.holds.size) return this.takeAroundHolds();
+    if (this.retrying) return this.takeAroundRetries();
     const batch: Entry[] = [];
     let records = 0;
     while (this.pending.length) {
@@ -353,8 +356,12 @@ export class LocalLogEventBus extends EventBus {
     return batch;
   }
 
-  /** The slow path while accounts wait: skips every message of a waiting account, keeps the rest in order. */
-  private takeAroundHolds(): Entry[] {
+  /**
+   * The slow path while messages wait out a retry's backoff: skips those, keeps the rest in order. Only
+   * the failed message waits; its account's later messages go (the version guards keep the state in
+   * acceptance order, docs/architecture.md).
+   */
+  private takeAroundRetries(): Entry[] {
     const now = Date.now();
     const batch: Entry[] = [];
     const rest: Entry[] = [];
@@ -362,7 +369,7 @@ export class LocalLogEventBus extends EventBus {
     let full = false;
     for (const next of this.pending) {
       const size = next.records;
-      if (full || this.holds.waitMs(next.account, next.seq, now) > 0) {
+      if (full || (next.retryAt !== undefined && next.retryAt > now)) {
         rest.push(next);
         continue;
       }
@@ -370,6 +377,10 @@ export class LocalLogEventBus extends EventBus {
         full = true;
         rest.push(next);
         continue;
+      }
+      if (next.retryAt !== undefined) {
+        delete next.retryAt;
+        this.retrying--;
       }
       this.pendingBytes -= next.bytes;
       this.inFlight.set(next.seq, next);
@@ -380,9 +391,18 @@ export class LocalLogEventBus extends EventBus {
     return batch;
   }
 
+  /** The soonest moment a message waiting out its backoff may go again (undefined: none waits). */
+  private nextRetry(): number | undefined {
+    if (!this.retrying) return undefined;
+    let soonest: number | undefined;
+    for (const e of this.pending)
+      if (e.retryAt !== undefined) soonest = soonest === undefined ? e.retryAt : Math.min(soonest, e.retryAt);
+    return soonest;
+  }
+
   /**
-   * Acks and dead letters are final; a retried message goes back into the queue in its place and its
-   * account waits out the backoff (retry-policy.ts has the rule).
+   * Acks and dead letters are final; a retried message goes back into the queue in its place and waits
+   * out its backoff there (retry-policy.ts has the rule).
    */
   private async settle(settlements: Settlement[], token: number): Promise<void> {
     const done: number[] = [];
@@ -408,11 +428,9 @@ export class LocalLogEventBus extends EventBus {
       this.inFlight.delete(seq);
       const decision = decisions.get(String(seq));
       if (s.outcome === 'retry' && decision && !decision.deadLetter) {
-        this.holds.hold(entry.account, seq, now + decision.delayMs);
-        retries.push({ ...entry, deliveryCount: entry.deliveryCount + 1 });
+        retries.push({ ...entry, deliveryCount: entry.deliveryCount + 1, retryAt: now + decision.delayMs });
         continue;
       }
-      this.holds.release(entry.account, seq);
       if (s.outcome !== 'ack') {
         const firstFailedAt = decision?.firstFailedAt ?? this.retry.firstFailedAt(String(seq));
         this.retry.forget(String(seq));
@@ -436,6 +454,7 @@ export class LocalLogEventBus extends EventBus {
     }
     if (retries.length) {
       for (const entry of retries) insertBySeq(this.pending, entry);
+      this.retrying += retries.length;
       this.pendingBytes += retries.reduce((n, e) => n + e.bytes, 0);
     }
     if (pauseMs) this.pausedUntil = Date.now() + pauseMs;
@@ -529,7 +548,7 @@ export class LocalLogEventBus extends EventBus {
     return Promise.resolve({
       driver: 'log',
       ready: !this.closed,
-      detail: `${this.pending.length} message(s) pending, ${this.holds.size} account(s) waiting to retry`,
+      detail: `${this.pending.length} message(s) pending, ${this.retrying} waiting to retry`,
     });
   }
 

@@ -31,7 +31,7 @@ import {
   encodedMessageJson,
   REDELIVERY_HORIZON_MS,
 } from '../event-bus.port.js';
-import { AccountHolds, DEFAULT_RETRY, RetryPolicy } from '../retry-policy.js';
+import { DEFAULT_RETRY, RetryPolicy } from '../retry-policy.js';
 import { decodeIngest, encodeIngest, encodeIngestText, type EncodedPart } from './ingest-message-payload.js';
 import { Arrivals } from './arrivals.js';
 import { degradedReplicas, placementRefusal } from './jetstream-cluster.js';
@@ -76,11 +76,6 @@ const ACK_WAIT_MS = 10_000;
 
 /** Chunks handed to the consumer before the oldest must be settled. */
 const IN_FLIGHT = 2;
-/**
- * How long past its due time an account waits for a message sent back only to keep its place (not
- * failed): one that does not come back by then was settled elsewhere (another processor took it).
- */
-const BEHIND_STALE_MS = 3000;
 /** How long one pull request stays open at most (arrivals.ts): the client refuses less than a second. */
 const FETCH_WAIT_MS = 1000;
 
@@ -98,11 +93,6 @@ export class NatsEventBus extends EventBus {
   private readonly stream: string;
   private readonly dlqStream: string;
   private readonly retry: RetryPolicy;
-  /**
-   * Accounts waiting for a failed message. Per process: with several processors, an account's messages
-   * may already be processed out of order by two of them, so the hold protects what one process sees.
-   */
-  private readonly holds = new AccountHolds();
   private pausedUntil = 0;
   private consumerLoop: Promise<void> | undefined;
   private arrivals: Arrivals | undefined;
@@ -269,8 +259,7 @@ export class NatsEventBus extends EventBus {
         // The store looks away: wait before taking more (what arrives meanwhile is held, and claimed).
         const pause = this.pausedUntil - Date.now();
         if (pause > 0 && !this.stopping) await sleep(pause);
-        const fetched = await arrivals.take();
-        const batch = this.withoutHeld(fetched, unsettled);
+        const batch = await arrivals.take();
         if (batch.length === 0) continue;
         for (const m of batch) unsettled.add(m);
         const release = (settled: JsMsg[]) => {
@@ -309,33 +298,6 @@ export class NatsEventBus extends EventBus {
     }
   }
 
-  /**
-   * Sends back, with a delay, the messages of accounts waiting for an earlier failed message. Each one
-   * sent back is held too, in its place: once the failed message is stored, the ones behind it come
-   * back in their own time and in any order, and each waits for those before it (without this, the
-   * first to come back went first). Taken in stream order, a message may go right behind its
-   * predecessor in the same batch or one handed over already (`inFlight`), so a backlog held behind
-   * a failure drains in batches, not one redelivery at a time.
-   */
-  private withoutHeld(fetched: JsMsg[], inFlight: ReadonlySet<JsMsg>): JsMsg[] {
-    if (this.holds.size === 0) return fetched;
-    const now = Date.now();
-    const going = new Set([...inFlight].map((m) => m.seq));
-    return [...fetched]
-      .sort((a, b) => a.seq - b.seq)
-      .filter((m) => {
-        const account = accountOf(m.subject);
-        const wait = this.holds.waitMs(account, m.seq, now, going);
-        if (wait === 0) {
-          going.add(m.seq);
-          return true;
-        }
-        this.holds.hold(account, m.seq, now + wait, BEHIND_STALE_MS);
-        m.nak(wait);
-        return false;
-      });
-  }
-
   /** Gives a chunk to the consumer, then settles its messages. */
   private async handOver(
     consumer: BatchConsumer,
@@ -354,8 +316,8 @@ export class NatsEventBus extends EventBus {
 
   /**
    * Acks and dead letters are final; a retried message goes back to the stream with its backoff as the
-   * redelivery delay, and its account waits (retry-policy.ts has the rule). A held one (not attempted: an
-   * earlier message of its account failed) goes back behind that one, with no failure counted.
+   * redelivery delay (retry-policy.ts has the rule). Nothing else waits for it: its account's later
+   * messages are stored meanwhile, and the version guards (`acceptanceOrder`) keep the state in order.
    */
   private async settle(
     settlements: Settlement[],
@@ -363,35 +325,20 @@ export class NatsEventBus extends EventBus {
     token: number,
   ): Promise<void> {
     const key = (s: Settlement) => s.delivery.handle;
-    const failed = (s: Settlement) => s.outcome === 'retry' && !s.held;
+    const failed = (s: Settlement) => s.outcome === 'retry';
     const { decisions, pauseMs } = this.retry.settled(
       token,
       settlements.filter((s) => s.outcome === 'ack').map(key),
       settlements.filter(failed).map((s) => ({ key: key(s), account: s.delivery.message.account })),
     );
     if (pauseMs) this.pausedUntil = Date.now() + pauseMs;
-    const now = Date.now();
-    // Holds first, before anything awaits: a batch settled just after this one must find them.
     const final: Settlement[] = [];
     for (const s of settlements) {
       const m = byHandle.get(s.delivery.handle);
       if (!m) continue;
-      const account = s.delivery.message.account;
       const decision = decisions.get(key(s));
-      if (s.outcome === 'retry' && s.held) {
-        // Behind the account's failed message, as a later fetch of it would be; when that one was given
-        // up meanwhile there is nothing to wait for, and this one becomes the account's first again.
-        const wait = this.holds.waitMs(account, m.seq, now);
-        if (wait === 0) this.holds.hold(account, m.seq, now);
-        else this.holds.hold(account, m.seq, now + wait, BEHIND_STALE_MS);
-        m.nak(wait);
-      } else if (s.outcome === 'retry' && decision && !decision.deadLetter) {
-        this.holds.hold(account, m.seq, now + decision.delayMs);
-        m.nak(decision.delayMs);
-      } else {
-        this.holds.release(account, m.seq);
-        final.push(s);
-      }
+      if (s.outcome === 'retry' && decision && !decision.deadLetter) m.nak(decision.delayMs);
+      else final.push(s);
     }
     // Acknowledgements go out together and are confirmed together: one round trip, not one per message.
     // Waiting for the server's confirmation: an ack lost here means one more (harmless) redelivery.
@@ -531,12 +478,6 @@ export class NatsEventBus extends EventBus {
   async close(): Promise<void> {
     await this.stopConsuming();
   }
-}
-
-/** `<root>.ingest.<account>.<kind>` (and the same under `.dead-letter.`): the account part. */
-function accountOf(subject: string): string {
-  const parts = subject.split('.');
-  return parts[parts.length - 2] ?? '';
 }
 
 function deadLetterView(stored: StoredMsg): DeadLetter {
