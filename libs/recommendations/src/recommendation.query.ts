@@ -1,7 +1,7 @@
 import { BEST_SELLER_DAYS, BOUGHT_WINDOW_DAYS, CANDIDATES_PER_KIND } from './recommendations.sql.js';
 
 /** Columns of `products` that are the platform's, not the product's. */
-export const INTERNAL_PRODUCT_COLUMNS = ['version', 'msg_id', 'updated_at'];
+export const INTERNAL_PRODUCT_COLUMNS = ['version', 'msg_id', 'updated_at', 'field_at'];
 
 /** Small reads: one thread each, so that many requests at once do not fight over the cores. */
 const SMALL = 'SETTINGS max_threads = 1';

@@ -499,7 +499,10 @@ describe('ClickHouseStore on chDB', () => {
       await store.write('acc8', { ...empty, products: [product('m1', 1, { name: 'A', price: 1.5 })] }, false);
       await store.write(
         'acc8',
-        { ...empty, products: [product('m2', 2, { name: 'B', category: 'X > Y' })] },
+        {
+          ...empty,
+          products: [{ ...product('m2', 2, { name: 'B', category: 'X > Y' }), field_at: '{"name":2000}' }],
+        },
         false,
       );
       expect(await store.products('acc8', ['p1', 'p2'])).toEqual([
@@ -509,6 +512,7 @@ describe('ClickHouseStore on chDB', () => {
           msg_id: 'm2',
           updated_at: expect.any(String),
           fields: { name: 'B', category: 'X > Y' },
+          field_at: '{"name":2000}',
         },
       ]);
       expect(await store.products('acc8', [])).toEqual([]);

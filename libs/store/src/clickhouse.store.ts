@@ -366,6 +366,7 @@ export class ClickHouseStore extends AnalyticStore {
         msg_id: String(row.msg_id),
         updated_at: String(row.updated_at),
         fields,
+        field_at: typeof row.field_at === 'string' ? row.field_at : '',
       };
     });
   }

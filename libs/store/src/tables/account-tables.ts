@@ -333,6 +333,11 @@ export const PRODUCTS = defineTable({
     fields: ch.fields<string | number | boolean>(PRODUCT_FIELDS, {
       names: Object.keys(PRODUCT_FIELDS).filter((f) => f !== 'product_id'),
     }),
+    /**
+     * When each field was last written in acceptance order (JSON, '' for none): an update accepted
+     * earlier and applied later (a retry, another processor) leaves the fields a later one wrote.
+     */
+    field_at: ch.addedLater(ch.string(), "''"),
   },
   msgIndex: true,
   engine: 'ReplacingMergeTree(version)',
