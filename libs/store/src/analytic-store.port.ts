@@ -15,7 +15,7 @@ import type {
   ORDERS,
   PRODUCTS,
 } from './tables/account-tables.js';
-import type { RowOf } from './tables/table.js';
+import type { RowOf, TableDeclaration } from './tables/table.js';
 
 import type { StoreBatch } from './tables/account-tables.js';
 
@@ -118,6 +118,12 @@ export abstract class AnalyticStore {
   abstract redactCustomers(account: string, customerIds: readonly string[]): Promise<void>;
   /** Every identifier of the opt-out pool: what the hot pool is rebuilt from. */
   abstract optOutPool(account: string): AsyncIterable<{ kind: string; value: string }>;
+  /**
+   * Creates tables another library declares in the account's database (the recommendations' derived
+   * tables), or brings them up to date, with the same DDL as the account's own tables: on a cluster
+   * Replicated tables on every node under Distributed ones sharded by each table's `shardBy`.
+   */
+  abstract ensureTables(account: string, tables: readonly TableDeclaration[]): Promise<void>;
   /** Runs a statement that returns nothing (DDL, `INSERT … SELECT`) in the account's database (`{db}`). */
   abstract execute(account: string, sql: string): Promise<void>;
   /** Runs a select in the account's database: `{db}` in the SQL names it. */

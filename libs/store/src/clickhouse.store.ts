@@ -27,7 +27,9 @@ import {
   mutationTarget,
   retentionTtl,
   storeColumns,
+  tableSql,
   type StoreLayout,
+  type TableDeclaration,
 } from './tables/table.js';
 
 /** The tables a batch writes, in write order (ACCOUNT_TABLES), each with its row encoder. */
@@ -368,6 +370,13 @@ export class ClickHouseStore extends AnalyticStore {
         fields,
       };
     });
+  }
+
+  async ensureTables(account: string, tables: readonly TableDeclaration[]): Promise<void> {
+    await this.ensureAccount(account);
+    const db = databaseName(account);
+    for (const table of tables)
+      for (const statement of tableSql(db, table, this.layout)) await this.transport.exec(statement);
   }
 
   async execute(account: string, sql: string): Promise<void> {
