@@ -106,8 +106,13 @@ export abstract class AnalyticStore {
   abstract identifierUpdates(
     account: string,
   ): AsyncIterable<{ field: string; value: string; version: number; change: string }>;
-  /** Every applied order change, each order's in the order they were applied: what the order state is rebuilt from. */
-  abstract orderChanges(account: string): AsyncIterable<OrderChangeRow>;
+  /**
+   * Every applied order change, each order's in the order they were applied: what the order state is
+   * rebuilt from. With `since` (ms since the epoch), only the changes of orders with a change applied
+   * since then (every change of each): the state forgets an order its retention after its last change,
+   * so older orders would be loaded only to be forgotten.
+   */
+  abstract orderChanges(account: string, since?: number): AsyncIterable<OrderChangeRow>;
   /** The current rows of the products named (for additive updates). */
   abstract products(account: string, productIds: string[]): Promise<ProductRow[]>;
   /**

@@ -331,8 +331,10 @@ export class ClickHouseStore extends AnalyticStore {
     return this.rebuildRead(account, rebuild.identifierUpdates);
   }
 
-  orderChanges(account: string): AsyncIterable<OrderChangeRow> {
-    return this.rebuildRead(account, rebuild.orderChanges);
+  orderChanges(account: string, since?: number): AsyncIterable<OrderChangeRow> {
+    return this.rebuildRead(account, (transport, db, unfinished) =>
+      rebuild.orderChanges(transport, db, unfinished, since),
+    );
   }
 
   optOutPool(account: string): AsyncIterable<{ kind: string; value: string }> {
