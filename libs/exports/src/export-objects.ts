@@ -62,6 +62,11 @@ export interface ExportObject {
    * page by page in key order (the engine reads in order and stops at the page's end).
    */
   pageKey: string[];
+  /**
+   * The time column whose month partitions the object's table (`partitionBy`): a select's filter on it
+   * narrows the store's read to the months it can match (time-bound.ts).
+   */
+  timeColumn?: string;
   relations: ExportRelation[];
   declared?: DeclaredColumns;
 }
@@ -169,6 +174,7 @@ export function exportObjectOf(table: TableDeclaration): ExportObject {
         : `{db}.${table.name}`,
     columns: exported,
     pageKey: [...table.orderBy],
+    ...(table.partitionBy ? { timeColumn: table.partitionBy } : {}),
     relations: [],
   };
 }

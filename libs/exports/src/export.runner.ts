@@ -7,6 +7,7 @@ import { ApiError } from '@cdp/contracts';
 import type { Logger } from '@cdp/logger';
 import { storeType, type AnalyticStore } from '@cdp/store';
 import { failureReason, inStep } from './export-failure.js';
+import { filterTimeRange, storeTimeBound } from './time-bound.js';
 import type { ColumnType, ExportCatalogs, ExportObject } from './export-objects.js';
 import { exportPrefix, type ExportJob, type ExportState, type ObjectFailure } from './export-record.js';
 import type { ExportDelimiter, ExportFormat } from './export-request.js';
@@ -170,7 +171,10 @@ export class ExportRunner {
         const placed: PlacedFile[] = [];
         try {
           const compiled = plan();
-          await this.exportObject(job, compiled, stager.db, work, signal, placed);
+          // A filter bounding the object's time column reads only the months it can match.
+          const range = filterTimeRange(record.detail.select?.filter, compiled.object);
+          const bound = range && storeTimeBound(range, compiled.object.timeColumn!);
+          await this.exportObject(job, compiled, stager.db, work, signal, placed, bound);
           manifest.files.push(...placed.map((p) => p.file));
           manifest.columns[object] = Object.fromEntries(compiled.columns.map((c) => [c.name, c.type]));
         } catch (err) {
@@ -209,6 +213,7 @@ export class ExportRunner {
     signal: AbortSignal,
     /** Receives each file as it lands in the bucket. */
     files: PlacedFile[],
+    bound?: { sql: string; params: Record<string, unknown> },
   ): Promise<void> {
     const { object } = plan;
     const { format, delimiter } = job.record.detail;
@@ -232,7 +237,7 @@ export class ExportRunner {
     const stage = async (page: number, after: (string | number)[] | undefined): Promise<StagedPage> => {
       signal.throwIfAborted();
       const path = join(work, `${object.name}-page-${page}.parquet`);
-      const { sql, params } = pageQuery(object, after, this.options.rowsPerFile);
+      const { sql, params } = pageQuery(object, after, this.options.rowsPerFile, bound);
       await inStep('read', () => this.store.writeParquet(job.account, sql, params, path));
       const counted = await stageDb.runAndReadAll(
         `SELECT count(*)::BIGINT AS n FROM read_parquet(${literal(path)})`,
@@ -373,9 +378,11 @@ export function pageQuery(
   object: ExportObject,
   after: (string | number)[] | undefined,
   limit: number,
+  /** A condition every row read must meet (the filter's time bound), with its parameters. */
+  bound?: { sql: string; params: Record<string, unknown> },
 ): { sql: string; params: Record<string, unknown> } {
   const key = object.pageKey.map(chIdent).join(', ');
-  const params: Record<string, unknown> = {};
+  const params: Record<string, unknown> = { ...bound?.params };
   let where = '';
   if (after) {
     const values = object.pageKey.map((name, i) => {
@@ -395,6 +402,7 @@ export function pageQuery(
         ? ` WHERE ${first} > ${values[0]}`
         : ` WHERE ${first} >= ${values[0]} AND (${key}) > (${values.join(', ')})`;
   }
+  if (bound) where = where ? `${where} AND ${bound.sql}` : ` WHERE ${bound.sql}`;
   return {
     sql: `SELECT ${storeColumns(object)} FROM ${object.from}${where} ORDER BY ${key} LIMIT ${Math.floor(limit)}`,
     params,

@@ -218,18 +218,22 @@ function typedValue(c: Comparison, type: ColumnType, bind: Bind): string {
       if (typeof value !== 'boolean') throw wrong('a boolean');
       return `CAST(${bind(value)} AS BOOLEAN)`;
     case 'timestamp': {
-      // spec/NOTES.md "Timestamps": ISO 8601 or unix epoch seconds.
-      const ms =
-        typeof value === 'number'
-          ? value * 1000
-          : typeof value === 'string'
-            ? /^-?\d+(\.\d+)?$/.test(value)
-              ? Number(value) * 1000
-              : Date.parse(/(Z|[+-]\d\d:?\d\d)$|^\d{4}-\d\d-\d\d$/.test(value) ? value : `${value}Z`)
-            : NaN;
-      if (!Number.isFinite(ms) || Math.abs(ms) > 8.64e15)
-        throw wrong('a timestamp (ISO 8601 or unix seconds)');
+      const ms = timestampMs(value);
+      if (ms === undefined) throw wrong('a timestamp (ISO 8601 or unix seconds)');
       return `CAST(${bind(new Date(ms).toISOString())} AS TIMESTAMPTZ)`;
     }
   }
+}
+
+/** A filter's timestamp value in ms (spec/NOTES.md "Timestamps": ISO 8601 or unix epoch seconds). */
+export function timestampMs(value: FilterValue): number | undefined {
+  const ms =
+    typeof value === 'number'
+      ? value * 1000
+      : typeof value === 'string'
+        ? /^-?\d+(\.\d+)?$/.test(value)
+          ? Number(value) * 1000
+          : Date.parse(/(Z|[+-]\d\d:?\d\d)$|^\d{4}-\d\d-\d\d$/.test(value) ? value : `${value}Z`)
+        : NaN;
+  return Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? ms : undefined;
 }

@@ -48,6 +48,11 @@ export abstract class OrderState {
   abstract endRebuild(account: string): Promise<void>;
   /** Whether the state survives a restart (if not, it is rebuilt from the store at start). */
   abstract readonly persistent: boolean;
+  /**
+   * How long an order is kept after its last applied change (CDP_ORDER_RETENTION_DAYS; Infinity: for
+   * ever): a rebuild loads only the orders changed within it, the others it would load only to forget.
+   */
+  abstract readonly retentionMs: number;
   abstract health(): Promise<DriverHealth>;
   abstract close(): Promise<void>;
 }

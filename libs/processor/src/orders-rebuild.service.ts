@@ -35,7 +35,10 @@ export class OrdersRebuild extends AccountRebuild implements OnApplicationBootst
     if (!(await this.orders.beginRebuild(account))) return false;
     try {
       const started = Date.now();
-      const changes = await this.orders.load(account, toChanges(this.store.orderChanges(account)));
+      // Orders last changed before the retention are forgotten by the state: not read, not loaded.
+      const retention = this.orders.retentionMs;
+      const since = Number.isFinite(retention) ? started - retention : undefined;
+      const changes = await this.orders.load(account, toChanges(this.store.orderChanges(account, since)));
       this.logger.info({ account, changes, ms: Date.now() - started }, 'order state rebuilt from the store');
     } finally {
       await this.orders.endRebuild(account);

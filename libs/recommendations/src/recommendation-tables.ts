@@ -1,7 +1,7 @@
 import { AnalyticStore } from '@cdp/store';
-import { RECS_TABLES } from './recommendations.sql.js';
+import { REC_TABLES } from './recommendations.sql.js';
 
-/** Creates an account's recommendation tables once per process (idempotent DDL). */
+/** Creates an account's recommendation tables once per process (idempotent DDL, the store's layout). */
 export class RecommendationTables {
   private readonly ready = new Map<string, Promise<void>>();
 
@@ -10,9 +10,7 @@ export class RecommendationTables {
   ensure(account: string): Promise<void> {
     let done = this.ready.get(account);
     if (!done) {
-      done = (async () => {
-        for (const ddl of RECS_TABLES) await this.store.execute(account, ddl);
-      })();
+      done = this.store.ensureTables(account, REC_TABLES);
       done.catch(() => this.ready.delete(account));
       this.ready.set(account, done);
     }

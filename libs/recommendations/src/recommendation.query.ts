@@ -1,4 +1,10 @@
-import { BEST_SELLER_DAYS, BOUGHT_WINDOW_DAYS, CANDIDATES_PER_KIND } from './recommendations.sql.js';
+import { CO_SHARDED_SETTING, IDENTITY_MERGES, coShardedIn } from '@cdp/store';
+import {
+  BEST_SELLER_DAYS,
+  BOUGHT_WINDOW_DAYS,
+  CANDIDATES_PER_KIND,
+  REC_INTERACTIONS,
+} from './recommendations.sql.js';
 
 /** Columns of `products` that are the platform's, not the product's. */
 export const INTERNAL_PRODUCT_COLUMNS = ['version', 'msg_id', 'updated_at', 'field_at'];
@@ -15,7 +21,7 @@ const SURVIVORS = `SELECT loser, argMax(survivor, seq) AS survivor FROM {db}.ide
  */
 const MERGED = `SELECT loser, survivor FROM (${SURVIVORS}) WHERE survivor IN {customers:Array(String)}
 UNION ALL
-SELECT loser, survivor FROM (${SURVIVORS}) WHERE survivor IN (
+SELECT loser, survivor FROM (${SURVIVORS}) WHERE survivor GLOBAL IN (
   SELECT loser FROM (${SURVIVORS}) WHERE survivor IN {customers:Array(String)})`;
 
 /**
@@ -30,7 +36,7 @@ SELECT loser, survivor FROM (${SURVIVORS}) WHERE survivor IN (
 export const HISTORIES_SQL = `SELECT 'merged' AS kind, loser AS whose, survivor AS product_id, 0 AS ms, 0. AS w FROM (${MERGED})
 UNION ALL
 SELECT kind, svc_id AS whose, product_id, toUnixTimestamp64Milli(ts) AS ms, w FROM {db}.rec_interactions
-WHERE svc_id IN (SELECT arrayJoin({customers:Array(String)}) UNION ALL SELECT loser FROM (${MERGED}))
+WHERE svc_id GLOBAL IN (SELECT arrayJoin({customers:Array(String)}) UNION ALL SELECT loser FROM (${MERGED}))
 ${SMALL}`;
 
 /**
@@ -41,9 +47,9 @@ ${SMALL}`;
  * and process (what was stored before it listened to the purchase notices); later purchases are noticed.
  */
 export const FRESH_PURCHASES_SQL = `SELECT DISTINCT svc_id, assumeNotNull(product_id) AS product_id FROM {db}.line_items
-WHERE msg_id IN (
+WHERE msg_id GLOBAL IN (
     SELECT msg_id FROM {db}.ingest_commits WHERE done = 1 AND at >= fromUnixTimestamp64Milli({since:Int64}, 'UTC')
-      AND msg_id NOT IN (SELECT msg_id FROM {db}.rec_messages WHERE gen >= {since:Int64} AND gen <= {gen:UInt64}))
+      AND msg_id GLOBAL NOT IN (SELECT msg_id FROM {db}.rec_messages WHERE gen >= {since:Int64} AND gen <= {gen:UInt64}))
   AND action = 'purchase' AND product_id IS NOT NULL
   AND ts >= now64(3) - INTERVAL ${BOUGHT_WINDOW_DAYS} DAY
 ${SMALL}`;
@@ -60,22 +66,23 @@ export const LATEST_GENERATION_SQL = `SELECT max(gen) AS gen FROM {db}.rec_gener
 export const CHANGES_SQL = `SELECT DISTINCT 'product' AS what, product_id AS id FROM {db}.rec_related
 WHERE gen > {after:UInt64} AND gen <= {upto:UInt64}
 UNION ALL
-SELECT DISTINCT 'product' AS what, product_id AS id FROM {db}.products WHERE msg_id IN (
+SELECT DISTINCT 'product' AS what, product_id AS id FROM {db}.products WHERE msg_id GLOBAL IN (
   SELECT msg_id FROM {db}.rec_messages WHERE gen > {after:UInt64} AND gen <= {upto:UInt64})
 UNION ALL
 SELECT DISTINCT 'customer' AS what, svc_id AS id FROM {db}.rec_interactions
 WHERE gen > {after:UInt64} AND gen <= {upto:UInt64}
 UNION ALL
-SELECT DISTINCT 'merge' AS what, survivor AS id FROM {db}.identity_merges WHERE msg_id IN (
+SELECT DISTINCT 'merge' AS what, survivor AS id FROM {db}.identity_merges WHERE msg_id GLOBAL IN (
   SELECT msg_id FROM {db}.rec_messages WHERE gen > {after:UInt64} AND gen <= {upto:UInt64})`;
 
 /**
  * The account's customers by their latest refreshed interaction, newest first (not those merged into
- * another: nobody asks for them), as many as a process reads ahead.
+ * another: nobody asks for them), as many as a process reads ahead. Interactions and merges are both
+ * sharded by the customer (the merged one): on a cluster each shard checks its own merges.
  */
 export const ACTIVE_CUSTOMERS_SQL = `SELECT svc_id FROM {db}.rec_interactions
-WHERE svc_id NOT IN (SELECT loser FROM {db}.identity_merges)
-GROUP BY svc_id ORDER BY max(ts) DESC LIMIT 100000`;
+WHERE svc_id ${coShardedIn(REC_INTERACTIONS, 'svc_id', IDENTITY_MERGES, 'loser', true)} (SELECT loser FROM {db}.identity_merges)
+GROUP BY svc_id ORDER BY max(ts) DESC LIMIT 100000 SETTINGS ${CO_SHARDED_SETTING}`;
 
 /** The related lists of these products (seeds and the page's products), best first: the newest version. */
 export const RELATED_SQL = `SELECT product_id, argMax(related, gen) AS related, argMax(scores, gen) AS scores

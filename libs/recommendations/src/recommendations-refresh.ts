@@ -104,12 +104,17 @@ export class RecommendationsRefresh {
     }
   }
 
+  /**
+   * A derived insert, deduplicated by its token. On a cluster it is a synchronous Distributed insert
+   * (`insert_distributed_sync`, no effect on one node): when it returns, the rows are in their shards'
+   * replicated tables, which remember the token, as the store's own inserts are.
+   */
   private insert(account: string, sql: string, token: string): Promise<void> {
     return this.store.execute(
       account,
       sql.replace(
         /^INSERT INTO (\S+) \(([^)]*)\)/,
-        `INSERT INTO $1 ($2) SETTINGS insert_deduplication_token = '${token}'`,
+        `INSERT INTO $1 ($2) SETTINGS insert_deduplication_token = '${token}', insert_distributed_sync = 1`,
       ),
     );
   }

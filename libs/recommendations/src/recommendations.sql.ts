@@ -1,4 +1,11 @@
-import { ch, defineTable, tableSql } from '@cdp/store';
+import {
+  CO_SHARDED_SETTING,
+  INGEST_COMMITS,
+  ch,
+  coShardedIn,
+  defineTable,
+  type TableDeclaration,
+} from '@cdp/store';
 
 /**
  * The recommendation tables of an account's database, and the SQL that builds and reads them. Plain
@@ -37,6 +44,7 @@ const DEDUP_WINDOW = 1000;
 export const REC_MESSAGES = defineTable({
   name: 'rec_messages',
   columns: { msg_id: ch.string(), gen: ch.uint64(), commit_at: ch.dateTime() },
+  shardBy: ['msg_id'],
   msgIndex: false,
   engine: 'MergeTree',
   orderBy: ['gen', 'msg_id'],
@@ -47,6 +55,7 @@ export const REC_MESSAGES = defineTable({
 export const REC_GENERATIONS = defineTable({
   name: 'rec_generations',
   columns: { gen: ch.uint64(), done_at: ch.dateTime() },
+  shardBy: ['gen'],
   msgIndex: false,
   engine: 'MergeTree',
   orderBy: ['gen'],
@@ -65,6 +74,7 @@ export const REC_INTERACTIONS = defineTable({
     ikey: ch.uint64(),
     gen: ch.uint64(),
   },
+  shardBy: ['svc_id'],
   msgIndex: false,
   engine: 'MergeTree',
   orderBy: ['svc_id', 'ts'],
@@ -75,6 +85,7 @@ export const REC_INTERACTIONS = defineTable({
 export const REC_AFFINITIES = defineTable({
   name: 'rec_affinities',
   columns: { product_id: ch.string(), related_id: ch.string(), score: ch.float64() },
+  shardBy: ['product_id'],
   msgIndex: false,
   engine: 'SummingMergeTree',
   orderBy: ['product_id', 'related_id'],
@@ -85,6 +96,7 @@ export const REC_AFFINITIES = defineTable({
 export const REC_POPULARITY = defineTable({
   name: 'rec_popularity',
   columns: { product_id: ch.string(), score: ch.float64() },
+  shardBy: ['product_id'],
   msgIndex: false,
   engine: 'SummingMergeTree',
   orderBy: ['product_id'],
@@ -106,6 +118,7 @@ export const REC_RELATED = defineTable({
     related: ch.stringArray(),
     scores: ch.float64Array(),
   },
+  shardBy: ['product_id'],
   msgIndex: false,
   engine: 'ReplacingMergeTree(gen)',
   orderBy: ['product_id'],
@@ -121,14 +134,21 @@ export const REC_SALES = defineTable({
     units: ch.float64(),
     revenue: ch.float64(),
   },
+  shardBy: ['product_id'],
   msgIndex: false,
   engine: 'SummingMergeTree',
   orderBy: ['hour', 'product_id'],
   dedupWindow: DEDUP_WINDOW,
 });
 
-/** The recommendation tables' statements; `{db}` names the account's database. */
-export const RECS_TABLES = [
+/**
+ * The recommendation tables, created by the store like the account's own (AnalyticStore.ensureTables):
+ * on a cluster, Replicated on every node under Distributed tables. Each is sharded by the key its rows
+ * merge by (a product's sums and related lists, a generation's record) or, for interactions, by the
+ * customer, so a customer's interactions are on the shard of their events and profile; the messages
+ * taken in by message, as the commit log they come from.
+ */
+export const REC_TABLES: readonly TableDeclaration[] = [
   REC_MESSAGES,
   REC_GENERATIONS,
   REC_INTERACTIONS,
@@ -136,11 +156,11 @@ export const RECS_TABLES = [
   REC_POPULARITY,
   REC_SALES,
   REC_RELATED,
-].flatMap((table) => tableSql('{db}', table));
+];
 
 /** Generations taken in but not finished (a crash in between): derived again, deduplicated. */
 export const UNFINISHED_GENERATIONS = `SELECT DISTINCT gen FROM {db}.rec_messages
-WHERE gen NOT IN (SELECT gen FROM {db}.rec_generations) ORDER BY gen`;
+WHERE gen GLOBAL NOT IN (SELECT gen FROM {db}.rec_generations) ORDER BY gen`;
 
 /**
  * How many rows the commit log has: it only grows (a message's begin and its commit each add one), so an
@@ -163,19 +183,22 @@ WHERE gen = {gen:UInt64}`;
  * Takes in every committed message not yet taken, as generation {gen}. Commits are found from the
  * newest seen minus a margin, and the ones already taken in that margin are skipped by id (a message
  * committed then was taken by a generation started after it: `gen` is its start, in the same clock).
+ * The commit log and the messages taken are both sharded by message: on a cluster each shard checks
+ * its own (distributed-reads.ts).
  */
 export const TAKE_MESSAGES = `INSERT INTO {db}.rec_messages (msg_id, gen, commit_at)
 SELECT msg_id, {gen:UInt64}, max(at) FROM {db}.ingest_commits
 WHERE done = 1 AND at >= fromUnixTimestamp64Milli({since:Int64}, 'UTC')
-  AND msg_id NOT IN (
+  AND msg_id ${coShardedIn(INGEST_COMMITS, 'msg_id', REC_MESSAGES, 'msg_id', true)} (
     SELECT msg_id FROM {db}.rec_messages WHERE gen >= {since:Int64} - ${LATE_COMMITS_MS})
-GROUP BY msg_id`;
+GROUP BY msg_id SETTINGS ${CO_SHARDED_SETTING}`;
 
 export { LATE_COMMITS_MS };
 
 export const GENERATION_SIZE = `SELECT count() AS n FROM {db}.rec_messages WHERE gen = {gen:UInt64}`;
 
-const OF_GEN = `msg_id IN (SELECT msg_id FROM {db}.rec_messages WHERE gen = {gen:UInt64})`;
+/** Rows of the generation's messages; a table sharded by customer needs the messages sent (GLOBAL). */
+const OF_GEN = `msg_id GLOBAL IN (SELECT msg_id FROM {db}.rec_messages WHERE gen = {gen:UInt64})`;
 
 /** The statements deriving one generation, each deduplicated by its token (a crash re-runs them). */
 export const DERIVE_GENERATION: { name: string; sql: string }[] = [
@@ -193,18 +216,21 @@ WHERE ${OF_GEN} AND action = 'purchase' AND ifNull(product_id, '') != ''`,
   },
   {
     // Each pair once: a new interaction with every older one of its customer, and with the new ones
-    // before it; both directions are written.
+    // before it; both directions are written. The node asked joins the two sides; the earlier
+    // interactions of the generation's customers are found on each shard (sharded by customer).
     name: 'affinities',
     sql: `INSERT INTO {db}.rec_affinities (product_id, related_id, score)
 SELECT pair.1, pair.2, a.w * b.w * ${decay('greatest(a.ts, b.ts)')}
 FROM (SELECT svc_id, product_id, ts, w, ikey FROM {db}.rec_interactions WHERE gen = {gen:UInt64}) AS a
-INNER JOIN (
+GLOBAL INNER JOIN (
   SELECT svc_id, product_id, ts, w, ikey, gen FROM {db}.rec_interactions
-  WHERE gen <= {gen:UInt64} AND svc_id IN (SELECT svc_id FROM {db}.rec_interactions WHERE gen = {gen:UInt64})
+  WHERE gen <= {gen:UInt64}
+    AND svc_id ${coShardedIn(REC_INTERACTIONS, 'svc_id', REC_INTERACTIONS, 'svc_id')} (SELECT svc_id FROM {db}.rec_interactions WHERE gen = {gen:UInt64})
 ) AS b ON a.svc_id = b.svc_id
 ARRAY JOIN [(a.product_id, b.product_id), (b.product_id, a.product_id)] AS pair
 WHERE a.product_id != b.product_id AND (b.gen < {gen:UInt64} OR b.ikey < a.ikey)
-  AND abs(toUnixTimestamp64Milli(a.ts) - toUnixTimestamp64Milli(b.ts)) <= ${PAIR_WINDOW_MS}`,
+  AND abs(toUnixTimestamp64Milli(a.ts) - toUnixTimestamp64Milli(b.ts)) <= ${PAIR_WINDOW_MS}
+SETTINGS ${CO_SHARDED_SETTING}`,
   },
   {
     name: 'popularity',
@@ -225,7 +251,7 @@ FROM {db}.line_items WHERE ${OF_GEN} AND action = 'purchase' AND ifNull(product_
     name: 'related',
     sql: relatedListsOf(`SELECT product_id FROM {db}.rec_interactions WHERE gen = {gen:UInt64}
   UNION DISTINCT
-  SELECT related_id FROM {db}.rec_affinities WHERE product_id IN (
+  SELECT related_id FROM {db}.rec_affinities WHERE product_id GLOBAL IN (
     SELECT product_id FROM {db}.rec_interactions WHERE gen = {gen:UInt64})`),
   },
   {
@@ -246,11 +272,11 @@ SELECT source, {gen:UInt64}, arrayMap(x -> x.2, top), arrayMap(x -> -x.1, top) F
     SELECT a.source AS source, a.related AS related, a.score / sqrt(ps.pop * pr.pop) AS sim
     FROM (
       SELECT product_id AS source, related_id AS related, sum(score) AS score FROM {db}.rec_affinities
-      WHERE product_id IN (${sources})
+      WHERE product_id GLOBAL IN (${sources})
       GROUP BY source, related
     ) AS a
-    INNER JOIN ${popularity} AS ps ON ps.product_id = a.source
-    INNER JOIN ${popularity} AS pr ON pr.product_id = a.related
+    GLOBAL INNER JOIN ${popularity} AS ps ON ps.product_id = a.source
+    GLOBAL INNER JOIN ${popularity} AS pr ON pr.product_id = a.related
   )
   GROUP BY source
 )`;

@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChdbTransport } from '@cdp/store/chdb';
-import { RECS_TABLES } from './recommendations.sql.js';
+import { tableSql } from '@cdp/store';
+import { REC_TABLES } from './recommendations.sql.js';
 
 /** The statements the recommendation tables were written as before they were declared, `;;` apart. */
 const BEFORE = readFileSync(
@@ -34,9 +35,11 @@ describe('recommendation table declarations on chDB', () => {
   it('make the same tables the hand-written statements made, and open those', async () => {
     for (const db of ['rec_before', 'rec_after']) await transport.exec(`CREATE DATABASE ${db}`);
     for (const statement of BEFORE) await transport.exec(statement.replaceAll('{db}', 'rec_before'));
-    for (const statement of RECS_TABLES) await transport.exec(statement.replaceAll('{db}', 'rec_after'));
+    for (const statement of REC_TABLES.flatMap((t) => tableSql('rec_after', t)))
+      await transport.exec(statement);
     // Opening a database the old statements made is a no-op.
-    for (const statement of RECS_TABLES) await transport.exec(statement.replaceAll('{db}', 'rec_before'));
+    for (const statement of REC_TABLES.flatMap((t) => tableSql('rec_before', t)))
+      await transport.exec(statement);
     const before = await shape('rec_before');
     expect(before).toContain('rec_sales');
     expect(await shape('rec_after')).toBe(before);

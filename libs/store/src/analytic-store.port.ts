@@ -15,7 +15,7 @@ import type {
   ORDERS,
   PRODUCTS,
 } from './tables/account-tables.js';
-import type { RowOf } from './tables/table.js';
+import type { RowOf, TableDeclaration } from './tables/table.js';
 
 import type { StoreBatch } from './tables/account-tables.js';
 
@@ -106,8 +106,13 @@ export abstract class AnalyticStore {
   abstract identifierUpdates(
     account: string,
   ): AsyncIterable<{ field: string; value: string; version: number; change: string }>;
-  /** Every applied order change, each order's in the order they were applied: what the order state is rebuilt from. */
-  abstract orderChanges(account: string): AsyncIterable<OrderChangeRow>;
+  /**
+   * Every applied order change, each order's in the order they were applied: what the order state is
+   * rebuilt from. With `since` (ms since the epoch), only the changes of orders with a change applied
+   * since then (every change of each): the state forgets an order its retention after its last change,
+   * so older orders would be loaded only to be forgotten.
+   */
+  abstract orderChanges(account: string, since?: number): AsyncIterable<OrderChangeRow>;
   /** The current rows of the products named (for additive updates). */
   abstract products(account: string, productIds: string[]): Promise<ProductRow[]>;
   /**
@@ -118,6 +123,12 @@ export abstract class AnalyticStore {
   abstract redactCustomers(account: string, customerIds: readonly string[]): Promise<void>;
   /** Every identifier of the opt-out pool: what the hot pool is rebuilt from. */
   abstract optOutPool(account: string): AsyncIterable<{ kind: string; value: string }>;
+  /**
+   * Creates tables another library declares in the account's database (the recommendations' derived
+   * tables), or brings them up to date, with the same DDL as the account's own tables: on a cluster
+   * Replicated tables on every node under Distributed ones sharded by each table's `shardBy`.
+   */
+  abstract ensureTables(account: string, tables: readonly TableDeclaration[]): Promise<void>;
   /** Runs a statement that returns nothing (DDL, `INSERT … SELECT`) in the account's database (`{db}`). */
   abstract execute(account: string, sql: string): Promise<void>;
   /** Runs a select in the account's database: `{db}` in the SQL names it. */

@@ -27,7 +27,9 @@ import {
   mutationTarget,
   retentionTtl,
   storeColumns,
+  tableSql,
   type StoreLayout,
+  type TableDeclaration,
 } from './tables/table.js';
 
 /** The tables a batch writes, in write order (ACCOUNT_TABLES), each with its row encoder. */
@@ -329,8 +331,10 @@ export class ClickHouseStore extends AnalyticStore {
     return this.rebuildRead(account, rebuild.identifierUpdates);
   }
 
-  orderChanges(account: string): AsyncIterable<OrderChangeRow> {
-    return this.rebuildRead(account, rebuild.orderChanges);
+  orderChanges(account: string, since?: number): AsyncIterable<OrderChangeRow> {
+    return this.rebuildRead(account, (transport, db, unfinished) =>
+      rebuild.orderChanges(transport, db, unfinished, since),
+    );
   }
 
   optOutPool(account: string): AsyncIterable<{ kind: string; value: string }> {
@@ -369,6 +373,13 @@ export class ClickHouseStore extends AnalyticStore {
         field_at: typeof row.field_at === 'string' ? row.field_at : '',
       };
     });
+  }
+
+  async ensureTables(account: string, tables: readonly TableDeclaration[]): Promise<void> {
+    await this.ensureAccount(account);
+    const db = databaseName(account);
+    for (const table of tables)
+      for (const statement of tableSql(db, table, this.layout)) await this.transport.exec(statement);
   }
 
   async execute(account: string, sql: string): Promise<void> {

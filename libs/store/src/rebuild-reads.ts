@@ -8,7 +8,9 @@ import {
   IDENTITY_MERGES,
   OPTOUT_POOL,
   ORDER_CHANGES,
+  ORDERS,
 } from './tables/account-tables.js';
+import { CO_SHARDED_SETTING, coShardedIn } from './tables/distributed-reads.js';
 import { declaredColumnNames, storeColumns, type RowOf } from './tables/table.js';
 
 /**
@@ -174,17 +176,33 @@ export async function* identifierUpdates(
     yield { field: r.field, value: r.value, version: Number(r.version), change: r.change };
 }
 
+/**
+ * The orders an order-state rebuild needs when its state forgets an order `retention` after its last
+ * change: those with a summary stored since (`orders.updated_at` is when the processor applied the
+ * change). Orders and their changes are both sharded by order: on a cluster each shard reads its own.
+ */
+const ORDERS_CHANGED_SINCE = `order_id ${coShardedIn(ORDER_CHANGES, 'order_id', ORDERS, 'order_id')} (
+         SELECT order_id FROM {db}.${ORDERS.name} WHERE updated_at >= fromUnixTimestamp64Milli({since:Int64}, 'UTC'))`;
+
+/** The order changes' read (parameters `unfinished` and, with `since`, `since`). */
+export function orderChangesSql(db: string, since?: number): string {
+  const recent = since === undefined ? '' : ` AND ${ORDERS_CHANGED_SINCE.replace('{db}', db)}`;
+  // LIMIT 1 BY: a change is in the log once, even if an insert was ever repeated outside the dedup window.
+  return `SELECT ${declaredColumnNames(ORDER_CHANGES).join(', ')}
+       FROM ${db}.${ORDER_CHANGES.name} ${COUNTED}${recent}
+       ORDER BY order_id, seq LIMIT 1 BY order_id, seq ${BOUNDED}, ${CO_SHARDED_SETTING}`;
+}
+
 export function orderChanges(
   transport: ClickHouseTransport,
   db: string,
   unfinished: Unfinished,
+  since?: number,
 ): AsyncIterable<RowOf<typeof ORDER_CHANGES>> {
-  // LIMIT 1 BY: a change is in the log once, even if an insert was ever repeated outside the dedup window.
-  return transport.stream<RowOf<typeof ORDER_CHANGES>>(
-    `SELECT ${declaredColumnNames(ORDER_CHANGES).join(', ')}
-       FROM ${db}.${ORDER_CHANGES.name} ${COUNTED} ORDER BY order_id, seq LIMIT 1 BY order_id, seq ${BOUNDED}`,
-    { unfinished },
-  );
+  return transport.stream<RowOf<typeof ORDER_CHANGES>>(orderChangesSql(db, since), {
+    unfinished,
+    ...(since === undefined ? {} : { since: Math.floor(since) }),
+  });
 }
 
 export function optOutPool(

@@ -255,7 +255,10 @@ GROUP BY minute, type ORDER BY minute, type`,
     return rows.map((r) => ({ minute: String(r.minute), type: String(r.type), count: Number(r.n) }));
   }
 
-  /** 202 → committed to the store, per minute of acceptance: each message's, from its events. */
+  /**
+   * 202 → committed to the store, per minute of acceptance: each message's, from its events. Events are
+   * sharded by customer and the commit log by message: on a cluster the join is GLOBAL.
+   */
   async ingestLag(account: string, sinceMinutes: number): Promise<LagMinute[]> {
     if (!this.store && this.remote) return this.remote.ask('ingestLag', [account, sinceMinutes]);
     const rows = await this.query<Row>(
@@ -266,7 +269,7 @@ FROM (
   SELECT e.msg_id, e.accepted, toUnixTimestamp64Milli(c.committed) - toUnixTimestamp64Milli(e.accepted) AS lag
   FROM (SELECT msg_id, min(received_at) AS accepted FROM {db}.events
         WHERE received_at >= now64(3) - toIntervalMinute({since:UInt32}) GROUP BY msg_id) AS e
-  INNER JOIN (SELECT msg_id, max(at) AS committed FROM {db}.${COMMITS_TABLE}
+  GLOBAL INNER JOIN (SELECT msg_id, max(at) AS committed FROM {db}.${COMMITS_TABLE}
         WHERE done = 1 AND at >= now64(3) - toIntervalMinute({since:UInt32} + 60) GROUP BY msg_id) AS c
   ON e.msg_id = c.msg_id
 )

@@ -20,7 +20,7 @@ export class MemoryOrderState extends OrderState {
   private readonly accounts = new Map<string, Map<string, Entry>>();
 
   constructor(
-    private readonly retentionMs = Number.POSITIVE_INFINITY,
+    readonly retentionMs = Number.POSITIVE_INFINITY,
     private readonly clock: () => number = Date.now,
   ) {
     super();

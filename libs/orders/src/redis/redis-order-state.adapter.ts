@@ -26,7 +26,7 @@ export class RedisOrderState extends OrderState {
   /** `retentionMs`: an order's keys expire this long after its last applied change. */
   constructor(
     private readonly connection: RedisConnection,
-    private readonly retentionMs: number,
+    readonly retentionMs: number,
     options: { rebuildLockMs?: number } = {},
   ) {
     super();

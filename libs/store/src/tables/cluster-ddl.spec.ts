@@ -2,10 +2,13 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChdbTransport } from '../chdb/chdb.transport.js';
+import { ClickHouseStore } from '../clickhouse.store.js';
+import { ClusterRehearsal } from '../testing/index.js';
 import { addColumnSql, objectTableSql } from '../custom-columns.sql.js';
 import { redactCustomers } from '../redaction.js';
 import type { ClickHouseTransport } from '../clickhouse-transport.js';
 import { ACCOUNT_TABLES, RETAINED_TABLES, accountTables } from './account-tables.js';
+import { shardLocalJoins } from './distributed-reads.js';
 import { mutationTarget, retentionTtl, SINGLE_NODE, type StoreLayout } from './table.js';
 
 const CLUSTER: StoreLayout = { cluster: 'cdp' };
@@ -112,5 +115,45 @@ describe('cluster DDL, checked by the engine parser', () => {
       // A Replicated table refuses a mutation with a subquery (order_changes' via orders) unless allowed.
       expect(sql).toContain('allow_nondeterministic_mutations = 1');
     }
+  });
+
+  it("runs the rebuilds' reads with every IN and JOIN GLOBAL or co-sharded", async () => {
+    await new ClickHouseStore(transport).ensureAccount('a2');
+    const rehearsal = new ClusterRehearsal(transport);
+    const store = new ClickHouseStore(rehearsal.transport, { layout: CLUSTER });
+    // A message begun and not committed: the profile read then has its unfinished branch to take.
+    await store.begin('a2', ['m-unfinished']);
+    const drain = async (rows: AsyncIterable<unknown>) => {
+      for await (const row of rows) void row;
+    };
+    const graph = store.identityGraph('a2');
+    for (const read of [
+      graph.links,
+      graph.merges,
+      store.currentProfiles('a2'),
+      store.consentStates('a2'),
+      store.identifierUpdates('a2'),
+      store.orderChanges('a2'),
+      store.optOutPool('a2'),
+    ])
+      await drain(read);
+    await store.products('a2', ['p1']);
+    expect(rehearsal.statements.some((s) => s.includes('GLOBAL IN'))).toBe(true);
+    expect(rehearsal.misplacedJoins()).toEqual([]);
+    for (const sql of rehearsal.clusterStatements) expect(sql).toContain('ON CLUSTER cdp');
+  });
+
+  it('names a subquery IN or JOIN that is neither GLOBAL nor marked co-sharded', () => {
+    expect(
+      shardLocalJoins('SELECT a FROM t WHERE (a IN (SELECT a FROM u)) AND (b NOT IN (SELECT b FROM v))'),
+    ).toHaveLength(2);
+    expect(
+      shardLocalJoins('SELECT * FROM t AS x LEFT JOIN u AS y ON x.a = y.a ARRAY JOIN y.list AS z'),
+    ).toHaveLength(1);
+    expect(
+      shardLocalJoins(
+        'SELECT * FROM t AS x GLOBAL INNER JOIN u AS y ON x.a = y.a LEFT ARRAY JOIN z WHERE (a GLOBAL NOT IN (SELECT 1)) AND (b IN (1, 2)) AND (c IN {ids:Array(String)})',
+      ),
+    ).toEqual([]);
   });
 });

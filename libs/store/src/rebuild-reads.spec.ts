@@ -1,0 +1,69 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ChdbTransport } from './chdb/chdb.transport.js';
+import { ClickHouseStore } from './clickhouse.store.js';
+import { orderChangesSql } from './rebuild-reads.js';
+import { databaseName } from './tables/account-tables.js';
+
+const DAY_MS = 86_400_000;
+
+/** The order state's rebuild on chDB, bounded by the orders' retention. */
+describe('the order changes a rebuild reads', () => {
+  const account = 'orders';
+  const db = databaseName(account);
+  let transport: ChdbTransport;
+  let store: ClickHouseStore;
+
+  beforeAll(async () => {
+    transport = new ChdbTransport(mkdtempSync(join(tmpdir(), 'cdp-rebuild-reads-')));
+    store = new ClickHouseStore(transport);
+    // 20,000 orders of ten changes each, last changed two years ago; o5 and o15000 changed yesterday.
+    await store.execute(
+      account,
+      `INSERT INTO {db}.order_changes (change_id, msg_id, order_id, seq, kind, action, ts_ms, svc_id, fields)
+       SELECT concat('ch', toString(number)), concat('m', toString(number)), concat('o', toString(intDiv(number, 10))),
+              number % 10, 'event', 'purchase', 0, 'c1', '{}'
+       FROM numbers(200000)`,
+    );
+    await store.execute(
+      account,
+      `INSERT INTO {db}.orders (order_id, version, msg_id, updated_at, svc_id, purchased, subtotal, total, revenue,
+                                counts_for_lifecycle, cancelled, partial, adjustments)
+       SELECT concat('o', toString(number)), 10, 'm', now64(3) - toIntervalDay(if(number IN (5, 15000), 1, 730)),
+              'c1', true, 1, 1, 1, true, false, false, 0
+       FROM numbers(20000)`,
+    );
+  });
+  afterAll(() => transport.close());
+
+  it("reads only the changes of orders changed within the retention (EXPLAIN indexes = 1: the key's granules)", async () => {
+    const since = Date.now() - 30 * DAY_MS;
+    const params = { unfinished: [], since };
+    const plan = (
+      await transport.query<{ explain: string }>(`EXPLAIN indexes = 1 ${orderChangesSql(db, since)}`, params)
+    )
+      .map((r) => r.explain)
+      .join('\n');
+    const key = /PrimaryKey[\s\S]*?Granules: (\d+)\/(\d+)/.exec(plan);
+    expect(key).not.toBeNull();
+    const [read, of] = [Number(key![1]), Number(key![2])];
+    expect(of).toBeGreaterThan(20);
+    expect(read).toBeLessThanOrEqual(2);
+
+    const changes: string[] = [];
+    for await (const c of store.orderChanges(account, since)) changes.push(`${c.order_id}/${c.seq}`);
+    expect(changes).toHaveLength(20);
+    expect(new Set(changes.map((c) => c.split('/')[0]))).toEqual(new Set(['o5', 'o15000']));
+    // Without a retention (orders kept forever) every granule is read.
+    const whole = (
+      await transport.query<{ explain: string }>(`EXPLAIN indexes = 1 ${orderChangesSql(db)}`, {
+        unfinished: [],
+      })
+    )
+      .map((r) => r.explain)
+      .join('\n');
+    const all = /PrimaryKey[\s\S]*?Granules: (\d+)\/(\d+)/.exec(whole);
+    expect(all && Number(all[1])).toBe(of);
+  });
+});
