@@ -130,23 +130,29 @@ export function SegmentsPage() {
                   )}
                 </td>
                 <td>{s.updated_at.slice(0, 16).replace('T', ' ')}</td>
-                <td class="actions">
-                  <button onClick={() => edit(s)} aria-label={`Edit ${s.name}`}>
-                    Edit
-                  </button>
-                  {deleting === s.id ? (
-                    <span class="confirm" role="group" aria-label={`Delete ${s.name}?`}>
-                      Delete?{' '}
-                      <button class="danger" onClick={() => void remove(s.id)}>
-                        Yes, delete
-                      </button>{' '}
-                      <button onClick={() => setDeleting(undefined)}>No</button>
-                    </span>
-                  ) : (
-                    <button class="danger" onClick={() => setDeleting(s.id)} aria-label={`Delete ${s.name}`}>
-                      Delete
+                <td>
+                  <div class="actions">
+                    <button onClick={() => edit(s)} aria-label={`Edit ${s.name}`}>
+                      Edit
                     </button>
-                  )}
+                    {deleting === s.id ? (
+                      <span class="confirm" role="group" aria-label={`Delete ${s.name}?`}>
+                        Delete?{' '}
+                        <button class="danger" onClick={() => void remove(s.id)}>
+                          Yes, delete
+                        </button>{' '}
+                        <button onClick={() => setDeleting(undefined)}>No</button>
+                      </span>
+                    ) : (
+                      <button
+                        class="danger"
+                        onClick={() => setDeleting(s.id)}
+                        aria-label={`Delete ${s.name}`}
+                      >
+                        Delete
+                      </button>
+                    )}
+                  </div>
                 </td>
               </tr>
             ))}
