@@ -280,6 +280,20 @@ describe('console pages: customers, segments, overview, exports (embedded)', () 
       (await fetch(`${base}/v3/segments/to_delete`, { headers: { 'x-api-key': account.privateKey } })).status,
     ).toBe(404);
     expect(await page.getByTestId('segment').count()).toBe(2);
+    // Each segment's size, as GET /v3/segments/{id}/size counts it: Ann alone bought twice; of the
+    // customers with an @pages.io email, all but her bought nothing.
+    const size = async (id: string) =>
+      (
+        (await (
+          await fetch(`${base}/v3/segments/${id}/size`, { headers: { 'x-api-key': account.privateKey } })
+        ).json()) as { customers: number }
+      ).customers;
+    expect(await size('two_orders')).toBe(1);
+    await page.reload();
+    for (const id of ['two_orders', 'never_bought'])
+      expect(
+        Number(await page.locator(`[data-segment=${id}] [data-testid=segment-size]`).textContent()),
+      ).toBe(await size(id));
     await inert();
     await screenshot(page, 'console-segments-1280');
   });

@@ -9,7 +9,7 @@ interface SegmentView {
   created_at: string;
   updated_at: string;
   /** The segment's customers now (GET /v3/segments/{id}/size), or why it could not be counted. */
-  size?: { customers: number; as_of: string } | { unavailable: string };
+  size: { customers: number; as_of: string } | { unavailable: string };
 }
 
 /** What the form edits: a new segment (id editable) or an existing one. */
@@ -119,9 +119,7 @@ export function SegmentsPage() {
                 </td>
                 <td>{s.description}</td>
                 <td class="num" data-testid="segment-size">
-                  {s.size === undefined ? (
-                    <span class="muted">—</span>
-                  ) : 'unavailable' in s.size ? (
+                  {'unavailable' in s.size ? (
                     <span class="error" title={s.size.unavailable}>
                       unavailable
                     </span>
