@@ -27,10 +27,7 @@ export class RejectionTally {
   add(account: string, at: number, refusals: readonly Refusal[]): void {
     if (refusals.length === 0) return;
     const minute = Math.floor(at / 60_000) * 60_000;
-    let minutes = this.counts.get(account);
-    if (!minutes) this.counts.set(account, (minutes = new Map()));
-    let keys = minutes.get(minute);
-    if (!keys) minutes.set(minute, (keys = new Map()));
+    const keys = this.keysOf(account, minute);
     for (const r of refusals) {
       const type = r.type.slice(0, MAX_TYPE_LENGTH);
       let reason = r.reason.slice(0, MAX_REASON_LENGTH);
@@ -64,15 +61,26 @@ export class RejectionTally {
   restore(account: string, counts: readonly RejectionCount[], now: number): void {
     for (const c of counts) {
       if (c.minute < now - 86_400_000) continue;
-      let minutes = this.counts.get(account);
-      if (!minutes) this.counts.set(account, (minutes = new Map()));
-      let keys = minutes.get(c.minute);
-      if (!keys) minutes.set(c.minute, (keys = new Map()));
+      const keys = this.keysOf(account, c.minute);
       const key = `${c.outcome}\u0000${c.type}\u0000${c.reason}`;
       const held = keys.get(key);
       if (held) held.records += c.records;
       else keys.set(key, { ...c });
     }
+  }
+
+  private keysOf(account: string, minute: number): Map<string, RejectionCount> {
+    let minutes = this.counts.get(account);
+    if (!minutes) {
+      minutes = new Map<number, Map<string, RejectionCount>>();
+      this.counts.set(account, minutes);
+    }
+    let keys = minutes.get(minute);
+    if (!keys) {
+      keys = new Map<string, RejectionCount>();
+      minutes.set(minute, keys);
+    }
+    return keys;
   }
 
   get empty(): boolean {

@@ -125,8 +125,9 @@ export function refusalsOf(
   const byRecord = new Map<number, string>();
   for (const i of invalids) {
     const at = typeof i.event === 'number' ? i.event : records.length === 1 ? 0 : undefined;
-    const field = Array.isArray(i.field) ? i.field.join(' or ') : String(i.field ?? '');
-    if (at !== undefined && !byRecord.has(at)) byRecord.set(at, `${field}: ${String(i.reason ?? '')}`);
+    const field = Array.isArray(i.field) ? i.field.join(' or ') : typeof i.field === 'string' ? i.field : '';
+    const reason = typeof i.reason === 'string' ? i.reason : '';
+    if (at !== undefined && !byRecord.has(at)) byRecord.set(at, `${field}: ${reason}`);
   }
   const otherwise = invalids.length
     ? BATCH_REFUSED
