@@ -4,14 +4,14 @@ import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 
 /**
- * The console's customer, overview and exports pages (issue 34) in Debian's Chromium, on the embedded
+ * The console's customer, segments, overview and exports pages (issues 33, 34) in Debian's Chromium, on the embedded
  * wiring: one platform, one browser. Screenshots go to test-results/screenshots/.
  */
 const WAIT = 15_000;
 const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString();
 const HOSTILE = '<img src=x onerror="document.title=\'pwned\'">';
 
-describe('console pages: customers, overview, exports (embedded)', () => {
+describe('console pages: customers, segments, overview, exports (embedded)', () => {
   let p: EmbeddedPlatform;
   let account: TestAccount;
   let base: string;
@@ -223,6 +223,160 @@ describe('console pages: customers, overview, exports (embedded)', () => {
     expect(await page.getByTestId('attributes').textContent()).not.toContain('Cy');
   });
 
+  it('lists, creates, edits and deletes segments, refusing a definition as the API does', async () => {
+    await go('Segments', 'segments');
+    await page.getByText('No segment yet.').waitFor({ timeout: WAIT });
+    const form = page.getByTestId('segment-form');
+    const create = async (id: string, name: string, definition: unknown) => {
+      await page.getByTestId('new-segment').click();
+      await form.getByLabel('Id').fill(id);
+      await form.getByLabel('Name').fill(name);
+      await form.getByLabel(/^Definition/).fill(JSON.stringify(definition));
+      await form.getByRole('button', { name: 'Create segment' }).click();
+    };
+    // A definition naming no customer field: the page shows what POST /v3/segments answers.
+    const bad = { customer: { field: 'no_such_field', operator: '=', value: 'x' } };
+    const api = await call(
+      '/v3/segments',
+      { id: 'bad_one', name: 'Bad', definition: bad },
+      account.privateKey,
+    );
+    expect(api.status).toBeGreaterThanOrEqual(400);
+    await create('bad_one', 'Bad', bad);
+    const detail = api.body.detail as { message?: string; invalids?: { field: unknown; reason: string }[] };
+    const expected =
+      detail.message ?? detail.invalids!.map((i) => `${String(i.field)}: ${i.reason}`).join('; ');
+    expect(await form.getByTestId('segment-answer').textContent()).toContain(expected);
+    await form.getByRole('button', { name: 'Cancel' }).click();
+    // Two purchases in 30 days (Ann's, sent above), a hostile name; and one nobody is in.
+    await create('two_orders', HOSTILE, {
+      events: [{ type: 'order', action: 'purchase', within_days: 30, min_count: 2 }],
+    });
+    await page.locator('[data-segment=two_orders]').waitFor({ timeout: WAIT });
+    await create('never_bought', 'Never bought', {
+      customer: { field: 'email', operator: 'like', value: '%@pages.io' },
+      events: [{ type: 'order', action: 'purchase', within_days: 30, max_count: 0 }],
+    });
+    await page.locator('[data-segment=never_bought]').waitFor({ timeout: WAIT });
+    expect(await page.locator('[data-segment=two_orders] [data-testid=segment-name]').textContent()).toBe(
+      HOSTILE,
+    );
+    // Edited from the keyboard: Tab to its Edit button, change the name, save with Enter.
+    await page.getByRole('button', { name: 'Edit Never bought' }).focus();
+    await page.keyboard.press('Enter');
+    await form.getByLabel('Name').fill('No purchase yet');
+    await form.getByLabel('Name').press('Enter');
+    await page.locator('[data-segment=never_bought]').getByText('No purchase yet').waitFor({ timeout: WAIT });
+    const listed = (await (
+      await fetch(`${base}/v3/segments/never_bought`, { headers: { 'x-api-key': account.privateKey } })
+    ).json()) as { segment: { name: string } };
+    expect(listed.segment.name).toBe('No purchase yet');
+    // Deleted after a confirmation.
+    await create('to_delete', 'To delete', { events: [{ type: 'x', within_days: 1 }] });
+    await page.getByRole('button', { name: 'Delete To delete' }).click();
+    await page.getByRole('button', { name: 'Yes, delete' }).click();
+    await page.locator('[data-segment=to_delete]').waitFor({ state: 'detached', timeout: WAIT });
+    expect(
+      (await fetch(`${base}/v3/segments/to_delete`, { headers: { 'x-api-key': account.privateKey } })).status,
+    ).toBe(404);
+    expect(await page.getByTestId('segment').count()).toBe(2);
+    // Each segment's size, as GET /v3/segments/{id}/size counts it: Ann alone bought twice; of the
+    // customers with an @pages.io email, all but her bought nothing.
+    const size = async (id: string) =>
+      (
+        (await (
+          await fetch(`${base}/v3/segments/${id}/size`, { headers: { 'x-api-key': account.privateKey } })
+        ).json()) as { customers: number }
+      ).customers;
+    expect(await size('two_orders')).toBe(1);
+    await page.reload();
+    for (const id of ['two_orders', 'never_bought'])
+      expect(
+        Number(await page.locator(`[data-segment=${id}] [data-testid=segment-size]`).textContent()),
+      ).toBe(await size(id));
+    await inert();
+    await screenshot(page, 'console-segments-1280');
+  });
+
+  it('shows the segments a customer is in, as GraphQL answers them', async () => {
+    await go('Customers', 'customers');
+    await find('email', 'ann@pages.io');
+    const panel = page.getByTestId('customer-segments');
+    await panel.waitFor({ timeout: WAIT });
+    expect(await panel.locator('li').evaluateAll((li) => li.map((l) => l.dataset.segment))).toEqual([
+      'two_orders',
+    ]);
+    expect(await panel.textContent()).toContain(HOSTILE);
+    // The same answer as POST /v3/graphql's audiences for her.
+    const graphql = await call(
+      '/v3/graphql',
+      {
+        query: 'query { customer(email: "ann@pages.io") { audiences { edges { node { name state } } } } }',
+      },
+      account.privateKey,
+    );
+    const edges = (
+      graphql.body as {
+        data: { customer: { audiences: { edges: { node: { name: string; state: string } }[] } } };
+      }
+    ).data.customer.audiences.edges;
+    expect(edges.filter((e) => e.node.state === 'qualified').map((e) => e.node.name)).toEqual(['two_orders']);
+    // Bo bought nothing: he is in the other one.
+    await find('email', 'bo@pages.io');
+    await page
+      .locator('[data-testid=customer-segments] [data-segment=never_bought]')
+      .waitFor({ timeout: WAIT });
+    await inert();
+  });
+
+  it('charts the records rejected per minute by type, and the top reasons, as the API answered them', async () => {
+    // Five records refused for one reason (no identifier), in one batch; then a batch where one record is
+    // invalid and the other is refused with it.
+    const noIds = (type: string) => ({ type, action: 'try' });
+    const first = await call('/v3/events', [
+      ...Array.from({ length: 5 }, () => noIds('rej_a')),
+      noIds(HOSTILE),
+    ]);
+    expect(first.status).toBe(400);
+    const second = await call('/v3/events', [
+      { type: 'rej_b', action: 'try', identifiers: { email: 'rb@pages.io' }, data: { ts: 'not a time' } },
+      { type: 'rej_b', action: 'try', identifiers: { email: 'rb@pages.io' } },
+    ]);
+    expect(second.status).toBe(400);
+    const reasonOf = (answer: { body: Record<string, unknown> }, index: number) => {
+      const invalid = (
+        answer.body.detail as { invalids: { event?: number; field: unknown; reason: string }[] }
+      ).invalids.find((i) => i.event === index)!;
+      return `${Array.isArray(invalid.field) ? invalid.field.join(' or ') : String(invalid.field)}: ${invalid.reason}`;
+    };
+    await go('Overview', 'overview');
+    const rejected = async () =>
+      inPage<Record<string, number>>(`(() => {
+        const u = document.querySelector('[data-chart=rejected]')?.uplot;
+        if (!u) return {};
+        const out = {};
+        u.series.forEach((s, n) => { if (n > 0) out[s.label] = u.data[n].reduce((a, b) => a + (b ?? 0), 0); });
+        return out;
+      })()`);
+    // Counted by the API, stored every 5 s, read again by the page every 10 s.
+    await eventually(async () => {
+      const drawn = await rejected();
+      return drawn.rej_a === 5 && drawn.rej_b === 2 && drawn[HOSTILE] === 1;
+    }, 40_000);
+    const rows = await page
+      .getByTestId('reason')
+      .evaluateAll((trs) =>
+        trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')),
+      );
+    const row = (type: string, reason: string) =>
+      rows.find((r) => r[2] === type && r[1] === reason && r[3] === 'rejected');
+    expect(row('rej_a', reasonOf(first, 0))?.[0]).toBe('5');
+    expect(row('rej_b', reasonOf(second, 0))?.[0]).toBe('1');
+    expect(row('rej_b', 'refused with its batch: another record was invalid')?.[0]).toBe('1');
+    expect(row(HOSTILE, reasonOf(first, 5))?.[0]).toBe('1');
+    await inert();
+  });
+
   it('draws events per minute by type from the store, the points matching the counts sent', async () => {
     const batch = (type: string, n: number) =>
       Array.from({ length: n }, (_, i) => ({
@@ -328,6 +482,7 @@ describe('console pages: customers, overview, exports (embedded)', () => {
     for (const [title, path] of [
       ['Overview', 'overview'],
       ['Customers', 'customers'],
+      ['Segments', 'segments'],
       ['Exports', 'exports'],
     ] as const) {
       await go(title, path);
@@ -341,6 +496,7 @@ describe('console pages: customers, overview, exports (embedded)', () => {
         await page.getByTestId('event').first().waitFor({ timeout: WAIT });
       }
       if (path === 'overview') await page.locator('[data-chart=events] canvas').waitFor({ timeout: WAIT });
+      if (path === 'segments') await page.getByTestId('segment').first().waitFor({ timeout: WAIT });
       expect(await inPage<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
       await screenshot(page, `console-${path}-phone`);
     }

@@ -746,7 +746,7 @@ describe('event inspector fan-out across processes (scaled out)', () => {
     }
   });
 
-  it('reads a customer’s history and the overview from the store the processor owns (chDB), over NATS', async () => {
+  it('reads a customer’s history, the overview and the rejection counts from the store the processor owns (chDB), over NATS', async () => {
     const signIn = await fetch(p.url('/console/api/session'), {
       method: 'POST',
       headers: { 'x-cdp-console': '1', 'content-type': 'application/json' },
@@ -770,5 +770,16 @@ describe('event inspector fan-out across processes (scaled out)', () => {
     expect(overview.events.filter((e) => e.type === 'scaled').reduce((n, e) => n + e.count, 0)).toBe(
       timeline.events.filter((e) => e.type === 'scaled').length,
     );
+    // The record the API refused above (no type, no identifier kind it knows): counted by the API,
+    // stored by the processor that owns chDB (asked over NATS), read back by the overview.
+    const counted = await eventually(async () => {
+      const view = await read<{
+        rejected: { type: string; count: number }[];
+        reasons: { type: string; reason: string; records: number }[];
+      }>('overview?range=hour');
+      return view.rejected.length ? view : false;
+    }, 30_000);
+    expect(counted.rejected.map((r) => [r.type, r.count])).toEqual([['events', 1]]);
+    expect(counted.reasons).toEqual([expect.objectContaining({ type: 'events', records: 1 })]);
   });
 });

@@ -162,6 +162,29 @@ describe('segments and GraphQL (embedded)', () => {
     );
   });
 
+  it("counts a segment's members in SQL as the per-customer lookups qualify them", async () => {
+    const size = (id: string, key = acc.privateKey) =>
+      p.http().get(`/v3/segments/${id}/size`).set('x-api-key', key);
+    const emails = ['recent', 'old', 'buyer', 'merged'].map((n) => `${n}@example.com`);
+    const qualified = async (segment: string) => {
+      let n = 0;
+      for (const email of emails) if ((await states('email', email))[segment] === 'qualified') n++;
+      return n;
+    };
+    for (const id of ['cart_abandoners', 'vips']) {
+      const res = await size(id);
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ segment_id: id, customers: await qualified(id), as_of: expect.any(String) });
+      expect(Date.parse(res.body.as_of)).toBeLessThanOrEqual(Date.now());
+    }
+    expect((await size('cart_abandoners')).body.customers).toBe(2);
+    expect((await size('vips')).body.customers).toBe(1);
+    const unknown = await size('nope');
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.detail.message).toMatch(/unable to locate segment nope/);
+    expect((await size('vips', acc.publicKey)).status).toBe(403);
+  });
+
   it('answers GraphQL as the SDKs parse it: unknown customers, keys, errors, bounds', async () => {
     const unknown = await graphql(AUDIENCE_QUERY('fs_user_id', 'nobody'));
     expect(unknown.status).toBe(200);
@@ -321,4 +344,26 @@ describe('segments and GraphQL (scaled out)', () => {
     expect((await call('/v3/events', [order], acc.publicKey)).status).toBe(202);
     await eventually(async () => expect(await state('scaled@example.com')).toBe('not_qualified'));
   }, 120_000);
+
+  it("counts members over NATS in the store's owner, as the lookups qualify them", async () => {
+    const size = async () => {
+      const res = await fetch(p.url('/v3/segments/cart_abandoners/size'), {
+        headers: { 'x-api-key': acc.privateKey },
+      });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { customers: number }).customers;
+    };
+    expect(await size()).toBe(0);
+    const cart = (email: string) => ({
+      type: 'product',
+      action: 'add_to_cart',
+      identifiers: { email },
+      data: { product_id: 'p1' },
+    });
+    const emails = ['size1@example.com', 'size2@example.com'];
+    expect((await call('/v3/events', emails.map(cart), acc.publicKey)).status).toBe(202);
+    for (const email of emails) await eventually(async () => expect(await state(email)).toBe('qualified'));
+    expect(await size()).toBe(2);
+    expect(await state('scaled@example.com')).toBe('not_qualified');
+  }, 60_000);
 });

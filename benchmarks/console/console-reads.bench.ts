@@ -10,7 +10,8 @@ import { args, median, printTable, writeResults, type Row } from '../lib/stats.j
  * `npm run bench:console`: what the console's customer and overview pages cost the store, on one chDB
  * account filled by the engine itself (INSERT … SELECT FROM numbers): `events` events over the last day
  * from `customers` customers (100 events a message, each message committed), one order in 20 events'
- * customers, merges and consent changes. Each read runs `runs` times; medians reported.
+ * customers, merges and consent changes; and a day of rejection counts as the API writes them (every
+ * minute, 10 types × 10 reasons). Each read runs `runs` times; medians reported.
  */
 const opt = args({ events: 1_000_000, customers: 100_000, runs: 7 });
 const N = Number(opt.events);
@@ -69,6 +70,14 @@ SELECT concat('o', toString(number * 5 + 3)), 1, 'm0', now64(3), concat('c', toS
   now64(3) - toIntervalMinute(number % 40000), 10, 10, 10, true, false, false, 0
 FROM numbers(${Math.floor(N / 5)})`,
 );
+await store.execute(
+  account,
+  `INSERT INTO {db}.ingest_rejections (minute, outcome, type, reason, records, msg_id)
+SELECT toStartOfMinute(now64(3) - toIntervalMinute(intDiv(number, 100))), 'rejected',
+  concat('type_', toString(number % 10)), concat('field_', toString(intDiv(number, 10) % 10), ': is required'),
+  number % 7 + 1, concat('flush', toString(intDiv(number, 100)))
+FROM numbers(144000)`,
+);
 const filledMs = Date.now() - fill;
 
 const customer = 'c4242';
@@ -86,6 +95,9 @@ const cases: [string, () => Promise<unknown>][] = [
   ['overview: ingest lag, day', () => reads.ingestLag(account, 1440)],
   ['overview: totals', () => reads.totals(account)],
   ['overview: revenue by day', () => reads.revenueByDay(account, 30)],
+  ['overview: rejected/min, hour', () => reads.rejectionsPerMinute(account, 60)],
+  ['overview: rejected/min, day', () => reads.rejectionsPerMinute(account, 1440)],
+  ['overview: top reasons, day', () => reads.topRejectionReasons(account, 1440, 10)],
 ];
 const rows: Row[] = [];
 for (const [name, run] of cases) {

@@ -41,6 +41,7 @@ interface CustomerView {
   opted_in: boolean;
   lists: { list_id: string; name: string; subscribed: boolean }[];
   recommendations: Record<string, unknown>[] | Unavailable;
+  segments: { id: string; name: string; state: 'qualified' | 'not_qualified' }[] | Unavailable;
 }
 interface TimelineEvent {
   event_id: string;
@@ -242,6 +243,26 @@ function Customer({ view }: { view: CustomerView }) {
               </ul>
             </details>
           ) : null}
+        </section>
+        <section aria-label="Segments">
+          <h3>Segments</h3>
+          {isUnavailable(view.segments) ? (
+            <p class="error">{view.segments.unavailable}</p>
+          ) : view.segments.some((s) => s.state === 'qualified') ? (
+            <ul data-testid="customer-segments">
+              {view.segments
+                .filter((s) => s.state === 'qualified')
+                .map((s) => (
+                  <li key={s.id} data-segment={s.id}>
+                    {s.name} <code class="muted">{s.id}</code>
+                  </li>
+                ))}
+            </ul>
+          ) : (
+            <p class="muted" data-testid="no-segments">
+              {view.segments.length ? 'In none of the account’s segments.' : 'The account has no segment.'}
+            </p>
+          )}
         </section>
         <section aria-label="Recommendations">
           <h3>Recommendations</h3>

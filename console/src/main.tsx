@@ -7,11 +7,13 @@ import { ExportsPage } from './exports.js';
 import { OverviewPage } from './overview.js';
 import { ActivityPage, ApisPage, KeysPage, ListsPage, ObjectsPage } from './pages.js';
 import { RecommendationsPage } from './recommendations.js';
+import { SegmentsPage } from './segments.js';
 
 const PAGES = [
   { path: 'inspector', title: 'Event inspector' },
   { path: 'overview', title: 'Overview' },
   { path: 'customers', title: 'Customers' },
+  { path: 'segments', title: 'Segments' },
   { path: 'keys', title: 'Keys' },
   { path: 'apis', title: 'APIs' },
   { path: 'objects', title: 'Objects & fields' },
@@ -139,6 +141,7 @@ function App() {
         </div>
         {page === 'overview' && <OverviewPage />}
         {page === 'customers' && <CustomersPage />}
+        {page === 'segments' && <SegmentsPage />}
         {page === 'keys' && <KeysPage />}
         {page === 'apis' && <ApisPage />}
         {page === 'objects' && <ObjectsPage />}

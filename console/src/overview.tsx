@@ -2,9 +2,17 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { call } from './api.js';
 import { Chart, type Series } from './chart.js';
 
+interface MinuteCount {
+  minute: string;
+  type: string;
+  count: number;
+}
+
 interface OverviewView {
   range: 'hour' | 'day';
-  events: { minute: string; type: string; count: number }[];
+  events: MinuteCount[];
+  rejected: MinuteCount[];
+  reasons: { outcome: 'rejected' | 'dropped'; type: string; reason: string; records: number }[];
   lag: { minute: string; messages: number; p50_ms: number; max_ms: number }[];
   totals: { customers: number; events: number; orders: number; revenue: number };
   revenue_by_day: { day: string; orders: number; revenue: number }[];
@@ -22,19 +30,23 @@ function seconds(storeTime: string): number {
   return Math.floor(Date.parse(`${storeTime.replace(' ', 'T')}${storeTime.includes('Z') ? '' : 'Z'}`) / 1000);
 }
 
-/** Every minute of the range (those without events drawn as 0), one series per type. */
-function perMinute(view: OverviewView, now: number): { x: number[]; series: Series[] } {
-  const minutes = RANGE_MINUTES[view.range];
+/** Every minute of the range (those without a count drawn as 0), one series per type. */
+function perMinute(
+  range: OverviewView['range'],
+  counts: MinuteCount[],
+  now: number,
+): { x: number[]; series: Series[] } {
+  const minutes = RANGE_MINUTES[range];
   const last = Math.floor(now / 60_000) * 60;
   const x = Array.from({ length: minutes }, (_, n) => last - (minutes - 1 - n) * 60);
   const index = new Map(x.map((t, n) => [t, n]));
   const byType = new Map<string, number>();
-  for (const e of view.events) byType.set(e.type, (byType.get(e.type) ?? 0) + e.count);
+  for (const e of counts) byType.set(e.type, (byType.get(e.type) ?? 0) + e.count);
   const ranked = [...byType.entries()].sort((a, b) => b[1] - a[1]).map(([t]) => t);
   const shown = ranked.slice(0, MAX_TYPES);
   const names = ranked.length > MAX_TYPES ? [...shown, 'other'] : shown;
   const values = names.map(() => new Array<number>(minutes).fill(0));
-  for (const e of view.events) {
+  for (const e of counts) {
     const at = index.get(seconds(e.minute));
     if (at === undefined) continue;
     const s = shown.indexOf(e.type);
@@ -74,7 +86,8 @@ export function OverviewPage() {
       clearTimeout(timer);
     };
   }, [range]);
-  const events = useMemo(() => (view ? perMinute(view, at) : undefined), [view]);
+  const events = useMemo(() => (view ? perMinute(view.range, view.events, at) : undefined), [view]);
+  const rejected = useMemo(() => (view ? perMinute(view.range, view.rejected, at) : undefined), [view]);
   const lag = useMemo(() => {
     if (!view) return undefined;
     return {
@@ -137,6 +150,43 @@ export function OverviewPage() {
           <h2>Events accepted per minute, by type</h2>
           {events && (
             <Chart name="events" label="Events accepted per minute by type" unit="events" {...events} />
+          )}
+          <h2>Records rejected per minute, by type</h2>
+          {rejected && rejected.series.length ? (
+            <Chart name="rejected" label="Records rejected per minute by type" unit="records" {...rejected} />
+          ) : (
+            <p class="empty" data-testid="no-rejections">
+              No record rejected in this range.
+            </p>
+          )}
+          <h2>Top rejection reasons</h2>
+          {view.reasons.length ? (
+            <table class="table reasons" data-testid="reasons">
+              <thead>
+                <tr>
+                  <th class="num">Records</th>
+                  <th>Reason</th>
+                  <th>Type</th>
+                  <th>Outcome</th>
+                </tr>
+              </thead>
+              <tbody>
+                {view.reasons.map((r) => (
+                  <tr key={`${r.outcome} ${r.type} ${r.reason}`} data-testid="reason">
+                    <td class="num" data-records>
+                      {r.records}
+                    </td>
+                    <td data-reason>{r.reason}</td>
+                    <td>
+                      <code>{r.type}</code>
+                    </td>
+                    <td>{r.outcome}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          ) : (
+            <p class="empty">Nothing rejected or dropped in this range.</p>
           )}
           <h2>Ingest lag (202 → stored)</h2>
           <p class="muted" data-testid="backlog">

@@ -5,6 +5,7 @@ import { ListsModule } from '@cdp/lists';
 import { ActivityModule } from '@cdp/loader';
 import { RateLimitsModule } from '@cdp/rate-limits';
 import { SchemaModule } from '@cdp/schema';
+import { SegmentsModule } from '@cdp/segments';
 import { RecommendationRulesPipe } from '@cdp/http-api/admin';
 import { RecommendationRulesModule } from '@cdp/recommendations';
 import { ProfileLookup } from '@cdp/http-api/profiles';
@@ -12,6 +13,7 @@ import { ConsoleAccountController } from './console-account.controller.js';
 import { ConsoleCustomersController } from './console-customers.controller.js';
 import { ConsoleExportFileController, ConsoleExportsController } from './console-exports.controller.js';
 import { ConsoleOverviewController } from './console-overview.controller.js';
+import { ConsoleSegmentsController } from './console-segments.controller.js';
 import { ConsoleStoreReads } from './reads/console-store-reads.js';
 import { ConsoleRecommendationRulesController } from './console-recommendation-rules.controller.js';
 import { ConsoleInspectorController } from './console-inspector.controller.js';
@@ -21,6 +23,7 @@ import { ConsolePageGuard, ConsoleSessionGuard } from './console-session.guard.j
 import { ConsoleSessions } from './console-sessions.service.js';
 import { ConsoleStreams } from './console-streams.js';
 import { SubscriberCounts } from './subscriber-counts.js';
+import { RejectionTap } from './rejection-tap.js';
 
 /** The account console and the event inspector under /console; the apps that serve the API mount it beside HttpApiModule. */
 @Module({
@@ -32,6 +35,7 @@ import { SubscriberCounts } from './subscriber-counts.js';
     ListsModule,
     RateLimitsModule,
     RecommendationRulesModule,
+    SegmentsModule,
   ],
   controllers: [
     ConsoleSessionController,
@@ -40,6 +44,7 @@ import { SubscriberCounts } from './subscriber-counts.js';
     ConsoleRecommendationRulesController,
     ConsoleCustomersController,
     ConsoleOverviewController,
+    ConsoleSegmentsController,
     ConsoleExportsController,
     ConsoleExportFileController,
   ],
@@ -53,6 +58,7 @@ import { SubscriberCounts } from './subscriber-counts.js';
     RecommendationRulesPipe,
     ProfileLookup,
     ConsoleStoreReads,
+    RejectionTap,
   ],
 })
 export class ConsoleApiModule {}

@@ -8,6 +8,7 @@ import { IdentityIndex } from '@cdp/identity';
 import { ListsService, listMemberships } from '@cdp/lists';
 import { RecommendationRulesService, Recommender, type RecommendedProduct } from '@cdp/recommendations';
 import { SchemaRegistry } from '@cdp/schema';
+import { evaluateAudiences, SegmentEventCounts, SegmentsService } from '@cdp/segments';
 import { ConsoleSessionGuard, type ConsoleRequest } from './console-session.guard.js';
 import {
   ConsoleStoreReads,
@@ -43,6 +44,14 @@ export interface CustomerPageView {
   opted_in: boolean;
   lists: { list_id: string; name: string; subscribed: boolean }[];
   recommendations: RecommendedProduct[] | Unavailable;
+  /** Every segment of the account and whether the customer qualifies now, as GraphQL's `audiences` answers. */
+  segments: SegmentStateView[] | Unavailable;
+}
+
+export interface SegmentStateView {
+  id: string;
+  name: string;
+  state: 'qualified' | 'not_qualified';
 }
 
 const reason = (err: unknown): Unavailable => ({
@@ -69,6 +78,8 @@ export class ConsoleCustomersController {
     private readonly rules: RecommendationRulesService,
     private readonly recommender: Recommender,
     private readonly reads: ConsoleStoreReads,
+    private readonly segments: SegmentsService,
+    private readonly counts: SegmentEventCounts,
   ) {}
 
   /** What the search form offers: the identifier kinds of the account (built-in, alias, custom). */
@@ -90,7 +101,7 @@ export class ConsoleCustomersController {
     const found = await this.lookup.customer(account.id, query);
     const { customerId, absorbed, profile } = found;
     const everyone = [customerId, ...absorbed];
-    const [identifiers, memberships, lists, schema, history, recommendations] = await Promise.all([
+    const [identifiers, memberships, lists, schema, history, recommendations, segments] = await Promise.all([
       this.identity.identifiersOf(account.id, customerId),
       listMemberships(this.consent, account.id, customerId, absorbed),
       this.lists.all(account.id, account.createdAt),
@@ -101,6 +112,7 @@ export class ConsoleCustomersController {
         this.reads.consentHistory(account.id, everyone),
       ]).then(([links, merges, consent]) => ({ links, merges, consent }), reason),
       this.recommendations(account.id, customerId).catch(reason),
+      this.segmentStates(account.id, [customerId, ...absorbed], profile.attributes).catch(reason),
     ]);
     const optedIn = profile.attributes.opted_in === true;
     return {
@@ -119,6 +131,7 @@ export class ConsoleCustomersController {
         subscribed: l.list_id === SVC_ALL ? optedIn : memberships[l.list_id] === true,
       })),
       recommendations,
+      segments,
     };
   }
 
@@ -135,6 +148,28 @@ export class ConsoleCustomersController {
     const account = request.consoleSession!.account.id;
     const absorbed = await this.identity.absorbedBy(account, customer);
     return this.reads.timeline(account, [customer, ...absorbed], TIMELINE_PAGE, before);
+  }
+
+  /**
+   * The segments the customer is in, evaluated as `POST /v3/graphql`'s `audiences` evaluates them: the
+   * same SegmentsService definitions, the customer filter on the hot profile, the event counts asked of
+   * the store (or its owner) through SegmentEventCounts.
+   */
+  private async segmentStates(
+    account: string,
+    ids: string[],
+    attributes: Readonly<Record<string, unknown>>,
+  ): Promise<SegmentStateView[]> {
+    const all = await this.segments.cached(account);
+    if (all.length === 0) return [];
+    const states = await evaluateAudiences(
+      { account, ids, attributes },
+      all,
+      await this.segments.customerTypes(account),
+      this.counts,
+      Date.now(),
+    );
+    return all.map((s) => ({ id: s.id, name: s.name, state: states.get(s.id)! }));
   }
 
   private async recommendations(account: string, customer: string): Promise<RecommendedProduct[]> {

@@ -8,12 +8,15 @@ import {
   ConsoleStoreReads,
   type LagMinute,
   type MinuteCount,
+  type ReasonCount,
   type RevenueDay,
   type Totals,
 } from './reads/console-store-reads.js';
 
 /** The overview's time ranges, in minutes. */
 const RANGES = { hour: 60, day: 24 * 60 } as const;
+/** The top rejection reasons listed. */
+const TOP_REASONS = 10;
 /** Revenue is drawn for this many days. */
 const REVENUE_DAYS = 30;
 
@@ -21,6 +24,10 @@ export interface OverviewView {
   range: keyof typeof RANGES;
   /** Events per minute and type, by the minute the API accepted them (202). */
   events: MinuteCount[];
+  /** Records refused before the 202, per minute and type (RejectionTap's counts, summed by the store). */
+  rejected: MinuteCount[];
+  /** The most frequent reasons records were refused (or fields dropped) in the range. */
+  reasons: ReasonCount[];
   /** 202 → committed to the store, per minute of acceptance. */
   lag: LagMinute[];
   totals: Totals;
@@ -50,13 +57,15 @@ export class ConsoleOverviewController {
     }
     const account = request.consoleSession!.account.id;
     const minutes = RANGES[range];
-    const [events, lag, totals, revenue, backlog] = await Promise.all([
+    const [events, rejected, reasons, lag, totals, revenue, backlog] = await Promise.all([
       this.reads.eventsPerMinute(account, minutes),
+      this.reads.rejectionsPerMinute(account, minutes),
+      this.reads.topRejectionReasons(account, minutes, TOP_REASONS),
       this.reads.ingestLag(account, minutes),
       this.reads.totals(account),
       this.reads.revenueByDay(account, REVENUE_DAYS),
       this.bus.health(),
     ]);
-    return { range, events, lag, totals, revenue_by_day: revenue, backlog };
+    return { range, events, rejected, reasons, lag, totals, revenue_by_day: revenue, backlog };
   }
 }

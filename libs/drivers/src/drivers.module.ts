@@ -18,7 +18,9 @@ import { Metrics } from '@cdp/metrics';
 import { AnalyticStore, ClickHouseStore, MeteredTransport } from '@cdp/store';
 import { PurchaseNotices, Recommender, StoreRecommender } from '@cdp/recommendations';
 import { RemoteConsoleReads } from '@cdp/console-api/reads';
-import { SegmentEventCounts, StoreSegmentEventCounts } from '@cdp/segments';
+import { SchemaExportCatalogs } from '@cdp/exports';
+import { SchemaRegistry } from '@cdp/schema';
+import { SegmentEventCounts, SegmentSizes, StoreSegmentEventCounts, StoreSegmentSizes } from '@cdp/segments';
 import { DriversLifecycle, NATS_CONNECTION, REDIS_CLIENT } from './drivers.lifecycle.js';
 import { watchNatsConnection } from './nats-connection-state.js';
 
@@ -31,6 +33,8 @@ export const CONSOLE_READS_RESPONDER = Symbol('CONSOLE_READS_RESPONDER');
 export const RECOMMENDATIONS_RESPONDER = Symbol('RECOMMENDATIONS_RESPONDER');
 /** The NATS subscription answering the API's segment event counts (the chDB owner only). */
 export const SEGMENT_COUNTS_RESPONDER = Symbol('SEGMENT_COUNTS_RESPONDER');
+/** The NATS subscription answering the API's segment sizes (the chDB owner only). */
+export const SEGMENT_SIZES_RESPONDER = Symbol('SEGMENT_SIZES_RESPONDER');
 /** Replicas of this deployment's JetStream streams and KV buckets, settled at boot. */
 const NATS_REPLICAS = Symbol('NATS_REPLICAS');
 
@@ -335,6 +339,32 @@ export class DriversModule {
           ),
       });
     }
+    // Segment sizes likewise; the store's side compiles the definition against the account's schema.
+    providers.push({
+      provide: SegmentSizes,
+      inject: [NATS_CONNECTION, MetadataStore, { token: AnalyticStore, optional: true }],
+      useFactory: async (
+        nc: NatsConnection | undefined,
+        metadata: MetadataStore,
+        store?: AnalyticStore,
+      ): Promise<SegmentSizes> =>
+        store
+          ? new StoreSegmentSizes(store, new SchemaExportCatalogs(new SchemaRegistry(metadata)))
+          : new (await import('@cdp/segments/nats')).NatsSegmentSizes(nc!, config.natsPrefix),
+    });
+    if (options.openStore && config.store === 'chdb' && config.bus === 'nats') {
+      providers.push({
+        provide: SEGMENT_SIZES_RESPONDER,
+        inject: [NATS_CONNECTION, SegmentSizes],
+        useFactory: async (nc: NatsConnection, sizes: SegmentSizes) =>
+          new (await import('@cdp/segments/nats')).SegmentSizesResponder(
+            nc,
+            config.natsPrefix,
+            sizes,
+            (err) => logger.warn({ err }, 'a segment size request failed'),
+          ),
+      });
+    }
     const exports = [
       APP_CONFIG,
       LOGGER,
@@ -354,6 +384,7 @@ export class DriversModule {
       PurchaseNotices,
       ...(!options.openStore && config.bus === 'nats' ? [RemoteConsoleReads] : []),
       SegmentEventCounts,
+      SegmentSizes,
     ];
     return {
       module: DriversModule,

@@ -141,7 +141,7 @@ export function compileSelect(select: ExportSelect, catalog: ExportCatalog): Com
     params.push(value);
     return `$${params.length}`;
   };
-  const where = select.filter ? compileFilter(select.filter, resolve, bind) : undefined;
+  const where = select.filter ? compileFilter(select.filter, resolve, duckDialect(bind)) : undefined;
   const orderBy = select.sorts?.length
     ? select.sorts.map((s) => `${resolve(s.field).sql} ${s.order === 'desc' ? 'DESC' : 'ASC'}`).join(', ')
     : undefined;
@@ -161,13 +161,89 @@ export function compileSelect(select: ExportSelect, catalog: ExportCatalog): Com
 type Resolve = (path: string) => { sql: string; type: ColumnType };
 type Bind = (value: string | number | boolean) => string;
 
-function compileFilter(filter: Filter, resolve: Resolve, bind: Bind): string {
-  if ('and' in filter) return `(${filter.and.map((f) => compileFilter(f, resolve, bind)).join(' AND ')})`;
-  if ('or' in filter) return `(${filter.or.map((f) => compileFilter(f, resolve, bind)).join(' OR ')})`;
-  return compileComparison(filter, resolve, bind);
+/** A filter value as the comparison needs it, before an engine spells it. */
+type TypedValue =
+  | { kind: 'text'; value: string }
+  | { kind: 'double'; value: string }
+  | { kind: 'decimal'; value: string }
+  | { kind: 'boolean'; value: boolean }
+  | { kind: 'timestamp'; value: string };
+
+/**
+ * How one engine spells what a filter compiles to. The grammar, the checks of values against their
+ * field's type and the NULL semantics are the compiler's alone; DuckDB (over an export's staged pages)
+ * and the store's ClickHouse (a segment's members) differ only in parameters, casts and LIKE's escape.
+ */
+export interface FilterDialect {
+  /** A parameter of the value's kind, cast to the type the comparison is made in. */
+  value(v: TypedValue): string;
+  /** A non-text column as text, for `like`. */
+  text(sql: string): string;
+  /** `sql LIKE pattern` (the operator as given: LIKE, NOT LIKE, ILIKE, NOT ILIKE); `\` escapes `_`, `%`, `\`. */
+  like(sql: string, operator: string, pattern: string): string;
 }
 
-function compileComparison(c: Comparison, resolve: Resolve, bind: Bind): string {
+/** DuckDB, `$n` parameters in `params`' order. */
+export function duckDialect(bind: Bind): FilterDialect {
+  return {
+    value: (v) => {
+      switch (v.kind) {
+        case 'text':
+          return `CAST(${bind(v.value)} AS VARCHAR)`;
+        case 'double':
+          // As text: DuckDB binds a whole JS number as BIGINT, which 1e20 overflows.
+          return `CAST(${bind(v.value)} AS DOUBLE)`;
+        case 'decimal':
+          return `CAST(${bind(v.value)} AS ${DECIMAL_FILTER_TYPE})`;
+        case 'boolean':
+          return `CAST(${bind(v.value)} AS BOOLEAN)`;
+        case 'timestamp':
+          return `CAST(${bind(v.value)} AS TIMESTAMPTZ)`;
+      }
+    },
+    text: (sql) => `CAST(${sql} AS VARCHAR)`,
+    like: (sql, op, pattern) => `(${sql} ${op} ${bind(pattern)} ESCAPE '\\')`,
+  };
+}
+
+/**
+ * The store's ClickHouse: named `{name:Type}` parameters in `params` (each name starts with `prefix`,
+ * so the statement can carry other parameters too). ClickHouse's LIKE escapes with `\\` already.
+ */
+export function storeDialect(params: Record<string, unknown>, prefix: string): FilterDialect {
+  const bind = (value: string | boolean, type: 'String' | 'Bool'): string => {
+    const name = `${prefix}${Object.keys(params).length}`;
+    params[name] = value;
+    return `{${name}:${type}}`;
+  };
+  return {
+    value: (v) => {
+      switch (v.kind) {
+        case 'text':
+          return bind(v.value, 'String');
+        case 'double':
+          return `toFloat64(${bind(v.value, 'String')})`;
+        case 'decimal':
+          return `toDecimal128(${bind(v.value, 'String')}, 10)`;
+        case 'boolean':
+          return bind(v.value, 'Bool');
+        case 'timestamp':
+          return `parseDateTime64BestEffort(${bind(v.value, 'String')}, 3, 'UTC')`;
+      }
+    },
+    text: (sql) => `toString(${sql})`,
+    like: (sql, op, pattern) => `(${sql} ${op} ${bind(pattern, 'String')})`,
+  };
+}
+
+/** A filter as a boolean SQL expression; `resolve` names each field's column. */
+export function compileFilter(filter: Filter, resolve: Resolve, dialect: FilterDialect): string {
+  if ('and' in filter) return `(${filter.and.map((f) => compileFilter(f, resolve, dialect)).join(' AND ')})`;
+  if ('or' in filter) return `(${filter.or.map((f) => compileFilter(f, resolve, dialect)).join(' OR ')})`;
+  return compileComparison(filter, resolve, dialect);
+}
+
+function compileComparison(c: Comparison, resolve: Resolve, dialect: FilterDialect): string {
   const { sql, type } = resolve(c.field);
   switch (c.operator) {
     case 'is':
@@ -178,21 +254,19 @@ function compileComparison(c: Comparison, resolve: Resolve, bind: Bind): string 
     case 'not like':
     case 'ilike':
     case 'not ilike': {
-      const op = c.operator.toUpperCase();
       // Only `%` is a wildcard (spec): `_` and `\` in the pattern match themselves.
       const pattern = String(c.value).replace(/[\\_]/g, (ch) => `\\${ch}`);
-      const text = type === 'string' ? sql : `CAST(${sql} AS VARCHAR)`;
-      return `(${text} ${op} ${bind(pattern)} ESCAPE '\\')`;
+      return dialect.like(type === 'string' ? sql : dialect.text(sql), c.operator.toUpperCase(), pattern);
     }
     default: {
       const op = c.operator === '!=' ? '<>' : c.operator;
-      return `(${sql} ${op} ${typedValue(c, type, bind)})`;
+      return `(${sql} ${op} ${dialect.value(typedValue(c, type))})`;
     }
   }
 }
 
-/** A comparison value as a parameter of the field's type; a value that cannot be one is a 400. */
-function typedValue(c: Comparison, type: ColumnType, bind: Bind): string {
+/** A comparison value of the field's type; a value that cannot be one is a 400. */
+function typedValue(c: Comparison, type: ColumnType): TypedValue {
   const value = c.value as Exclude<FilterValue, null>;
   const wrong = (what: string) =>
     ApiError.invalid([
@@ -201,7 +275,7 @@ function typedValue(c: Comparison, type: ColumnType, bind: Bind): string {
   switch (type) {
     case 'string':
       if (typeof value === 'boolean') throw wrong('text');
-      return `CAST(${bind(String(value))} AS VARCHAR)`;
+      return { kind: 'text', value: String(value) };
     case 'integer':
     case 'number':
     case 'decimal': {
@@ -209,18 +283,16 @@ function typedValue(c: Comparison, type: ColumnType, bind: Bind): string {
       if (typeof n !== 'number' || !Number.isFinite(n)) throw wrong('a number');
       // Exact against an exact decimal: numeric text keeps every digit it was sent with.
       const text = typeof value === 'string' ? value.trim() : String(n);
-      if (type === 'decimal' && DECIMAL_FILTER_TEXT.test(text))
-        return `CAST(${bind(text)} AS ${DECIMAL_FILTER_TYPE})`;
-      // As text: DuckDB binds a whole JS number as BIGINT, which 1e20 overflows.
-      return `CAST(${bind(String(n))} AS DOUBLE)`;
+      if (type === 'decimal' && DECIMAL_FILTER_TEXT.test(text)) return { kind: 'decimal', value: text };
+      return { kind: 'double', value: String(n) };
     }
     case 'boolean':
       if (typeof value !== 'boolean') throw wrong('a boolean');
-      return `CAST(${bind(value)} AS BOOLEAN)`;
+      return { kind: 'boolean', value };
     case 'timestamp': {
       const ms = timestampMs(value);
       if (ms === undefined) throw wrong('a timestamp (ISO 8601 or unix seconds)');
-      return `CAST(${bind(new Date(ms).toISOString())} AS TIMESTAMPTZ)`;
+      return { kind: 'timestamp', value: new Date(ms).toISOString() };
     }
   }
 }

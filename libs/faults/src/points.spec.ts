@@ -49,7 +49,9 @@ describe('the catalogue of fault points', () => {
     const schema = readFileSync(join('libs', 'store', 'src', 'tables', 'account-tables.ts'), 'utf8');
     const tables = [...schema.matchAll(/defineTable\(\{\s+name: '(\w+)'/g)].map((m) => m[1]!);
     expect(tables.length).toBeGreaterThan(10);
-    for (const t of tables) expect(STORE_TABLES).toContain(t);
+    // The API's rejection counts are no part of the processor's write path (AnalyticStore.addRejections).
+    const outsideWritePath = new Set(['ingest_rejections']);
+    for (const t of tables) if (!outsideWritePath.has(t)) expect(STORE_TABLES).toContain(t);
     expect(store).toContain('faultPoint(storeInsertPoint(');
     expect(storeInsertPoint('customers')).toBe('store.insert.customers');
   });

@@ -3,5 +3,12 @@ export * from './event-counts.port.js';
 export * from './audiences.js';
 export { matchesFilter } from './customer-filter.js';
 export { StoreSegmentEventCounts } from './store-event-counts.js';
-export { SegmentsService, SEGMENTS_CACHE_MS, type SegmentInput } from './segments.service.js';
+export * from './segment-sizes.port.js';
+export { StoreSegmentSizes } from './store-segment-sizes.js';
+export {
+  SegmentsService,
+  SEGMENTS_CACHE_MS,
+  type SegmentInput,
+  type SegmentSize,
+} from './segments.service.js';
 export { SegmentsModule } from './segments.module.js';

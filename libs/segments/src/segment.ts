@@ -1,4 +1,4 @@
-import type { Filter } from '@cdp/exports';
+import { countBounds, type EventCondition, type MemberDefinition } from '@cdp/exports';
 
 /** A segment's id: what the GraphQL `subset` and the Optimizely datafile's audiences name. */
 export const SEGMENT_ID = /^[a-z][a-z0-9_]*$/;
@@ -8,24 +8,9 @@ export const MAX_SEGMENTS = 100;
 export const MAX_EVENT_CONDITIONS = 20;
 export const MAX_WITHIN_DAYS = 365;
 
-/**
- * The customer's events of `type` (and `action`, when given) in the last `within_days` days, counted:
- * the condition holds when the count is within [min_count, max_count]. Neither bound given means "at
- * least once" (min_count 1); max_count alone means "at most that many" (0: never).
- */
-export interface EventCondition {
-  type: string;
-  action?: string;
-  within_days: number;
-  min_count?: number;
-  max_count?: number;
-}
-
-/** A conjunction: the customer filter (the exports API's grammar, over customer fields) and every event condition. */
-export interface SegmentDefinition {
-  customer?: Filter;
-  events?: EventCondition[];
-}
+/** A segment's definition is a member definition: the customer filter and every event condition. */
+export type SegmentDefinition = MemberDefinition;
+export { countBounds, type EventCondition };
 
 export interface Segment {
   id: string;
@@ -34,10 +19,4 @@ export interface Segment {
   definition: SegmentDefinition;
   created_at: string;
   updated_at: string;
-}
-
-/** The bounds a condition's count must fall within. */
-export function countBounds(c: EventCondition): { min: number; max: number } {
-  const min = c.min_count ?? (c.max_count === undefined ? 1 : 0);
-  return { min, max: c.max_count ?? Number.POSITIVE_INFINITY };
 }

@@ -1,14 +1,22 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { ApiError } from '@cdp/contracts';
-import { compileSelect, SchemaExportCatalogs, type ColumnType } from '@cdp/exports';
+import { compileMembers, compileSelect, SchemaExportCatalogs, type ColumnType } from '@cdp/exports';
 import { METADATA_CACHE_CLOCK, MetadataCache, MetadataStore, updateWithRetry } from '@cdp/metadata';
 import { SchemaRegistry } from '@cdp/schema';
+import { SegmentSizes } from './segment-sizes.port.js';
 import { MAX_SEGMENTS, type Segment, type SegmentDefinition } from './segment.js';
 
 /** Metadata bucket of segments: one record per account holding all its segments. */
 const BUCKET = 'segments';
 /** How long an API replica evaluates with the definitions it read; a change reaches every replica within this. */
 export const SEGMENTS_CACHE_MS = 2_000;
+
+/** `GET /v3/segments/{id}/size`: the segment's members counted at `as_of`. */
+export interface SegmentSize {
+  segment_id: string;
+  customers: number;
+  as_of: string;
+}
 
 interface AccountSegments {
   segments: Segment[];
@@ -33,6 +41,7 @@ export class SegmentsService {
   constructor(
     private readonly metadata: MetadataStore,
     schema: SchemaRegistry,
+    private readonly sizes: SegmentSizes,
     @Optional() @Inject(METADATA_CACHE_CLOCK) now?: () => number,
   ) {
     this.catalogs = new SchemaExportCatalogs(schema);
@@ -56,6 +65,19 @@ export class SegmentsService {
     const found = (await this.all(account)).find((s) => s.id === id);
     if (!found) throw ApiError.notFound(`unable to locate segment ${id}`);
     return found;
+  }
+
+  /**
+   * How many customers the segment selects now: the definition as one SQL selection, counted by the
+   * store (or its owner). Checked here first, so a definition the schema no longer supports (a custom
+   * field deleted since) answers in the envelope rather than as the store's error.
+   */
+  async size(account: string, id: string): Promise<SegmentSize> {
+    const segment = await this.get(account, id);
+    const now = Date.now();
+    compileMembers(segment.definition, await this.catalogs.forAccount(account), now);
+    const customers = await this.sizes.size({ account, definition: segment.definition, now });
+    return { segment_id: id, customers, as_of: new Date(now).toISOString() };
   }
 
   async create(account: string, id: string, input: SegmentInput): Promise<Segment> {

@@ -6,6 +6,7 @@ import type {
   EVENTS,
   IDENTIFIER_UPDATES,
   IDENTITY_CONFLICTS,
+  INGEST_REJECTIONS,
   IDENTITY_LINKS,
   IDENTITY_MERGES,
   LINE_ITEMS,
@@ -35,6 +36,7 @@ export type OrderRow = RowOf<typeof ORDERS>;
 export type LineItemRow = RowOf<typeof LINE_ITEMS>;
 export type ProductRow = RowOf<typeof PRODUCTS>;
 export type IdentifierUpdateRow = RowOf<typeof IDENTIFIER_UPDATES>;
+export type RejectionRow = RowOf<typeof INGEST_REJECTIONS>;
 
 /**
  * The analytic history of every account (one database each). Writes are idempotent per message:
@@ -129,6 +131,11 @@ export abstract class AnalyticStore {
    * Replicated tables on every node under Distributed ones sharded by each table's `shardBy`.
    */
   abstract ensureTables(account: string, tables: readonly TableDeclaration[]): Promise<void>;
+  /**
+   * Adds rejection counts (the API's, summed per minute, outcome, type and reason) to the account's
+   * `ingest_rejections`; rows of one write share a `msg_id`, so the same write sent twice is stored once.
+   */
+  abstract addRejections(account: string, rows: readonly RejectionRow[]): Promise<void>;
   /** Runs a statement that returns nothing (DDL, `INSERT … SELECT`) in the account's database (`{db}`). */
   abstract execute(account: string, sql: string): Promise<void>;
   /** Runs a select in the account's database: `{db}` in the SQL names it. */

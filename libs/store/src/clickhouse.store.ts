@@ -5,6 +5,7 @@ import {
   AnalyticStore,
   type OrderChangeRow,
   type ProductRow,
+  type RejectionRow,
   type StoreBatch,
 } from './analytic-store.port.js';
 import type { ClickHouseTransport } from './clickhouse-transport.js';
@@ -16,6 +17,7 @@ import { rowEncoder } from './row-encoding.js';
 import {
   ACCOUNT_TABLES,
   COMMITS_TABLE,
+  INGEST_REJECTIONS,
   PRODUCTS,
   RETAINED_TABLES,
   accountTables,
@@ -32,9 +34,20 @@ import {
   type TableDeclaration,
 } from './tables/table.js';
 
+const encodeRejections = rowEncoder(INGEST_REJECTIONS);
+
 /** The tables a batch writes, in write order (ACCOUNT_TABLES), each with its row encoder. */
 const BATCH_TABLES = ACCOUNT_TABLES.flatMap((table) =>
-  'batch' in table ? [{ table, key: table.batch as keyof StoreBatch, encode: rowEncoder(table) }] : [],
+  'batch' in table
+    ? [
+        {
+          // A batch's tables are the crash points of the write path (STORE_TABLES); ingest_rejections has no `batch`.
+          table: table as Exclude<typeof table, typeof INGEST_REJECTIONS>,
+          key: table.batch as keyof StoreBatch,
+          encode: rowEncoder(table),
+        },
+      ]
+    : [],
 );
 
 /**
@@ -184,6 +197,14 @@ export class ClickHouseStore extends AnalyticStore {
       faultPoint(storeInsertPoint(table.name));
       await this.transport.insert(target, body, this.insertSettings(target, rows), columns);
     }
+  }
+
+  async addRejections(account: string, rows: readonly RejectionRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.ensureAccount(account);
+    const target = `${databaseName(account)}.${INGEST_REJECTIONS.name}`;
+    const { body, columns } = encodeRejections(rows);
+    await this.transport.insert(target, body, this.insertSettings(target, rows), columns);
   }
 
   /**

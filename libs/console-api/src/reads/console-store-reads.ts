@@ -1,6 +1,6 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { EngineUnavailableError } from '@cdp/contracts';
-import { AnalyticStore, COMMITS_TABLE } from '@cdp/store';
+import { AnalyticStore, COMMITS_TABLE, INGEST_REJECTIONS, type RejectionRow } from '@cdp/store';
 
 /**
  * Asks the store's owner for one of the reads below (ConsoleReadsResponder answers): how an API process
@@ -13,7 +13,10 @@ export abstract class RemoteConsoleReads {
   ): Promise<Awaited<ReturnType<ConsoleStoreReads[M]>>>;
 }
 
-/** The reads the store's owner answers for others; nothing else is asked over the wire. */
+/**
+ * The reads the store's owner answers for others, and the one write (the API's rejection counts, which an
+ * API process without the store hands to its owner); nothing else is asked over the wire.
+ */
 export const CONSOLE_READS = [
   'merges',
   'links',
@@ -23,6 +26,9 @@ export const CONSOLE_READS = [
   'ingestLag',
   'totals',
   'revenueByDay',
+  'rejectionsPerMinute',
+  'topRejectionReasons',
+  'addRejections',
 ] as const;
 export type ConsoleReadName = (typeof CONSOLE_READS)[number];
 
@@ -108,7 +114,25 @@ export interface RevenueDay {
   revenue: number;
 }
 
+/** Records refused (or fields dropped) in one minute, of one type, for one reason. */
+export interface RejectionCount {
+  /** The minute, as ms since the epoch. */
+  minute: number;
+  outcome: 'rejected' | 'dropped';
+  type: string;
+  reason: string;
+  records: number;
+}
+
+export interface ReasonCount {
+  outcome: 'rejected' | 'dropped';
+  type: string;
+  reason: string;
+  records: number;
+}
+
 type Row = Record<string, unknown>;
+const REJECTIONS = INGEST_REJECTIONS.name;
 
 /**
  * What the console reads from the analytic store, each one aggregate or one customer's rows (never an
@@ -316,15 +340,69 @@ GROUP BY day ORDER BY day`,
     return rows.map((r) => ({ day: String(r.day), orders: Number(r.n), revenue: Number(r.revenue) }));
   }
 
+  /**
+   * Adds one flush of the API's rejection counts (`id`: the flush's, so a flush sent again is stored once).
+   * The store sums rows of one minute, outcome, type and reason as it merges them.
+   */
+  async addRejections(account: string, counts: readonly RejectionCount[], id: string): Promise<void> {
+    if (!this.store && this.remote) return this.remote.ask('addRejections', [account, counts, id]);
+    const store = this.owned();
+    const rows: RejectionRow[] = counts.map((c) => ({
+      minute: (c.minute / 1000).toFixed(3),
+      outcome: c.outcome,
+      type: c.type,
+      reason: c.reason,
+      records: c.records,
+      msg_id: id,
+    }));
+    await store.addRejections(account, rows);
+  }
+
+  /** Records refused before the 202, per minute and type (the store's sums). */
+  async rejectionsPerMinute(account: string, sinceMinutes: number): Promise<MinuteCount[]> {
+    if (!this.store && this.remote) return this.remote.ask('rejectionsPerMinute', [account, sinceMinutes]);
+    const rows = await this.query<Row>(
+      account,
+      `SELECT minute, type, sum(records) AS n FROM {db}.${REJECTIONS}
+WHERE outcome = 'rejected' AND minute >= toStartOfMinute(now64(3) - toIntervalMinute({since:UInt32}))
+GROUP BY minute, type ORDER BY minute, type`,
+      { since: sinceMinutes },
+    );
+    return rows.map((r) => ({ minute: String(r.minute), type: String(r.type), count: Number(r.n) }));
+  }
+
+  /** The most frequent reasons records were refused or fields dropped, with how many records each. */
+  async topRejectionReasons(account: string, sinceMinutes: number, limit: number): Promise<ReasonCount[]> {
+    if (!this.store && this.remote)
+      return this.remote.ask('topRejectionReasons', [account, sinceMinutes, limit]);
+    const rows = await this.query<Row>(
+      account,
+      `SELECT outcome, type, reason, sum(records) AS n FROM {db}.${REJECTIONS}
+WHERE minute >= toStartOfMinute(now64(3) - toIntervalMinute({since:UInt32}))
+GROUP BY outcome, type, reason ORDER BY n DESC, reason LIMIT {limit:UInt32}`,
+      { since: sinceMinutes, limit },
+    );
+    return rows.map((r) => ({
+      outcome: r.outcome === 'dropped' ? 'dropped' : 'rejected',
+      type: String(r.type),
+      reason: String(r.reason),
+      records: Number(r.n),
+    }));
+  }
+
   private async query<T>(account: string, sql: string, params: Record<string, unknown> = {}): Promise<T[]> {
+    // No ensureAccount: a never-written account reads the shared empty database (costs no tables).
+    return this.owned().query<T>(account, sql, params);
+  }
+
+  private owned(): AnalyticStore {
     if (!this.store) {
       throw new EngineUnavailableError(
         'store',
         'this API process does not open the analytic store (CDP_STORE=chdb belongs to the processor)',
       );
     }
-    // No ensureAccount: a never-written account reads the shared empty database (costs no tables).
-    return this.store.query<T>(account, sql, params);
+    return this.store;
   }
 }
 

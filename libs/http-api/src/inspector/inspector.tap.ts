@@ -4,19 +4,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { RawJsonBody } from '@cdp/contracts';
 import { Inspector, acceptedEntry, rejectedEntry, type InspectorVerdict } from '@cdp/inspector';
 import type { AuthedRequest } from '../auth/principal.js';
+import { INGESTION_ROUTES } from './ingestion-routes.js';
 
 /** The routes whose records the event inspector shows, and the kind it shows them as. */
-const INSPECTED: Record<string, string> = {
-  'POST /v3/events': 'events',
-  'POST /v3/profiles': 'profiles',
-  'POST /v3/objects/:object': 'objects',
-  'POST /v3/objects/products': 'products',
-  'POST /v3/objects/orders': 'orders',
-  'POST /v2/entities': 'v2 entities',
-  'POST /v2/events': 'v2 events',
-  'POST /v3/lists/subscriptions': 'subscriptions',
-  'POST /v3/optout': 'optout',
-};
+const INSPECTED = INGESTION_ROUTES;
 
 /**
  * Offers each ingestion request's verdict to the event inspector, from the answer the client gets: the

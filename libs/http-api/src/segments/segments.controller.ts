@@ -2,7 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nest
 import { ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Principal } from '@cdp/accounts';
 import { Auth } from '@cdp/http-common';
-import { SegmentsService, type Segment, type SegmentInput } from '@cdp/segments';
+import { SegmentsService, type Segment, type SegmentInput, type SegmentSize } from '@cdp/segments';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 import { NewSegmentDto, SegmentBodyDto, SegmentBodyPipe } from './segment.dto.js';
@@ -46,6 +46,15 @@ export class SegmentsController {
     @CurrentPrincipal() principal: Principal,
   ): Promise<{ segment: Segment }> {
     return { segment: await this.segments.get(principal.account, id) };
+  }
+
+  @Get(':id/size')
+  @ApiResponse({
+    status: 200,
+    description: '{segment_id, customers, as_of}: the customers the segment selects, counted at as_of',
+  })
+  size(@Param('id') id: string, @CurrentPrincipal() principal: Principal): Promise<SegmentSize> {
+    return this.segments.size(principal.account, id);
   }
 
   @Put(':id')

@@ -1,6 +1,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { askStoreOwner, StoreOwnerResponder, type StoreOwnerRequests } from '@cdp/store/nats';
 import { SegmentEventCounts, type EventCountRequest } from '../event-counts.port.js';
+import { SegmentSizes, type SegmentSizeRequest } from '../segment-sizes.port.js';
 
 export function segmentCountsSubject(prefix: string): string {
   return `${prefix}.segments.counts`;
@@ -36,5 +37,34 @@ export class SegmentCountsResponder extends StoreOwnerResponder<EventCountReques
     onError: (err: unknown) => void,
   ) {
     super(nc, requests(prefix), (request) => counts.count(request), onError);
+  }
+}
+
+const sizeRequests = (prefix: string): StoreOwnerRequests => ({
+  subject: `${prefix}.segments.sizes`,
+  queue: 'segment-sizes',
+  // A size reads every customer of the account: longer than a lookup's counts.
+  timeoutMs: 30_000,
+  what: 'segment size',
+});
+
+/** Asks the store's owner how many customers a definition selects. */
+export class NatsSegmentSizes extends SegmentSizes {
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly prefix: string,
+  ) {
+    super();
+  }
+
+  size(request: SegmentSizeRequest): Promise<number> {
+    return askStoreOwner(this.nc, sizeRequests(this.prefix), request);
+  }
+}
+
+/** Answers the API's size requests from the store this process owns. */
+export class SegmentSizesResponder extends StoreOwnerResponder<SegmentSizeRequest, number> {
+  constructor(nc: NatsConnection, prefix: string, sizes: SegmentSizes, onError: (err: unknown) => void) {
+    super(nc, sizeRequests(prefix), (request) => sizes.size(request), onError);
   }
 }

@@ -474,6 +474,34 @@ export const INGEST_COMMITS = defineTable({
   shardBy: ['msg_id'],
 });
 
+/**
+ * Records the API refused before its 202 (a 4xx of an ingestion route) or accepted with fields dropped,
+ * counted per minute, outcome, type and reason: what the console's overview charts. Never a record's
+ * body, only counts. The API sums them in memory and writes a few rows every few seconds (the console's
+ * RejectionTap, through AnalyticStore.addRejections: the processor never writes it, so it is no crash
+ * point of the write path); `msg_id` is that write's id, so a write sent twice is stored once. The rows of one key
+ * add up as the engine merges them: reads sum `records`.
+ */
+export const INGEST_REJECTIONS = defineTable({
+  name: 'ingest_rejections',
+  columns: {
+    minute: ch.dateTime(),
+    /** `rejected` (refused before the 202) or `dropped` (a field left out of an accepted record). */
+    outcome: ch.lowCardinality(),
+    /** The record's event type, or the route's kind of record (`profiles`, `orders`, …). */
+    type: ch.string(),
+    reason: ch.string(),
+    records: ch.uint64(),
+    msg_id: ch.string(),
+  },
+  msgIndex: false,
+  engine: 'SummingMergeTree',
+  orderBy: ['minute', 'outcome', 'type', 'reason'],
+  partitionBy: 'minute',
+  retainedBy: 'minute',
+  shardBy: ['minute'],
+});
+
 /** Every table of an account, in write order. */
 export const ACCOUNT_TABLES = [
   IDENTITY_LINKS,
@@ -490,6 +518,7 @@ export const ACCOUNT_TABLES = [
   OPTOUT_POOL,
   OPTOUT_REQUESTS,
   INGEST_COMMITS,
+  INGEST_REJECTIONS,
 ] as const satisfies readonly TableDeclaration[];
 
 /** The tables an account's events retention applies to (events and their line items). */
