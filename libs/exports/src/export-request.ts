@@ -36,6 +36,8 @@ export interface Sort {
 export interface ExportSelect {
   object: string;
   fields: string[];
+  /** Customers only: the members of this segment (docs/api-notes.md "Exports by segment"). */
+  segment?: string;
   filter?: Filter;
   sorts?: Sort[];
 }
@@ -85,6 +87,7 @@ export interface ExportRequest {
   select?: {
     object: string;
     fields: string[];
+    segment?: string | null;
     filter?: RequestFilter | null;
     sorts?: { field: string; order?: string | null }[] | null;
   };
@@ -104,10 +107,11 @@ export function exportDetailOf(request: ExportRequest): ExportDetail {
   const delimiter = pick(request.delimiter, EXPORT_DELIMITERS, 'comma')!;
   if (request.select === undefined)
     return { format, delimiter, objects: [...new Set(request.objects ?? [])] };
-  const { object, fields, filter, sorts } = request.select;
+  const { object, fields, segment, filter, sorts } = request.select;
   const select: ExportSelect = {
     object,
     fields,
+    ...(segment !== undefined && segment !== null ? { segment } : {}),
     ...(filter !== undefined && filter !== null ? { filter: filterOf(filter) } : {}),
     ...(sorts !== undefined && sorts !== null
       ? { sorts: sorts.map((s): Sort => ({ field: s.field, order: s.order === 'desc' ? 'desc' : 'asc' })) }

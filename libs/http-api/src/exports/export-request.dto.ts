@@ -13,6 +13,7 @@ import {
   type FilterValue,
 } from '@cdp/exports';
 import { MAX_NAME_LENGTH } from '@cdp/schema';
+import { MAX_SEGMENT_ID_LENGTH, SEGMENT_ID } from '@cdp/segments';
 import { Obeys } from '../validation/constraints.js';
 import { OneProblemAtATime } from '../validation/envelope-validation.pipe.js';
 
@@ -189,6 +190,21 @@ export class ExportSelectDto {
     return new Set(fields).size === fields.length ? undefined : 'names a field twice';
   })
   fields!: string[];
+
+  @ApiPropertyOptional({
+    type: 'string',
+    pattern: SEGMENT_ID.source,
+    description: 'customers only: the members of this segment (the filter narrows them further)',
+  })
+  @ValidateIf((select: ExportSelectDto) => present(select.segment))
+  @Obeys('isSegmentSelect', (v, select) =>
+    typeof v !== 'string' || !SEGMENT_ID.test(v) || v.length > MAX_SEGMENT_ID_LENGTH
+      ? 'must be a segment id'
+      : select.object !== 'customers'
+        ? 'selects customers: object must be customers'
+        : undefined,
+  )
+  segment?: string | null;
 
   @ApiPropertyOptional({
     description: 'a comparison, or {and: [...]} / {or: [...]} nesting filters',
