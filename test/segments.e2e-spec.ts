@@ -21,8 +21,8 @@ const CART_ABANDONERS = {
     ],
   },
 };
-const AUDIENCE_QUERY = (kind: string, value: string) =>
-  `query {customer(${kind} : "${value}") {audiences(subset: ["cart_abandoners", "vips"]) {edges {node {name state}}}}}`;
+const AUDIENCE_QUERY = (kind: string, value: string, subset = ['cart_abandoners', 'vips']) =>
+  `query {customer(${kind} : "${value}") {audiences(subset: ${JSON.stringify(subset)}) {edges {node {name state}}}}}`;
 
 /**
  * Segments (audiences) and `POST /v3/graphql` on the embedded wiring: the segments API and its
@@ -39,8 +39,8 @@ describe('segments and GraphQL (embedded)', () => {
       .set('x-api-key', key)
       .send(body as object);
   const graphql = (query: string, key = acc.publicKey) => post('/v3/graphql', { query }, key);
-  const states = async (kind: string, value: string): Promise<Record<string, string>> => {
-    const res = await graphql(AUDIENCE_QUERY(kind, value));
+  const states = async (kind: string, value: string, subset?: string[]): Promise<Record<string, string>> => {
+    const res = await graphql(AUDIENCE_QUERY(kind, value, subset));
     expect(res.status).toBe(200);
     const edges = (res.body.data.customer?.audiences.edges ?? []) as {
       node: { name: string; state: string };
@@ -168,10 +168,28 @@ describe('segments and GraphQL (embedded)', () => {
     const emails = ['recent', 'old', 'buyer', 'merged'].map((n) => `${n}@example.com`);
     const qualified = async (segment: string) => {
       let n = 0;
-      for (const email of emails) if ((await states('email', email))[segment] === 'qualified') n++;
+      for (const email of emails) if ((await states('email', email, [segment]))[segment] === 'qualified') n++;
       return n;
     };
-    for (const id of ['cart_abandoners', 'vips']) {
+    // Order totals and `not` (NULL stays unknown under `not`, as in SQL: `not (first_name is not null)`).
+    const spenders = {
+      id: 'spenders',
+      name: 'Spenders',
+      definition: {
+        customer: { not: { field: 'email', operator: 'like', value: 'old%' } },
+        events: [{ type: 'order', action: 'purchase', within_days: 30, min_total: 10 }],
+      },
+    };
+    const frugal = {
+      id: 'frugal',
+      name: 'Frugal strangers',
+      definition: {
+        customer: { not: { field: 'first_name', operator: 'is not', value: null } },
+        events: [{ type: 'order', action: 'purchase', within_days: 30, max_total: 9.9999 }],
+      },
+    };
+    for (const body of [spenders, frugal]) expect((await post('/v3/segments', body)).status).toBe(201);
+    for (const id of ['cart_abandoners', 'vips', 'spenders', 'frugal']) {
       const res = await size(id);
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ segment_id: id, customers: await qualified(id), as_of: expect.any(String) });
@@ -179,6 +197,16 @@ describe('segments and GraphQL (embedded)', () => {
     }
     expect((await size('cart_abandoners')).body.customers).toBe(2);
     expect((await size('vips')).body.customers).toBe(1);
+    expect((await size('spenders')).body.customers).toBe(1); // buyer, total 10
+    expect((await size('frugal')).body.customers).toBe(2); // recent and old: no name, no order
+    for (const id of ['spenders', 'frugal'])
+      expect((await p.http().delete(`/v3/segments/${id}`).set('x-api-key', acc.privateKey)).status).toBe(204);
+    const bad = await post('/v3/segments', {
+      ...spenders,
+      id: 'x',
+      definition: { events: [{ type: 'order', within_days: 1, min_total: 5, max_total: 1 }] },
+    });
+    expect(bad.body.detail.invalids[0]).toMatchObject({ field: 'definition.events' });
     const unknown = await size('nope');
     expect(unknown.status).toBe(404);
     expect(unknown.body.detail.message).toMatch(/unable to locate segment nope/);

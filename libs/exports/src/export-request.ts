@@ -26,7 +26,8 @@ export interface Comparison {
   operator: FilterOperator;
   value: FilterValue;
 }
-export type Filter = Comparison | { and: Filter[] } | { or: Filter[] };
+/** A comparison, a junction, or a negation (`not`: true where the filter is false; NULL stays unknown, as in SQL). */
+export type Filter = Comparison | { and: Filter[] } | { or: Filter[] } | { not: Filter };
 
 export interface Sort {
   field: string;
@@ -95,7 +96,8 @@ export interface ExportRequest {
 export type RequestFilter =
   | { field: string; operator: string; value: FilterValue }
   | { and: RequestFilter[] }
-  | { or: RequestFilter[] };
+  | { or: RequestFilter[] }
+  | { not: RequestFilter };
 
 /**
  * What a checked request asks for: the defaults filled in (CSV, comma, every object), formats,
@@ -123,5 +125,6 @@ export function exportDetailOf(request: ExportRequest): ExportDetail {
 function filterOf(filter: RequestFilter): Filter {
   if ('and' in filter) return { and: filter.and.map(filterOf) };
   if ('or' in filter) return { or: filter.or.map(filterOf) };
+  if ('not' in filter) return { not: filterOf(filter.not) };
   return { field: filter.field, operator: operatorOf(filter.operator)!, value: filter.value };
 }

@@ -50,7 +50,7 @@ export class UnusableFilter {
     (_, node) =>
       node.tooDeep
         ? `filters nest at most ${MAX_FILTER_DEPTH} levels deep`
-        : 'must be a comparison {field, operator, value} or {and|or: [...]}',
+        : 'must be a comparison {field, operator, value}, {and|or: [...]} or {not: filter}',
     { context: { whole: true } },
   )
   readonly usable?: never;
@@ -111,7 +111,11 @@ const junctionProblem = (parts: unknown, node: object) =>
 const FILTERS = {
   type: 'array' as const,
   minItems: 1,
-  items: { oneOf: ['ComparisonDto', 'AndFilterDto', 'OrFilterDto'].map((n) => ({ $ref: getSchemaPath(n) })) },
+  items: {
+    oneOf: ['ComparisonDto', 'AndFilterDto', 'OrFilterDto', 'NotFilterDto'].map((n) => ({
+      $ref: getSchemaPath(n),
+    })),
+  },
 };
 
 export class AndFilterDto {
@@ -128,12 +132,33 @@ export class OrFilterDto {
   or!: FilterNode[];
 }
 
-export type FilterNode = ComparisonDto | AndFilterDto | OrFilterDto | UnusableFilter;
+/** `{not: filter}`: the one key, with one filter (true where it is false; NULL stays unknown, as in SQL). */
+export class NotFilterDto {
+  @ApiProperty({
+    description: 'a filter',
+    oneOf: ['ComparisonDto', 'AndFilterDto', 'OrFilterDto', 'NotFilterDto'].map((n) => ({
+      $ref: getSchemaPath(n),
+    })),
+  })
+  @Obeys('isNegation', (_, node) =>
+    keysOf(node).length === 1 ? undefined : 'must be the only key, with one filter',
+  )
+  @ValidateNested()
+  not!: FilterNode;
+}
 
-/** The DTO of a filter node, told apart by its keys (`and` first, then `or`, else a comparison). */
+export type FilterNode = ComparisonDto | AndFilterDto | OrFilterDto | NotFilterDto | UnusableFilter;
+
+/** The DTO of a filter node, told apart by its keys (`and` first, then `or`, `not`, else a comparison). */
 export function filterOf(raw: unknown, depth = 0): FilterNode {
   if (depth > MAX_FILTER_DEPTH) return new UnusableFilter(true);
   if (!isObject(raw)) return new UnusableFilter(false);
+  if (!('and' in raw) && !('or' in raw) && 'not' in raw) {
+    const node = new NotFilterDto();
+    writtenKeys.set(node, Object.keys(raw));
+    node.not = filterOf(raw.not, depth + 1);
+    return node;
+  }
   const junction = 'and' in raw ? 'and' : 'or' in raw ? 'or' : undefined;
   const node =
     junction === 'and' ? new AndFilterDto() : junction === 'or' ? new OrFilterDto() : new ComparisonDto();
@@ -207,11 +232,12 @@ export class ExportSelectDto {
   segment?: string | null;
 
   @ApiPropertyOptional({
-    description: 'a comparison, or {and: [...]} / {or: [...]} nesting filters',
+    description: 'a comparison, or {and: [...]} / {or: [...]} / {not: filter} nesting filters',
     oneOf: [
       { $ref: getSchemaPath(ComparisonDto) },
       { $ref: getSchemaPath(AndFilterDto) },
       { $ref: getSchemaPath(OrFilterDto) },
+      { $ref: getSchemaPath(NotFilterDto) },
     ],
   })
   @ValidateIf((select: ExportSelectDto) => present(select.filter))

@@ -9,6 +9,7 @@ import {
   AndFilterDto,
   ComparisonDto,
   OrFilterDto,
+  NotFilterDto,
   SelectRequestDto,
   WholeObjectsRequestDto,
 } from './export-request.dto.js';
@@ -19,7 +20,14 @@ import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 @ApiTags('exports')
 @ApiHeader({ name: 'x-api-key', required: true })
 @RateLimit('exports')
-@ApiExtraModels(ComparisonDto, AndFilterDto, OrFilterDto, WholeObjectsRequestDto, SelectRequestDto)
+@ApiExtraModels(
+  ComparisonDto,
+  AndFilterDto,
+  OrFilterDto,
+  NotFilterDto,
+  WholeObjectsRequestDto,
+  SelectRequestDto,
+)
 @Controller('v3/exports')
 export class ExportsController {
   constructor(

@@ -2,6 +2,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { askStoreOwner, StoreOwnerResponder, type StoreOwnerRequests } from '@cdp/store/nats';
 import { SegmentEventCounts, type EventCountRequest } from '../event-counts.port.js';
 import { SegmentSizes, type SegmentSizeRequest } from '../segment-sizes.port.js';
+import type { EventTally } from '../segment.js';
 
 export function segmentCountsSubject(prefix: string): string {
   return `${prefix}.segments.counts`;
@@ -23,13 +24,13 @@ export class NatsSegmentEventCounts extends SegmentEventCounts {
     super();
   }
 
-  count(request: EventCountRequest): Promise<number[]> {
+  count(request: EventCountRequest): Promise<EventTally[]> {
     return askStoreOwner(this.nc, requests(this.prefix), request);
   }
 }
 
 /** Answers the API's count requests from the store this process owns (any processor of the queue group). */
-export class SegmentCountsResponder extends StoreOwnerResponder<EventCountRequest, number[]> {
+export class SegmentCountsResponder extends StoreOwnerResponder<EventCountRequest, EventTally[]> {
   constructor(
     nc: NatsConnection,
     prefix: string,
