@@ -226,6 +226,28 @@ describe('segments and GraphQL (embedded)', () => {
     expect(forbidden.body.errors[0].extensions.code).toBe('FORBIDDEN');
     const allowed = await graphql(attrs, acc.privateKey);
     expect(allowed.body.data.customer.attributes.first_name).toBe('Ada');
+    // Recent events, newest first, a merged customer's included; private key only; `first` bounded.
+    const events = (email: string, first: number, key = acc.privateKey) =>
+      graphql(
+        `{customer(email: "${email}") {events(first: ${first}) {edges {node {type action ts data}}}}}`,
+        key,
+      );
+    const buyer = await events('buyer@example.com', 5);
+    const nodes = buyer.body.data.customer.events.edges.map((e: { node: unknown }) => e.node);
+    expect(nodes.map((n: { action: string }) => n.action)).toEqual(['purchase', 'add_to_cart']);
+    expect(nodes[0].data.order).toMatchObject({ total: 10 });
+    expect(Date.parse(nodes[0].ts)).toBeGreaterThan(Date.parse(nodes[1].ts));
+    const merged = await events('merged@example.com', 1);
+    expect(merged.body.data.customer.events.edges).toHaveLength(1);
+    expect(
+      (await events('merged@example.com', 10)).body.data.customer.events.edges.map(
+        (e: { node: { type: string } }) => e.node.type,
+      ),
+    ).toEqual(expect.arrayContaining(['page', 'product']));
+    expect((await events('buyer@example.com', 5, acc.publicKey)).body.errors[0].extensions.code).toBe(
+      'FORBIDDEN',
+    );
+    expect((await events('buyer@example.com', 1000)).body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
     const segs = await graphql('{ segments { id name } lists { list_id } }', acc.privateKey);
     expect(segs.body.data.segments.map((s: { id: string }) => s.id)).toEqual(['cart_abandoners', 'vips']);
     // The original's Node client probes with `{ __typename }`.
@@ -393,5 +415,14 @@ describe('segments and GraphQL (scaled out)', () => {
     for (const email of emails) await eventually(async () => expect(await state(email)).toBe('qualified'));
     expect(await size()).toBe(2);
     expect(await state('scaled@example.com')).toBe('not_qualified');
+    // Recent events come from the store's owner too.
+    const res = await call(
+      '/v3/graphql',
+      { query: '{customer(email: "size1@example.com") {events(first: 5) {edges {node {type action}}}}}' },
+      acc.privateKey,
+    );
+    expect(await res.json()).toEqual({
+      data: { customer: { events: { edges: [{ node: { type: 'product', action: 'add_to_cart' } }] } } },
+    });
   }, 60_000);
 });
