@@ -207,6 +207,10 @@ describe('segments and GraphQL (embedded)', () => {
       definition: { events: [{ type: 'order', within_days: 1, min_total: 5, max_total: 1 }] },
     });
     expect(bad.body.detail.invalids[0]).toMatchObject({ field: 'definition.events' });
+    // Lookups at once share the store's query (coalesced while one runs): each still gets its own answer.
+    const oneByOne: Record<string, string>[] = [];
+    for (const email of emails) oneByOne.push(await states('email', email));
+    expect(await Promise.all(emails.map((email) => states('email', email)))).toEqual(oneByOne);
     const unknown = await size('nope');
     expect(unknown.status).toBe(404);
     expect(unknown.body.detail.message).toMatch(/unable to locate segment nope/);
