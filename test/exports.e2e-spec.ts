@@ -102,13 +102,13 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
       .post('/v3/exports')
       .set('x-api-key', key)
       .send(body as object);
-  const get = (id: string) => p.http().get(`/v3/exports/${id}`).set('x-api-key', acc.privateKey);
+  const get = (id: string, key = acc.privateKey) => p.http().get(`/v3/exports/${id}`).set('x-api-key', key);
   const onDisk = (path: string): string => exportDirOnDisk(p, path);
 
   /** Waits for the export to finish and returns its manifest, checking each file's size and hash. */
-  async function finished(id: string): Promise<{ manifest: Manifest; dir: string }> {
+  async function finished(id: string, key?: string): Promise<{ manifest: Manifest; dir: string }> {
     const record = await eventually(async () => {
-      const res = await get(id);
+      const res = await get(id, key);
       return res.body.state === 'completed' || res.body.state === 'completed_with_errors' ? res.body : false;
     }, 30_000);
     expect(record.path).toMatch(new RegExp(`^export/[^/]+/data-exports/${id}$`));
@@ -557,6 +557,79 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
       const res = await post(body);
       expect({ body, status: res.status, detail: res.body.detail }).toEqual({ body, status, detail });
     }
+  });
+
+  it("exports a segment's members: the rows are who its size counts, narrowed by the filter", async () => {
+    const shop = await p.createAccount('segment-exports');
+    const send = (path: string, body: unknown, key = shop.publicKey) =>
+      p
+        .http()
+        .post(path)
+        .set('x-api-key', key)
+        .send(body as object);
+    const people = ['ada', 'bo', 'cy'].map((n, i) => ({ email: `${n}@shop.io`, first_name: `N${i}` }));
+    await send(
+      '/v3/profiles',
+      people.map((attributes) => ({ attributes })),
+    ).expect(202);
+    // Ada and Bo added to cart this week, Cy a year ago (outside the window).
+    const cart = (email: string, ts: number) => ({
+      type: 'product',
+      action: 'add_to_cart',
+      identifiers: { email },
+      data: { product_id: 'p1', ts: new Date(ts).toISOString() },
+    });
+    const now = Date.now();
+    const carts = [
+      cart('ada@shop.io', now),
+      cart('bo@shop.io', now),
+      cart('cy@shop.io', now - 300 * 86_400_000),
+    ];
+    await send('/v3/events', carts).expect(202);
+    await send(
+      '/v3/segments',
+      {
+        id: 'carts',
+        name: 'Carts',
+        definition: { events: [{ type: 'product', action: 'add_to_cart', within_days: 30 }] },
+      },
+      shop.privateKey,
+    ).expect(201);
+    const size = async () =>
+      (await p.http().get('/v3/segments/carts/size').set('x-api-key', shop.privateKey)).body.customers;
+    await eventually(async () => (await size()) === 2);
+
+    const exportOf = async (select: unknown) => {
+      const res = await send('/v3/exports', { select }, shop.privateKey);
+      expect(res.status).toBe(202);
+      expect(res.body.detail.select.segment).toBe('carts');
+      const { manifest, dir } = await finished(res.body.id, shop.privateKey);
+      return manifest.files
+        .flatMap((f) => csvRows(dir, f))
+        .map((r) => r.email)
+        .sort();
+    };
+    const base = { object: 'customers', segment: 'carts', fields: ['email', 'first_name'] };
+    expect(await exportOf(base)).toEqual(['ada@shop.io', 'bo@shop.io']);
+    expect(await exportOf({ ...base, filter: { field: 'first_name', operator: '=', value: 'N1' } })).toEqual([
+      'bo@shop.io',
+    ]);
+
+    const refused = async (select: unknown) => {
+      const res = await send('/v3/exports', { select }, shop.privateKey);
+      return { status: res.status, detail: res.body.detail };
+    };
+    expect(await refused({ ...base, segment: 'nope' })).toEqual({
+      status: 404,
+      detail: { message: 'unable to locate segment nope' },
+    });
+    expect(await refused({ ...base, object: 'events' })).toEqual({
+      status: 400,
+      detail: {
+        invalids: [{ field: 'select.segment', reason: 'selects customers: object must be customers' }],
+      },
+    });
+    expect((await refused({ ...base, segment: 'Bad Id' })).detail.invalids[0].field).toBe('select.segment');
   });
 
   it('needs the private key, and shows no other account its exports', async () => {

@@ -21,8 +21,8 @@ const CART_ABANDONERS = {
     ],
   },
 };
-const AUDIENCE_QUERY = (kind: string, value: string) =>
-  `query {customer(${kind} : "${value}") {audiences(subset: ["cart_abandoners", "vips"]) {edges {node {name state}}}}}`;
+const AUDIENCE_QUERY = (kind: string, value: string, subset = ['cart_abandoners', 'vips']) =>
+  `query {customer(${kind} : "${value}") {audiences(subset: ${JSON.stringify(subset)}) {edges {node {name state}}}}}`;
 
 /**
  * Segments (audiences) and `POST /v3/graphql` on the embedded wiring: the segments API and its
@@ -39,8 +39,8 @@ describe('segments and GraphQL (embedded)', () => {
       .set('x-api-key', key)
       .send(body as object);
   const graphql = (query: string, key = acc.publicKey) => post('/v3/graphql', { query }, key);
-  const states = async (kind: string, value: string): Promise<Record<string, string>> => {
-    const res = await graphql(AUDIENCE_QUERY(kind, value));
+  const states = async (kind: string, value: string, subset?: string[]): Promise<Record<string, string>> => {
+    const res = await graphql(AUDIENCE_QUERY(kind, value, subset));
     expect(res.status).toBe(200);
     const edges = (res.body.data.customer?.audiences.edges ?? []) as {
       node: { name: string; state: string };
@@ -168,10 +168,28 @@ describe('segments and GraphQL (embedded)', () => {
     const emails = ['recent', 'old', 'buyer', 'merged'].map((n) => `${n}@example.com`);
     const qualified = async (segment: string) => {
       let n = 0;
-      for (const email of emails) if ((await states('email', email))[segment] === 'qualified') n++;
+      for (const email of emails) if ((await states('email', email, [segment]))[segment] === 'qualified') n++;
       return n;
     };
-    for (const id of ['cart_abandoners', 'vips']) {
+    // Order totals and `not` (NULL stays unknown under `not`, as in SQL: `not (first_name is not null)`).
+    const spenders = {
+      id: 'spenders',
+      name: 'Spenders',
+      definition: {
+        customer: { not: { field: 'email', operator: 'like', value: 'old%' } },
+        events: [{ type: 'order', action: 'purchase', within_days: 30, min_total: 10 }],
+      },
+    };
+    const frugal = {
+      id: 'frugal',
+      name: 'Frugal strangers',
+      definition: {
+        customer: { not: { field: 'first_name', operator: 'is not', value: null } },
+        events: [{ type: 'order', action: 'purchase', within_days: 30, max_total: 9.9999 }],
+      },
+    };
+    for (const body of [spenders, frugal]) expect((await post('/v3/segments', body)).status).toBe(201);
+    for (const id of ['cart_abandoners', 'vips', 'spenders', 'frugal']) {
       const res = await size(id);
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ segment_id: id, customers: await qualified(id), as_of: expect.any(String) });
@@ -179,6 +197,20 @@ describe('segments and GraphQL (embedded)', () => {
     }
     expect((await size('cart_abandoners')).body.customers).toBe(2);
     expect((await size('vips')).body.customers).toBe(1);
+    expect((await size('spenders')).body.customers).toBe(1); // buyer, total 10
+    expect((await size('frugal')).body.customers).toBe(2); // recent and old: no name, no order
+    for (const id of ['spenders', 'frugal'])
+      expect((await p.http().delete(`/v3/segments/${id}`).set('x-api-key', acc.privateKey)).status).toBe(204);
+    const bad = await post('/v3/segments', {
+      ...spenders,
+      id: 'x',
+      definition: { events: [{ type: 'order', within_days: 1, min_total: 5, max_total: 1 }] },
+    });
+    expect(bad.body.detail.invalids[0]).toMatchObject({ field: 'definition.events' });
+    // Lookups at once share the store's query (coalesced while one runs): each still gets its own answer.
+    const oneByOne: Record<string, string>[] = [];
+    for (const email of emails) oneByOne.push(await states('email', email));
+    expect(await Promise.all(emails.map((email) => states('email', email)))).toEqual(oneByOne);
     const unknown = await size('nope');
     expect(unknown.status).toBe(404);
     expect(unknown.body.detail.message).toMatch(/unable to locate segment nope/);
@@ -198,6 +230,28 @@ describe('segments and GraphQL (embedded)', () => {
     expect(forbidden.body.errors[0].extensions.code).toBe('FORBIDDEN');
     const allowed = await graphql(attrs, acc.privateKey);
     expect(allowed.body.data.customer.attributes.first_name).toBe('Ada');
+    // Recent events, newest first, a merged customer's included; private key only; `first` bounded.
+    const events = (email: string, first: number, key = acc.privateKey) =>
+      graphql(
+        `{customer(email: "${email}") {events(first: ${first}) {edges {node {type action ts data}}}}}`,
+        key,
+      );
+    const buyer = await events('buyer@example.com', 5);
+    const nodes = buyer.body.data.customer.events.edges.map((e: { node: unknown }) => e.node);
+    expect(nodes.map((n: { action: string }) => n.action)).toEqual(['purchase', 'add_to_cart']);
+    expect(nodes[0].data.order).toMatchObject({ total: 10 });
+    expect(Date.parse(nodes[0].ts)).toBeGreaterThan(Date.parse(nodes[1].ts));
+    const merged = await events('merged@example.com', 1);
+    expect(merged.body.data.customer.events.edges).toHaveLength(1);
+    expect(
+      (await events('merged@example.com', 10)).body.data.customer.events.edges.map(
+        (e: { node: { type: string } }) => e.node.type,
+      ),
+    ).toEqual(expect.arrayContaining(['page', 'product']));
+    expect((await events('buyer@example.com', 5, acc.publicKey)).body.errors[0].extensions.code).toBe(
+      'FORBIDDEN',
+    );
+    expect((await events('buyer@example.com', 1000)).body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
     const segs = await graphql('{ segments { id name } lists { list_id } }', acc.privateKey);
     expect(segs.body.data.segments.map((s: { id: string }) => s.id)).toEqual(['cart_abandoners', 'vips']);
     // The original's Node client probes with `{ __typename }`.
@@ -365,5 +419,14 @@ describe('segments and GraphQL (scaled out)', () => {
     for (const email of emails) await eventually(async () => expect(await state(email)).toBe('qualified'));
     expect(await size()).toBe(2);
     expect(await state('scaled@example.com')).toBe('not_qualified');
+    // Recent events come from the store's owner too.
+    const res = await call(
+      '/v3/graphql',
+      { query: '{customer(email: "size1@example.com") {events(first: 5) {edges {node {type action}}}}}' },
+      acc.privateKey,
+    );
+    expect(await res.json()).toEqual({
+      data: { customer: { events: { edges: [{ node: { type: 'product', action: 'add_to_cart' } }] } } },
+    });
   }, 60_000);
 });

@@ -1,9 +1,10 @@
 import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AccountsService } from '@cdp/accounts';
 import { loadConfig } from '@cdp/config';
 import { createLogger } from '@cdp/logger';
+import { SegmentEventCounts, type StoreSegmentEventCounts } from '@cdp/segments';
 import { AnalyticStore } from '@cdp/store';
 import { createCdpApp } from '../../apps/cdp/src/cdp.app.js';
 import { args, percentile, printTable, writeResults } from '../lib/stats.js';
@@ -46,7 +47,7 @@ const TYPES = [
 async function ingest(
   name: string,
   segments: number,
-): Promise<{ cpuUsPerEvent: number; wallMs: number; key: string }> {
+): Promise<{ cpuUsPerEvent: number; wallMs: number; key: string; account: string }> {
   const { account, privateKey } = await app.get(AccountsService).create({ name });
   for (let s = 0; s < segments; s++) {
     const res = await call('/v3/segments', privateKey, {
@@ -87,6 +88,7 @@ async function ingest(
     cpuUsPerEvent: (cpu.user + cpu.system) / total,
     wallMs: performance.now() - wall,
     key: account.trackerId,
+    account: account.id,
   };
 }
 
@@ -112,30 +114,65 @@ const lookup = async (): Promise<number> => {
   return performance.now() - t;
 };
 
-// Peak: closed loop.
-const seconds = Number(opt.seconds);
-let done = 0;
-const peakEnd = performance.now() + seconds * 1000;
-await Promise.all(
-  Array.from({ length: Number(opt.concurrency) }, async () => {
-    while (performance.now() < peakEnd) {
-      await lookup();
-      done++;
-    }
-  }),
-);
-const peak = done / seconds;
-// Half of it: open loop, one request every 1/rate seconds whatever the answers take.
-const rate = peak / 2;
-const latencies: Promise<number>[] = [];
-const start = performance.now();
-for (let i = 0; i < rate * seconds; i++) {
-  const due = start + (i * 1000) / rate;
-  const wait = due - performance.now();
-  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-  latencies.push(lookup());
+/** The lookup's peak (closed loop at `concurrency`) and its percentiles at half of it (open loop). */
+async function lookups(): Promise<{ peak: number; rate: number; p50: number; p99: number; n: number }> {
+  const seconds = Number(opt.seconds);
+  let done = 0;
+  const peakEnd = performance.now() + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: Number(opt.concurrency) }, async () => {
+      while (performance.now() < peakEnd) {
+        await lookup();
+        done++;
+      }
+    }),
+  );
+  const peak = done / seconds;
+  // Half of it: open loop, one request every 1/rate seconds whatever the answers take.
+  const rate = peak / 2;
+  const latencies: Promise<number>[] = [];
+  const start = performance.now();
+  for (let i = 0; i < rate * seconds; i++) {
+    const due = start + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    latencies.push(lookup());
+  }
+  const sorted = (await Promise.all(latencies)).sort((a, b) => a - b);
+  return { peak, rate, p50: percentile(sorted, 50), p99: percentile(sorted, 99), n: sorted.length };
 }
-const sorted = (await Promise.all(latencies)).sort((a, b) => a - b);
+
+/** The counts query alone, one customer at a time (what each lookup asks of the store). */
+async function countsQueryMs(): Promise<{ p50: number; p99: number }> {
+  const counts = app.get(SegmentEventCounts);
+  const conditions = Array.from({ length: Number(opt.segments) }, (_, s) => ({
+    type: 'product',
+    action: 'add_to_cart',
+    within_days: 1 + s,
+    min_count: 1 + (s % 3),
+  }));
+  const times: number[] = [];
+  for (let i = 0; i < 200; i++) {
+    const [row] = await store.query<{ svc_id: string }>(
+      twenty.account,
+      'SELECT svc_id FROM {db}.events WHERE type = {t:String} LIMIT 1 OFFSET {o:UInt32}',
+      { t: 'product', o: i },
+    );
+    const before = performance.now();
+    await counts.count({ account: twenty.account, customers: [row!.svc_id], conditions, now: Date.now() });
+    times.push(performance.now() - before);
+  }
+  times.sort((a, b) => a - b);
+  return { p50: percentile(times, 50), p99: percentile(times, 99) };
+}
+
+// The same lookups, one store query each (as before) and coalesced while a query runs (now).
+const counts = app.get<StoreSegmentEventCounts>(SegmentEventCounts);
+counts.coalescing = false;
+const alone = await countsQueryMs();
+const single = await lookups();
+counts.coalescing = true;
+const coalesced = await lookups();
 
 const results = {
   ingest: {
@@ -143,20 +180,36 @@ const results = {
     twenty: twenty.cpuUsPerEvent,
     ratio: twenty.cpuUsPerEvent / none.cpuUsPerEvent,
   },
-  lookup: { peak, rate, p50: percentile(sorted, 50), p99: percentile(sorted, 99), n: sorted.length },
+  countsQuery: alone,
+  lookup: { oneQueryEach: single, coalesced },
+  loadAverage: loadavg(),
 };
 printTable('ingest: process CPU per event', [
   { segments: 0, 'cpu µs/event': none.cpuUsPerEvent, 'wall ms': none.wallMs },
   { segments: Number(opt.segments), 'cpu µs/event': twenty.cpuUsPerEvent, 'wall ms': twenty.wallMs },
 ]);
-printTable('GraphQL audience lookup', [
-  {
-    'peak/s': peak,
-    'rate/s': rate,
-    'p50 ms': results.lookup.p50,
-    'p99 ms': results.lookup.p99,
-    n: sorted.length,
-  },
-]);
+printTable('the counts query alone, one customer at a time', [{ 'p50 ms': alone.p50, 'p99 ms': alone.p99 }]);
+printTable(
+  'GraphQL audience lookup',
+  [
+    ['one store query each', single],
+    ['coalesced while a query runs', coalesced],
+  ].map(([name, r]) => {
+    const l = r as typeof single;
+    return {
+      counts: name as string,
+      'peak/s': l.peak,
+      'rate/s': l.rate,
+      'p50 ms': l.p50,
+      'p99 ms': l.p99,
+      n: l.n,
+    };
+  }),
+);
+process.stdout.write(
+  `load average: ${loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ')}\n`,
+);
 process.stdout.write(`results: ${writeResults('segments', { opt, results })}\n`);
 await app.close();

@@ -20,7 +20,14 @@ import { PurchaseNotices, Recommender, StoreRecommender } from '@cdp/recommendat
 import { RemoteConsoleReads } from '@cdp/console-api/reads';
 import { SchemaExportCatalogs } from '@cdp/exports';
 import { SchemaRegistry } from '@cdp/schema';
-import { SegmentEventCounts, SegmentSizes, StoreSegmentEventCounts, StoreSegmentSizes } from '@cdp/segments';
+import {
+  RecentEvents,
+  SegmentEventCounts,
+  SegmentSizes,
+  StoreRecentEvents,
+  StoreSegmentEventCounts,
+  StoreSegmentSizes,
+} from '@cdp/segments';
 import { DriversLifecycle, NATS_CONNECTION, REDIS_CLIENT } from './drivers.lifecycle.js';
 import { watchNatsConnection } from './nats-connection-state.js';
 
@@ -35,6 +42,8 @@ export const RECOMMENDATIONS_RESPONDER = Symbol('RECOMMENDATIONS_RESPONDER');
 export const SEGMENT_COUNTS_RESPONDER = Symbol('SEGMENT_COUNTS_RESPONDER');
 /** The NATS subscription answering the API's segment sizes (the chDB owner only). */
 export const SEGMENT_SIZES_RESPONDER = Symbol('SEGMENT_SIZES_RESPONDER');
+/** The NATS subscription answering GraphQL's recent events (the chDB owner only). */
+export const RECENT_EVENTS_RESPONDER = Symbol('RECENT_EVENTS_RESPONDER');
 /** Replicas of this deployment's JetStream streams and KV buckets, settled at boot. */
 const NATS_REPLICAS = Symbol('NATS_REPLICAS');
 
@@ -365,6 +374,28 @@ export class DriversModule {
           ),
       });
     }
+    // GraphQL's recent events likewise.
+    providers.push({
+      provide: RecentEvents,
+      inject: [NATS_CONNECTION, { token: AnalyticStore, optional: true }],
+      useFactory: async (nc: NatsConnection | undefined, store?: AnalyticStore): Promise<RecentEvents> =>
+        store
+          ? new StoreRecentEvents(store)
+          : new (await import('@cdp/segments/nats')).NatsRecentEvents(nc!, config.natsPrefix),
+    });
+    if (options.openStore && config.store === 'chdb' && config.bus === 'nats') {
+      providers.push({
+        provide: RECENT_EVENTS_RESPONDER,
+        inject: [NATS_CONNECTION, RecentEvents],
+        useFactory: async (nc: NatsConnection, events: RecentEvents) =>
+          new (await import('@cdp/segments/nats')).RecentEventsResponder(
+            nc,
+            config.natsPrefix,
+            events,
+            (err) => logger.warn({ err }, 'a recent events request failed'),
+          ),
+      });
+    }
     const exports = [
       APP_CONFIG,
       LOGGER,
@@ -385,6 +416,7 @@ export class DriversModule {
       ...(!options.openStore && config.bus === 'nats' ? [RemoteConsoleReads] : []),
       SegmentEventCounts,
       SegmentSizes,
+      RecentEvents,
     ];
     return {
       module: DriversModule,

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ExportDetail } from './export-request.js';
+import type { MemberDefinition } from './members.compiler.js';
 
 /** spec "Export state". */
 export type ExportState = 'pending' | 'running' | 'completed' | 'completed_with_errors';
@@ -28,6 +29,11 @@ export interface ExportJob {
   record: ExportRecord;
   account: string;
   trackerId: string;
+  /**
+   * The definition of the segment the select names (`select.segment`), as it was when the export was
+   * requested: a segment changed or deleted afterwards does not change what this export selects.
+   */
+  members?: MemberDefinition;
   /** The worker running it, and when that worker last said it still is (ms since the epoch). */
   owner?: string;
   heartbeat?: number;

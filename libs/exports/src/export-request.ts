@@ -26,7 +26,8 @@ export interface Comparison {
   operator: FilterOperator;
   value: FilterValue;
 }
-export type Filter = Comparison | { and: Filter[] } | { or: Filter[] };
+/** A comparison, a junction, or a negation (`not`: true where the filter is false; NULL stays unknown, as in SQL). */
+export type Filter = Comparison | { and: Filter[] } | { or: Filter[] } | { not: Filter };
 
 export interface Sort {
   field: string;
@@ -36,6 +37,8 @@ export interface Sort {
 export interface ExportSelect {
   object: string;
   fields: string[];
+  /** Customers only: the members of this segment (docs/api-notes.md "Exports by segment"). */
+  segment?: string;
   filter?: Filter;
   sorts?: Sort[];
 }
@@ -85,6 +88,7 @@ export interface ExportRequest {
   select?: {
     object: string;
     fields: string[];
+    segment?: string | null;
     filter?: RequestFilter | null;
     sorts?: { field: string; order?: string | null }[] | null;
   };
@@ -92,7 +96,8 @@ export interface ExportRequest {
 export type RequestFilter =
   | { field: string; operator: string; value: FilterValue }
   | { and: RequestFilter[] }
-  | { or: RequestFilter[] };
+  | { or: RequestFilter[] }
+  | { not: RequestFilter };
 
 /**
  * What a checked request asks for: the defaults filled in (CSV, comma, every object), formats,
@@ -104,10 +109,11 @@ export function exportDetailOf(request: ExportRequest): ExportDetail {
   const delimiter = pick(request.delimiter, EXPORT_DELIMITERS, 'comma')!;
   if (request.select === undefined)
     return { format, delimiter, objects: [...new Set(request.objects ?? [])] };
-  const { object, fields, filter, sorts } = request.select;
+  const { object, fields, segment, filter, sorts } = request.select;
   const select: ExportSelect = {
     object,
     fields,
+    ...(segment !== undefined && segment !== null ? { segment } : {}),
     ...(filter !== undefined && filter !== null ? { filter: filterOf(filter) } : {}),
     ...(sorts !== undefined && sorts !== null
       ? { sorts: sorts.map((s): Sort => ({ field: s.field, order: s.order === 'desc' ? 'desc' : 'asc' })) }
@@ -119,5 +125,6 @@ export function exportDetailOf(request: ExportRequest): ExportDetail {
 function filterOf(filter: RequestFilter): Filter {
   if ('and' in filter) return { and: filter.and.map(filterOf) };
   if ('or' in filter) return { or: filter.or.map(filterOf) };
+  if ('not' in filter) return { not: filterOf(filter.not) };
   return { field: filter.field, operator: operatorOf(filter.operator)!, value: filter.value };
 }

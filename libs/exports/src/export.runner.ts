@@ -8,7 +8,8 @@ import type { Logger } from '@cdp/logger';
 import { storeType, type AnalyticStore } from '@cdp/store';
 import { failureReason, inStep } from './export-failure.js';
 import { filterTimeRange, storeTimeBound } from './time-bound.js';
-import type { ColumnType, ExportCatalogs, ExportObject } from './export-objects.js';
+import type { ColumnType, ExportCatalog, ExportCatalogs, ExportObject } from './export-objects.js';
+import { compileMembers, type MembersQuery } from './members.compiler.js';
 import { exportPrefix, type ExportJob, type ExportState, type ObjectFailure } from './export-record.js';
 import type { ExportDelimiter, ExportFormat } from './export-request.js';
 import {
@@ -174,7 +175,7 @@ export class ExportRunner {
           // A filter bounding the object's time column reads only the months it can match.
           const range = filterTimeRange(record.detail.select?.filter, compiled.object);
           const bound = range && storeTimeBound(range, compiled.object.timeColumn!);
-          await this.exportObject(job, compiled, stager.db, work, signal, placed, bound);
+          await this.exportObject(job, catalog, compiled, stager.db, work, signal, placed, bound);
           manifest.files.push(...placed.map((p) => p.file));
           manifest.columns[object] = Object.fromEntries(compiled.columns.map((c) => [c.name, c.type]));
         } catch (err) {
@@ -206,6 +207,7 @@ export class ExportRunner {
 
   private async exportObject(
     job: ExportJob,
+    catalog: ExportCatalog,
     plan: CompiledSelect,
     /** Reads the staged pages (count, last key) while another instance writes the page before. */
     stageDb: DuckDBConnection,
@@ -234,10 +236,12 @@ export class ExportRunner {
       );
       staged.set(j.alias, path);
     }
+    // A segment's members: the same selection as its size, as of the run's start, read with each page.
+    const members = job.members && compileMembers(job.members, catalog, Date.now());
     const stage = async (page: number, after: (string | number)[] | undefined): Promise<StagedPage> => {
       signal.throwIfAborted();
       const path = join(work, `${object.name}-page-${page}.parquet`);
-      const { sql, params } = pageQuery(object, after, this.options.rowsPerFile, bound);
+      const { sql, params } = pageQuery(object, after, this.options.rowsPerFile, { bound, members });
       await inStep('read', () => this.store.writeParquet(job.account, sql, params, path));
       const counted = await stageDb.runAndReadAll(
         `SELECT count(*)::BIGINT AS n FROM read_parquet(${literal(path)})`,
@@ -378,12 +382,17 @@ export function pageQuery(
   object: ExportObject,
   after: (string | number)[] | undefined,
   limit: number,
-  /** A condition every row read must meet (the filter's time bound), with its parameters. */
-  bound?: { sql: string; params: Record<string, unknown> },
+  narrow: {
+    /** A condition every row read must meet (the filter's time bound), with its parameters. */
+    bound?: { sql: string; params: Record<string, unknown> };
+    /** Only these customers (a segment's members, selecting `svc_id`). */
+    members?: MembersQuery;
+  } = {},
 ): { sql: string; params: Record<string, unknown> } {
+  const { bound, members } = narrow;
   const key = object.pageKey.map(chIdent).join(', ');
-  const params: Record<string, unknown> = { ...bound?.params };
-  let where = '';
+  const params: Record<string, unknown> = { ...bound?.params, ...members?.params };
+  const where: string[] = [];
   if (after) {
     const values = object.pageKey.map((name, i) => {
       const type = object.columns.find((c) => c.name === name)!.type;
@@ -397,14 +406,16 @@ export function pageQuery(
     // The tuple comparison alone does not narrow the primary-key range (ClickHouse reads every granule
     // from the table's start); the bound on the leading key column does, so a page reads only its rows.
     const first = chIdent(object.pageKey[0]!);
-    where =
+    where.push(
       values.length === 1
-        ? ` WHERE ${first} > ${values[0]}`
-        : ` WHERE ${first} >= ${values[0]} AND (${key}) > (${values.join(', ')})`;
+        ? `${first} > ${values[0]}`
+        : `${first} >= ${values[0]} AND (${key}) > (${values.join(', ')})`,
+    );
   }
-  if (bound) where = where ? `${where} AND ${bound.sql}` : ` WHERE ${bound.sql}`;
+  if (bound) where.push(bound.sql);
+  if (members) where.push(`svc_id GLOBAL IN (${members.sql})`);
   return {
-    sql: `SELECT ${storeColumns(object)} FROM ${object.from}${where} ORDER BY ${key} LIMIT ${Math.floor(limit)}`,
+    sql: `SELECT ${storeColumns(object)} FROM ${object.from}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY ${key} LIMIT ${Math.floor(limit)}`,
     params,
   };
 }

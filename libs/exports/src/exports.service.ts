@@ -16,6 +16,7 @@ import {
 } from './export-record.js';
 import type { ExportDetail } from './export-request.js';
 import { recordJob } from './open-exports.js';
+import { compileMembers, type MemberDefinition } from './members.compiler.js';
 import { compileSelect } from './select.compiler.js';
 
 /** A lock whose export record never appeared (the API died in between) stops holding after this. */
@@ -45,10 +46,16 @@ export class ExportsService {
     trackerId: string,
     detail: ExportDetail,
     now = new Date(),
+    /** The definition of the segment `detail.select.segment` names (the caller reads it). */
+    members?: MemberDefinition,
   ): Promise<ExportRecord> {
     const catalog = await this.catalogs.forAccount(account, true);
     if (detail.select) {
       compileSelect(detail.select, catalog);
+      if (detail.select.segment !== undefined) {
+        if (!members) throw ApiError.notFound(`unable to locate segment ${detail.select.segment}`);
+        compileMembers(members, catalog, now.getTime());
+      }
     } else if (detail.objects.length === 0) {
       detail.objects = catalog.names();
     } else {
@@ -70,7 +77,7 @@ export class ExportsService {
       definition_id: definitionId(detail),
       detail,
     };
-    const job: ExportJob = { record, account, trackerId, attempts: 0 };
+    const job: ExportJob = { record, account, trackerId, attempts: 0, ...(members ? { members } : {}) };
     await recordJob(this.metadata, job, now.getTime());
     return record;
   }

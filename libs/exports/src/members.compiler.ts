@@ -4,9 +4,11 @@ import type { Filter } from './export-request.js';
 import { compileFilter, storeDialect } from './select.compiler.js';
 
 /**
- * The customer's events of `type` (and `action`, when given) in the last `within_days` days, counted:
- * the condition holds when the count is within [min_count, max_count]. Neither bound given means "at
- * least once" (min_count 1); max_count alone means "at most that many" (0: never).
+ * The customer's events of `type` (and `action`, when given) in the last `within_days` days: the
+ * condition holds when their count is within [min_count, max_count] and the sum of their orders'
+ * `total` within [min_total, max_total]. No count bound means "at least once" (min_count 1), unless a
+ * total bound is given (then the total alone decides: `max_total: 50` holds for a customer with no
+ * order); max_count alone means "at most that many" (0: never).
  */
 export interface EventCondition {
   type: string;
@@ -14,6 +16,15 @@ export interface EventCondition {
   within_days: number;
   min_count?: number;
   max_count?: number;
+  min_total?: number;
+  max_total?: number;
+}
+
+/** What a condition reads of one customer's matching events. */
+export interface EventTally {
+  count: number;
+  /** The sum of the events' order `total` (0 for events without one). */
+  total: number;
 }
 
 /**
@@ -29,9 +40,27 @@ export const DAY_MS = 86_400_000;
 
 /** The bounds a condition's count must fall within. */
 export function countBounds(c: EventCondition): { min: number; max: number } {
-  const min = c.min_count ?? (c.max_count === undefined ? 1 : 0);
+  const byTotal = c.min_total !== undefined || c.max_total !== undefined;
+  const min = c.min_count ?? (c.max_count === undefined && !byTotal ? 1 : 0);
   return { min, max: c.max_count ?? Number.POSITIVE_INFINITY };
 }
+
+/** Whether a customer's tally of a condition's events satisfies it. */
+export function conditionHolds(c: EventCondition, tally: EventTally): boolean {
+  const { min, max } = countBounds(c);
+  return (
+    tally.count >= min &&
+    tally.count <= max &&
+    (c.min_total === undefined || tally.total >= c.min_total) &&
+    (c.max_total === undefined || tally.total <= c.max_total)
+  );
+}
+
+/**
+ * The sum of the events' order totals, exactly (the `total` of each event's order as sent, 4 decimals;
+ * an event without one adds 0).
+ */
+export const ORDER_TOTAL_SUM = "sum(toDecimal128OrZero(JSONExtractRaw(ifNull(`order`, ''), 'total'), 4))";
 
 export interface MembersQuery {
   /** ClickHouse SQL selecting the members' `svc_id`, `{db}` the account's database. */
@@ -42,8 +71,8 @@ export interface MembersQuery {
 /**
  * A member definition as one selection of the account's current customers (merged ones excluded) in
  * the store's SQL: the customer filter compiled by the export's own filter compiler, and each event
- * condition as the customers whose count of matching events (theirs and those of every customer merged
- * into them) falls within its bounds. A condition that admits a count of 0 selects by exclusion, so a
+ * condition as the customers whose tally of matching events (theirs and those of every customer merged
+ * into them) falls within its bounds. A condition that admits no event selects by exclusion, so a
  * customer without any event passes it (GLOBAL: on a cluster each set is built once, not per shard).
  * `now` ends the windows; an event stamped ahead of it counts.
  */
@@ -100,11 +129,26 @@ function eventCondition(
   }
   const counted = (having: string) =>
     `(SELECT ${SURVIVOR} AS id FROM {db}.events WHERE ${matching} GROUP BY id HAVING ${having})`;
-  params[`${prefix}min`] = min;
-  if (Number.isFinite(max)) params[`${prefix}max`] = max;
-  const atMost = `count() <= {${prefix}max:Float64}`;
-  if (min > 0)
-    return `t0.svc_id GLOBAL IN ${counted(`count() >= {${prefix}min:Float64}` + (Number.isFinite(max) ? ` AND ${atMost}` : ''))}`;
-  // A count of 0 passes: customers are excluded only by too many events (none when unbounded).
-  return Number.isFinite(max) ? `t0.svc_id GLOBAL NOT IN ${counted(`NOT (${atMost})`)}` : undefined;
+  const holds: string[] = [];
+  if (min > 0) {
+    params[`${prefix}min`] = min;
+    holds.push(`count() >= {${prefix}min:Float64}`);
+  }
+  if (Number.isFinite(max)) {
+    params[`${prefix}max`] = max;
+    holds.push(`count() <= {${prefix}max:Float64}`);
+  }
+  const total = (bound: number | undefined, name: string, op: string) => {
+    if (bound === undefined) return;
+    params[`${prefix}${name}`] = String(bound);
+    holds.push(`${ORDER_TOTAL_SUM} ${op} toDecimal128({${prefix}${name}:String}, 4)`);
+  };
+  total(c.min_total, 'min_total', '>=');
+  total(c.max_total, 'max_total', '<=');
+  if (holds.length === 0) return undefined;
+  // A customer with no matching event has the tally {count 0, total 0}: where that passes, customers are
+  // selected by excluding those whose events fail the condition.
+  return conditionHolds(c, { count: 0, total: 0 })
+    ? `t0.svc_id GLOBAL NOT IN ${counted(`NOT (${holds.join(' AND ')})`)}`
+    : `t0.svc_id GLOBAL IN ${counted(holds.join(' AND '))}`;
 }

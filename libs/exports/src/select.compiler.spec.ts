@@ -99,6 +99,13 @@ describe('select compiler', () => {
     expect(await ids(cmp('name', 'like', '%100%'))).toEqual(['c']);
   });
 
+  it('negates with not, leaving NULLs out as SQL does (not of unknown is unknown)', async () => {
+    expect(await ids({ not: cmp('qty', '=', 2) })).toEqual(['a', 'c']); // d's qty is NULL
+    expect(await ids({ not: cmp('name', 'is', null) })).toEqual(['a', 'b', 'c']);
+    expect(await ids({ not: { or: [cmp('qty', '=', 1), cmp('qty', '=', 3)] } })).toEqual(['b']);
+    expect(await ids({ not: { not: cmp('active', '=', true) } })).toEqual(['a', 'd']);
+  });
+
   it('nests and/or to any depth', async () => {
     const filter: Filter = {
       or: [

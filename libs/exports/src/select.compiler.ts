@@ -240,6 +240,7 @@ export function storeDialect(params: Record<string, unknown>, prefix: string): F
 export function compileFilter(filter: Filter, resolve: Resolve, dialect: FilterDialect): string {
   if ('and' in filter) return `(${filter.and.map((f) => compileFilter(f, resolve, dialect)).join(' AND ')})`;
   if ('or' in filter) return `(${filter.or.map((f) => compileFilter(f, resolve, dialect)).join(' OR ')})`;
+  if ('not' in filter) return `(NOT ${compileFilter(filter.not, resolve, dialect)})`;
   return compileComparison(filter, resolve, dialect);
 }
 

@@ -56,7 +56,7 @@ describe('time-bounded export reads on chDB', () => {
 
   it('reads one month of three for a filter on March (EXPLAIN indexes = 1), every row of it', async () => {
     const range = filterTimeRange({ field: 'ts', operator: '>=', value: '2026-03-01' }, EVENTS_OBJECT)!;
-    const page = pageQuery(EVENTS_OBJECT, undefined, 100, storeTimeBound(range, 'ts'));
+    const page = pageQuery(EVENTS_OBJECT, undefined, 100, { bound: storeTimeBound(range, 'ts') });
     const plan = (
       await store.query<{ explain: string }>('shop', `EXPLAIN indexes = 1 ${page.sql}`, page.params)
     )

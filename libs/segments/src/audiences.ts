@@ -1,7 +1,7 @@
 import type { ColumnType } from '@cdp/exports';
 import { matchesFilter } from './customer-filter.js';
 import type { SegmentEventCounts } from './event-counts.port.js';
-import { countBounds, type EventCondition, type Segment } from './segment.js';
+import { conditionHolds, type EventCondition, type Segment } from './segment.js';
 
 export type AudienceState = 'qualified' | 'not_qualified';
 
@@ -41,9 +41,7 @@ export async function evaluateAudiences(
   for (const s of pending) {
     let qualified = true;
     for (const c of s.definition.events ?? []) {
-      const n = counted[i++] ?? 0;
-      const { min, max } = countBounds(c);
-      if (n < min || n > max) qualified = false;
+      if (!conditionHolds(c, counted[i++] ?? { count: 0, total: 0 })) qualified = false;
     }
     out.set(s.id, qualified ? 'qualified' : 'not_qualified');
   }

@@ -1,5 +1,5 @@
 import type { ColumnType } from '@cdp/exports';
-import { countBounds } from './segment.js';
+import { conditionHolds, countBounds } from './segment.js';
 import { matchesFilter } from './customer-filter.js';
 
 const TYPES = new Map<string, ColumnType>([
@@ -42,6 +42,40 @@ describe('a segment customer filter on a profile (the export compiler semantics)
     expect(is({ field: 'email', operator: 'not ilike', value: 'ADA%' })).toBe(false);
   });
 
+  it('negates with not in three-valued logic: not of a comparison with NULL stays unknown', () => {
+    expect(is({ not: { field: 'first_name', operator: '=', value: 'Bob' } })).toBe(true);
+    expect(is({ not: { field: 'first_name', operator: '=', value: 'Bob' } }, {})).toBe(false);
+    expect(is({ not: { field: 'first_name', operator: 'is', value: null } }, {})).toBe(false);
+    // unknown OR true is true; unknown AND false is false; not(unknown AND true) is unknown.
+    const unknownOr = {
+      or: [
+        { field: 'vip', operator: '=' as const, value: true },
+        { field: 'x', operator: '=' as const, value: 1 },
+      ],
+    };
+    expect(is({ not: unknownOr })).toBe(false);
+    expect(
+      is({
+        not: {
+          and: [
+            { field: 'x', operator: '=', value: 1 },
+            { field: 'vip', operator: '=', value: false },
+          ],
+        },
+      }),
+    ).toBe(true);
+    expect(
+      is({
+        not: {
+          and: [
+            { field: 'x', operator: '=', value: 1 },
+            { field: 'vip', operator: '=', value: true },
+          ],
+        },
+      }),
+    ).toBe(false);
+  });
+
   it('nests and/or', () => {
     const vipOrBob = {
       or: [
@@ -62,5 +96,16 @@ describe('event condition bounds', () => {
       min: 2,
       max: 5,
     });
+  });
+
+  it('bounds order totals: a total bound alone lets the count be anything, none at all', () => {
+    const atMost = { type: 'order', within_days: 30, max_total: 50 };
+    expect(countBounds(atMost)).toEqual({ min: 0, max: Infinity });
+    expect(conditionHolds(atMost, { count: 0, total: 0 })).toBe(true);
+    expect(conditionHolds(atMost, { count: 3, total: 50.0001 })).toBe(false);
+    const atLeast = { type: 'order', within_days: 30, min_total: 100 };
+    expect(conditionHolds(atLeast, { count: 2, total: 100 })).toBe(true);
+    expect(conditionHolds(atLeast, { count: 0, total: 0 })).toBe(false);
+    expect(conditionHolds({ ...atLeast, min_count: 3 }, { count: 2, total: 500 })).toBe(false);
   });
 });

@@ -13,17 +13,49 @@ export function matchesFilter(
   attributes: Readonly<Record<string, unknown>>,
   types: ReadonlyMap<string, ColumnType>,
 ): boolean {
-  if ('and' in filter) return filter.and.every((f) => matchesFilter(f, attributes, types));
-  if ('or' in filter) return filter.or.some((f) => matchesFilter(f, attributes, types));
+  return evaluate(filter, attributes, types) === true;
+}
+
+/**
+ * SQL's three-valued logic: a comparison with NULL is unknown (`undefined`), never true, `!=` and `not
+ * like` included; `not` of unknown stays unknown, `and`/`or` follow Kleene's tables. A customer matches
+ * only where the filter is true, as a WHERE clause keeps only rows where it is true.
+ */
+function evaluate(
+  filter: Filter,
+  attributes: Readonly<Record<string, unknown>>,
+  types: ReadonlyMap<string, ColumnType>,
+): boolean | undefined {
+  if ('and' in filter) {
+    let unknown = false;
+    for (const f of filter.and) {
+      const v = evaluate(f, attributes, types);
+      if (v === false) return false;
+      if (v === undefined) unknown = true;
+    }
+    return unknown ? undefined : true;
+  }
+  if ('or' in filter) {
+    let unknown = false;
+    for (const f of filter.or) {
+      const v = evaluate(f, attributes, types);
+      if (v === true) return true;
+      if (v === undefined) unknown = true;
+    }
+    return unknown ? undefined : false;
+  }
+  if ('not' in filter) {
+    const v = evaluate(filter.not, attributes, types);
+    return v === undefined ? undefined : !v;
+  }
   return compare(filter, attributes[filter.field] as Value, types.get(filter.field) ?? 'string');
 }
 
-function compare(c: Comparison, raw: Value, type: ColumnType): boolean {
+function compare(c: Comparison, raw: Value, type: ColumnType): boolean | undefined {
   const present = raw !== undefined && raw !== null && raw !== '';
   if (c.operator === 'is') return !present;
   if (c.operator === 'is not') return present;
-  // SQL's three-valued logic: a comparison with NULL is never true, `!=` and `not like` included.
-  if (!present) return false;
+  if (!present) return undefined;
   switch (c.operator) {
     case 'like':
     case 'not like':
@@ -36,7 +68,7 @@ function compare(c: Comparison, raw: Value, type: ColumnType): boolean {
     }
     default: {
       const order = ordered(raw, c.value, type);
-      if (order === undefined) return false;
+      if (order === undefined) return undefined;
       switch (c.operator) {
         case '=':
           return order === 0;
@@ -53,7 +85,7 @@ function compare(c: Comparison, raw: Value, type: ColumnType): boolean {
       }
     }
   }
-  return false;
+  return undefined;
 }
 
 /** -1, 0, 1 comparing the field's value with the filter's in the field's type; undefined: incomparable. */

@@ -1,4 +1,4 @@
-import type { EventCondition } from './segment.js';
+import type { EventCondition, EventTally } from './segment.js';
 
 /** One count request: the customer's ids (the survivor and every customer merged into it) and the conditions. */
 export interface EventCountRequest {
@@ -10,9 +10,9 @@ export interface EventCountRequest {
 }
 
 /**
- * How many of the customer's events each condition counts. Answered where the analytic store is: in
+ * What each condition reads of the customer's events: how many, and their orders' total. Answered where the analytic store is: in
  * this process when it holds the store, or by the store's owner (the processor with chDB) over NATS.
  */
 export abstract class SegmentEventCounts {
-  abstract count(request: EventCountRequest): Promise<number[]>;
+  abstract count(request: EventCountRequest): Promise<EventTally[]>;
 }

@@ -4,6 +4,8 @@ export * from './audiences.js';
 export { matchesFilter } from './customer-filter.js';
 export { StoreSegmentEventCounts } from './store-event-counts.js';
 export * from './segment-sizes.port.js';
+export * from './recent-events.port.js';
+export { StoreRecentEvents } from './store-recent-events.js';
 export { StoreSegmentSizes } from './store-segment-sizes.js';
 export {
   SegmentsService,

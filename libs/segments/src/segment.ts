@@ -1,4 +1,10 @@
-import { countBounds, type EventCondition, type MemberDefinition } from '@cdp/exports';
+import {
+  conditionHolds,
+  countBounds,
+  type EventCondition,
+  type EventTally,
+  type MemberDefinition,
+} from '@cdp/exports';
 
 /** A segment's id: what the GraphQL `subset` and the Optimizely datafile's audiences name. */
 export const SEGMENT_ID = /^[a-z][a-z0-9_]*$/;
@@ -10,7 +16,7 @@ export const MAX_WITHIN_DAYS = 365;
 
 /** A segment's definition is a member definition: the customer filter and every event condition. */
 export type SegmentDefinition = MemberDefinition;
-export { countBounds, type EventCondition };
+export { conditionHolds, countBounds, type EventCondition, type EventTally };
 
 export interface Segment {
   id: string;

@@ -136,6 +136,7 @@ export class SegmentsService {
     const walk = (f: typeof filter): void => {
       if ('and' in f) f.and.forEach(walk);
       else if ('or' in f) f.or.forEach(walk);
+      else if ('not' in f) walk(f.not);
       else paths.push(f.field);
     };
     walk(filter);

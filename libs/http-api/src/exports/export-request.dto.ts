@@ -13,6 +13,7 @@ import {
   type FilterValue,
 } from '@cdp/exports';
 import { MAX_NAME_LENGTH } from '@cdp/schema';
+import { MAX_SEGMENT_ID_LENGTH, SEGMENT_ID } from '@cdp/segments';
 import { Obeys } from '../validation/constraints.js';
 import { OneProblemAtATime } from '../validation/envelope-validation.pipe.js';
 
@@ -49,7 +50,7 @@ export class UnusableFilter {
     (_, node) =>
       node.tooDeep
         ? `filters nest at most ${MAX_FILTER_DEPTH} levels deep`
-        : 'must be a comparison {field, operator, value} or {and|or: [...]}',
+        : 'must be a comparison {field, operator, value}, {and|or: [...]} or {not: filter}',
     { context: { whole: true } },
   )
   readonly usable?: never;
@@ -110,7 +111,11 @@ const junctionProblem = (parts: unknown, node: object) =>
 const FILTERS = {
   type: 'array' as const,
   minItems: 1,
-  items: { oneOf: ['ComparisonDto', 'AndFilterDto', 'OrFilterDto'].map((n) => ({ $ref: getSchemaPath(n) })) },
+  items: {
+    oneOf: ['ComparisonDto', 'AndFilterDto', 'OrFilterDto', 'NotFilterDto'].map((n) => ({
+      $ref: getSchemaPath(n),
+    })),
+  },
 };
 
 export class AndFilterDto {
@@ -127,12 +132,33 @@ export class OrFilterDto {
   or!: FilterNode[];
 }
 
-export type FilterNode = ComparisonDto | AndFilterDto | OrFilterDto | UnusableFilter;
+/** `{not: filter}`: the one key, with one filter (true where it is false; NULL stays unknown, as in SQL). */
+export class NotFilterDto {
+  @ApiProperty({
+    description: 'a filter',
+    oneOf: ['ComparisonDto', 'AndFilterDto', 'OrFilterDto', 'NotFilterDto'].map((n) => ({
+      $ref: getSchemaPath(n),
+    })),
+  })
+  @Obeys('isNegation', (_, node) =>
+    keysOf(node).length === 1 ? undefined : 'must be the only key, with one filter',
+  )
+  @ValidateNested()
+  not!: FilterNode;
+}
 
-/** The DTO of a filter node, told apart by its keys (`and` first, then `or`, else a comparison). */
+export type FilterNode = ComparisonDto | AndFilterDto | OrFilterDto | NotFilterDto | UnusableFilter;
+
+/** The DTO of a filter node, told apart by its keys (`and` first, then `or`, `not`, else a comparison). */
 export function filterOf(raw: unknown, depth = 0): FilterNode {
   if (depth > MAX_FILTER_DEPTH) return new UnusableFilter(true);
   if (!isObject(raw)) return new UnusableFilter(false);
+  if (!('and' in raw) && !('or' in raw) && 'not' in raw) {
+    const node = new NotFilterDto();
+    writtenKeys.set(node, Object.keys(raw));
+    node.not = filterOf(raw.not, depth + 1);
+    return node;
+  }
   const junction = 'and' in raw ? 'and' : 'or' in raw ? 'or' : undefined;
   const node =
     junction === 'and' ? new AndFilterDto() : junction === 'or' ? new OrFilterDto() : new ComparisonDto();
@@ -191,11 +217,27 @@ export class ExportSelectDto {
   fields!: string[];
 
   @ApiPropertyOptional({
-    description: 'a comparison, or {and: [...]} / {or: [...]} nesting filters',
+    type: 'string',
+    pattern: SEGMENT_ID.source,
+    description: 'customers only: the members of this segment (the filter narrows them further)',
+  })
+  @ValidateIf((select: ExportSelectDto) => present(select.segment))
+  @Obeys('isSegmentSelect', (v, select) =>
+    typeof v !== 'string' || !SEGMENT_ID.test(v) || v.length > MAX_SEGMENT_ID_LENGTH
+      ? 'must be a segment id'
+      : select.object !== 'customers'
+        ? 'selects customers: object must be customers'
+        : undefined,
+  )
+  segment?: string | null;
+
+  @ApiPropertyOptional({
+    description: 'a comparison, or {and: [...]} / {or: [...]} / {not: filter} nesting filters',
     oneOf: [
       { $ref: getSchemaPath(ComparisonDto) },
       { $ref: getSchemaPath(AndFilterDto) },
       { $ref: getSchemaPath(OrFilterDto) },
+      { $ref: getSchemaPath(NotFilterDto) },
     ],
   })
   @ValidateIf((select: ExportSelectDto) => present(select.filter))

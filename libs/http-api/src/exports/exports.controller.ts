@@ -3,11 +3,13 @@ import { ApiBody, ApiExtraModels, ApiHeader, ApiResponse, ApiTags, getSchemaPath
 import type { Principal } from '@cdp/accounts';
 import { ExportsService, type ExportDetail, type ExportRecord } from '@cdp/exports';
 import { Auth } from '@cdp/http-common';
+import { SegmentsService } from '@cdp/segments';
 import { CurrentPrincipal } from '../auth/principal.js';
 import {
   AndFilterDto,
   ComparisonDto,
   OrFilterDto,
+  NotFilterDto,
   SelectRequestDto,
   WholeObjectsRequestDto,
 } from './export-request.dto.js';
@@ -18,10 +20,20 @@ import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 @ApiTags('exports')
 @ApiHeader({ name: 'x-api-key', required: true })
 @RateLimit('exports')
-@ApiExtraModels(ComparisonDto, AndFilterDto, OrFilterDto, WholeObjectsRequestDto, SelectRequestDto)
+@ApiExtraModels(
+  ComparisonDto,
+  AndFilterDto,
+  OrFilterDto,
+  NotFilterDto,
+  WholeObjectsRequestDto,
+  SelectRequestDto,
+)
 @Controller('v3/exports')
 export class ExportsController {
-  constructor(private readonly exports: ExportsService) {}
+  constructor(
+    private readonly exports: ExportsService,
+    private readonly segments: SegmentsService,
+  ) {}
 
   @Post()
   @HttpCode(202)
@@ -34,11 +46,14 @@ export class ExportsController {
   })
   @ApiResponse({ status: 202, description: 'the export record (state pending)' })
   @ApiResponse({ status: 422, description: 'a requested object is already being exported' })
-  request(
+  async request(
     @Body(ExportRequestValidation) detail: ExportDetail,
     @CurrentPrincipal() principal: Principal,
   ): Promise<ExportRecord> {
-    return this.exports.request(principal.account, principal.trackerId, detail);
+    const segment = detail.select?.segment;
+    // 404 `unable to locate segment <id>` for a segment the account does not have.
+    const members = segment ? (await this.segments.get(principal.account, segment)).definition : undefined;
+    return this.exports.request(principal.account, principal.trackerId, detail, undefined, members);
   }
 
   @Get()

@@ -14,6 +14,7 @@ export const MAX_COST = 300;
 const FIELD_COSTS: Readonly<Record<string, number>> = {
   customer: 20,
   audiences: 20,
+  events: 20,
   segments: 10,
   lists: 10,
 };

@@ -1,6 +1,7 @@
 import {
   GraphQLBoolean,
   GraphQLError,
+  GraphQLInt,
   GraphQLList,
   GraphQLNonNull,
   GraphQLObjectType,
@@ -10,7 +11,7 @@ import {
   type GraphQLFieldConfigArgumentMap,
 } from 'graphql';
 import { NAMED_IDENTIFIERS } from '@cdp/domain';
-import type { AudienceState, Segment } from '@cdp/segments';
+import type { AudienceState, RecentEvent, Segment } from '@cdp/segments';
 
 /** What every resolver can reach: the caller and the reads it may make. */
 export interface GraphqlContext {
@@ -25,7 +26,13 @@ export interface GraphqlContext {
 export interface ResolvedCustomer {
   attributes: Readonly<Record<string, unknown>>;
   audiences(subset: readonly string[] | undefined): Promise<{ segment: Segment; state: AudienceState }[]>;
+  /** The customer's latest events (its merged customers' included), newest first. */
+  events(first: number): Promise<RecentEvent[]>;
 }
+
+/** `events(first:)`: at most this many a query asks for (one customer's latest, read from the store). */
+export const MAX_EVENTS = 100;
+const DEFAULT_EVENTS = 10;
 
 /** The error a private-key field answers a public key with. */
 function privateOnly(ctx: GraphqlContext, field: string): void {
@@ -60,6 +67,27 @@ const AudienceConnection = new GraphQLObjectType({
   fields: { edges: { type: new GraphQLNonNull(new GraphQLList(new GraphQLNonNull(AudienceEdge))) } },
 });
 
+const Event = new GraphQLObjectType({
+  name: 'Event',
+  fields: {
+    event_id: { type: new GraphQLNonNull(GraphQLString) },
+    type: { type: new GraphQLNonNull(GraphQLString) },
+    action: { type: new GraphQLNonNull(GraphQLString) },
+    ts: { type: new GraphQLNonNull(GraphQLString), description: 'ISO 8601, UTC' },
+    channel: { type: GraphQLString },
+    identifiers: { type: JSONObject },
+    data: { type: JSONObject, description: "the event's fields that have a value, and its order" },
+  },
+});
+const EventEdge = new GraphQLObjectType({
+  name: 'EventEdge',
+  fields: { node: { type: new GraphQLNonNull(Event) } },
+});
+const EventConnection = new GraphQLObjectType({
+  name: 'EventConnection',
+  fields: { edges: { type: new GraphQLNonNull(new GraphQLList(new GraphQLNonNull(EventEdge))) } },
+});
+
 const Customer = new GraphQLObjectType<ResolvedCustomer, GraphqlContext>({
   name: 'Customer',
   fields: {
@@ -76,6 +104,20 @@ const Customer = new GraphQLObjectType<ResolvedCustomer, GraphqlContext>({
             node: { name: segment.id, state, description: segment.description, title: segment.name },
           })),
         };
+      },
+    },
+    events: {
+      type: new GraphQLNonNull(EventConnection),
+      description: `the latest events, newest first (private key); first: 1–${MAX_EVENTS}, default ${DEFAULT_EVENTS}`,
+      args: { first: { type: GraphQLInt, defaultValue: DEFAULT_EVENTS } },
+      resolve: async (customer, args: { first?: number | null }, ctx) => {
+        privateOnly(ctx, 'events');
+        const first = args.first ?? DEFAULT_EVENTS;
+        if (first < 1 || first > MAX_EVENTS)
+          throw new GraphQLError(`events(first:) takes 1 to ${MAX_EVENTS}; ${first} is out of range`, {
+            extensions: { code: 'BAD_USER_INPUT', classification: 'ValidationError' },
+          });
+        return { edges: (await customer.events(first)).map((node) => ({ node })) };
       },
     },
     attributes: {

@@ -17,7 +17,7 @@ import { Auth } from '@cdp/http-common';
 import { IdentityIndex, ProfileState } from '@cdp/identity';
 import { ListsService } from '@cdp/lists';
 import { SchemaRegistry } from '@cdp/schema';
-import { evaluateAudiences, SegmentEventCounts, SegmentsService } from '@cdp/segments';
+import { evaluateAudiences, RecentEvents, SegmentEventCounts, SegmentsService } from '@cdp/segments';
 import { CurrentPrincipal } from '../auth/principal.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 import { boundedQuery } from './graphql-limits.js';
@@ -56,6 +56,7 @@ export class GraphqlController {
     private readonly schema: SchemaRegistry,
     private readonly segments: SegmentsService,
     private readonly counts: SegmentEventCounts,
+    private readonly recentEvents: RecentEvents,
     private readonly lists: ListsService,
     private readonly accounts: AccountsService,
   ) {}
@@ -131,6 +132,8 @@ export class GraphqlController {
       const attributes = profile?.attributes ?? {};
       return {
         attributes,
+        events: (first) =>
+          this.recentEvents.recent({ account, customers: [customerId, ...absorbed], limit: first }),
         audiences: async (subset) => {
           const all = await this.segments.cached(account);
           const asked = subset ? all.filter((s) => subset.includes(s.id)) : all;
