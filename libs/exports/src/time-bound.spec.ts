@@ -28,6 +28,12 @@ describe('the time bound of an export filter', () => {
       undefined,
     );
     expect(filterTimeRange(ts('!=', '2026-03-01'), EVENTS_OBJECT)).toBe(undefined);
+    expect(filterTimeRange({ not: ts('<', '2026-03-01') }, EVENTS_OBJECT)).toBe(undefined);
+    expect(
+      filterTimeRange({ and: [ts('>=', '2026-03-01'), { not: ts('>=', '2026-04-01') }] }, EVENTS_OBJECT),
+    ).toEqual({
+      from: MAR_1,
+    });
     expect(filterTimeRange({ field: 'product.ts', operator: '>', value: '2026-03-01' }, EVENTS_OBJECT)).toBe(
       undefined,
     );

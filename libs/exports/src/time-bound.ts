@@ -18,7 +18,7 @@ export interface TimeRange {
 /**
  * The range of the object's time column (`timeColumn`, its table's partition column) that the filter
  * requires of every row it keeps: its comparisons of that column with a timestamp, anded at the top
- * (within `and`s, not under an `or`, which any of its branches may satisfy). Undefined when the filter
+ * (within `and`s, not under an `or`, which any of its branches may satisfy, nor a `not`). Undefined when the filter
  * does not bound it: the export reads the whole table, as a full export must.
  */
 export function filterTimeRange(filter: Filter | undefined, object: ExportObject): TimeRange | undefined {
@@ -35,8 +35,9 @@ export function filterTimeRange(filter: Filter | undefined, object: ExportObject
       range.to = Math.min(range.to ?? Infinity, ms);
   };
   const visit = (f: Filter) => {
+    // An `or` or a `not` does not confine every row kept to its comparisons: only anded ones count.
     if ('and' in f) f.and.forEach(visit);
-    else if (!('or' in f)) narrow(f);
+    else if (!('or' in f) && !('not' in f)) narrow(f);
   };
   visit(filter);
   return range.from === undefined && range.to === undefined ? undefined : range;
