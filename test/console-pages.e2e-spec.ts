@@ -475,6 +475,22 @@ describe('console pages: customers, segments, overview, exports (embedded)', () 
     );
     expect((await fetch(`${base}${forged}`)).status).toBe(403);
     await screenshot(page, 'console-exports-start-1280');
+
+    // A segment's members, started through the console's own route as the page's script calls it: the
+    // same export as POST /v3/exports with select.segment (an existing segment, not a 404).
+    const { csrf } = (await (await page.request.get(`${base}/console/api/session`)).json()) as {
+      csrf: string;
+    };
+    const bySegment = await page.request.post(`${base}/console/api/exports`, {
+      headers: { 'x-csrf-token': csrf, origin: base },
+      data: { format: 'CSV', select: { object: 'customers', segment: 'two_orders', fields: ['email'] } },
+    });
+    expect(bySegment.status()).toBe(202);
+    const missing = await page.request.post(`${base}/console/api/exports`, {
+      headers: { 'x-csrf-token': csrf, origin: base },
+      data: { format: 'CSV', select: { object: 'customers', segment: 'no_such_segment', fields: ['email'] } },
+    });
+    expect(missing.status()).toBe(404);
   });
 
   it('works on a phone-sized window, from the keyboard', async () => {

@@ -6,6 +6,7 @@ import { Buckets } from '@cdp/buckets';
 import { ApiError } from '@cdp/contracts';
 import { ExportsService, exportPrefix, type ExportDetail, type ExportRecord } from '@cdp/exports';
 import { Auth } from '@cdp/http-common';
+import { SegmentsService } from '@cdp/segments';
 import { ExportRequestValidation } from '@cdp/http-api/exports';
 import { ConsoleSessionGuard, type ConsoleRequest } from './console-session.guard.js';
 import { ConsoleSessions } from './console-sessions.service.js';
@@ -32,18 +33,20 @@ export interface DownloadLink {
 export class ConsoleExportsController {
   constructor(
     private readonly exports: ExportsService,
+    private readonly segments: SegmentsService,
     private readonly buckets: Buckets,
     private readonly sessions: ConsoleSessions,
   ) {}
 
   @Post()
   @HttpCode(202)
-  start(
+  async start(
     @Req() request: ConsoleRequest,
     @Body(ExportRequestValidation) detail: ExportDetail,
   ): Promise<ExportRecord> {
     const { account } = request.consoleSession!;
-    return this.exports.request(account.id, account.trackerId, detail);
+    const members = await this.segments.exportMembers(account.id, detail);
+    return this.exports.request(account.id, account.trackerId, detail, undefined, members);
   }
 
   /** A link to one file of a finished export of the session's account. */

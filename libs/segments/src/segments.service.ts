@@ -1,6 +1,12 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { ApiError } from '@cdp/contracts';
-import { compileMembers, compileSelect, SchemaExportCatalogs, type ColumnType } from '@cdp/exports';
+import {
+  compileMembers,
+  compileSelect,
+  SchemaExportCatalogs,
+  type ColumnType,
+  type ExportDetail,
+} from '@cdp/exports';
 import { METADATA_CACHE_CLOCK, MetadataCache, MetadataStore, updateWithRetry } from '@cdp/metadata';
 import { SchemaRegistry } from '@cdp/schema';
 import { SegmentSizes } from './segment-sizes.port.js';
@@ -65,6 +71,16 @@ export class SegmentsService {
     const found = (await this.all(account)).find((s) => s.id === id);
     if (!found) throw ApiError.notFound(`unable to locate segment ${id}`);
     return found;
+  }
+
+  /**
+   * The definition an export of a segment's members selects by (`select.segment`), read when the export
+   * is requested so a later change of the segment does not change it; undefined for any other export.
+   * Every way of requesting an export (the API, the console) takes it from here.
+   */
+  async exportMembers(account: string, detail: ExportDetail): Promise<SegmentDefinition | undefined> {
+    const segment = detail.select?.segment;
+    return segment ? (await this.get(account, segment)).definition : undefined;
   }
 
   /**

@@ -50,9 +50,8 @@ export class ExportsController {
     @Body(ExportRequestValidation) detail: ExportDetail,
     @CurrentPrincipal() principal: Principal,
   ): Promise<ExportRecord> {
-    const segment = detail.select?.segment;
     // 404 `unable to locate segment <id>` for a segment the account does not have.
-    const members = segment ? (await this.segments.get(principal.account, segment)).definition : undefined;
+    const members = await this.segments.exportMembers(principal.account, detail);
     return this.exports.request(principal.account, principal.trackerId, detail, undefined, members);
   }
 
