@@ -62,12 +62,22 @@ describe('RetryPolicy', () => {
     expect(outcomes).toEqual([false, false, false, true]);
   });
 
-  it('pauses the consumer only when several accounts fail with nothing stored', () => {
+  it('pauses the consumer only when several messages fail with nothing stored', () => {
     const p = policy();
     expect(p.settled(p.attempt(), [], [{ key: 'x', account: 'a' }]).pauseMs).toBe(0);
     expect(p.settled(p.attempt(), [], [{ key: 'y', account: 'b' }]).pauseMs).toBe(100);
     expect(p.settled(p.attempt(), [], [{ key: 'z', account: 'c' }]).pauseMs).toBe(200);
     expect(p.settled(p.attempt(), ['w'], []).pauseMs).toBe(0);
     expect(p.settled(p.attempt(), [], [{ key: 'x', account: 'a' }]).pauseMs).toBe(0);
+    // One message failing again and again alone (a bad one) pauses nothing.
+    expect(p.settled(p.attempt(), [], [{ key: 'x', account: 'a' }]).pauseMs).toBe(0);
+  });
+
+  it('pauses for one account whose backlog fails with nothing stored (the store away)', () => {
+    const p = policy();
+    expect(p.settled(p.attempt(), [], [{ key: 'm1', account: 'a' }]).pauseMs).toBe(0);
+    expect(p.settled(p.attempt(), [], [{ key: 'm2', account: 'a' }]).pauseMs).toBe(100);
+    expect(p.settled(p.attempt(), [], [{ key: 'm3', account: 'a' }]).pauseMs).toBe(200);
+    expect(p.settled(p.attempt(), ['m1'], []).pauseMs).toBe(0);
   });
 });

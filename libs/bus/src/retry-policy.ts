@@ -14,8 +14,12 @@ import { failureOf } from './step-result.js';
  *    other messages were being stored (a strike: another message was acknowledged since this one's
  *    previous failure, or during its first attempt). While the cause is global — the store refuses every write — nothing is
  *    acknowledged, nothing strikes, and nothing acknowledged to a client is ever given up.
- * 4. When batches keep failing for two or more accounts with nothing acknowledged in between, the store
- *    looks away: the consumer pauses with the same capped backoff instead of hammering it.
+ * 4. When two or more different messages keep failing with nothing acknowledged in between, the store
+ *    looks away: the consumer pauses with the same capped backoff instead of hammering it. Messages, not
+ *    accounts: with no hold, one account's backlog (the usual deployment has one account) is as many
+ *    messages failing side by side, each retried on its own backoff, and the whole backlog would be
+ *    tried again every few seconds for as long as the store is away. One message failing alone (a bad
+ *    one, or the only one) waits out its own backoff and pauses nothing.
  */
 
 /** Whether the failure is dead-lettered at once (failureOf in step-result.ts holds the rule). */
@@ -54,7 +58,8 @@ export class RetryPolicy {
   private acks = 0;
   private readonly failing = new Map<string, Failing>();
   private streak = 0;
-  private failingAccounts = new Set<string>();
+  /** Messages that failed since the last acknowledgement. */
+  private failingSinceAck = new Set<string>();
 
   constructor(private readonly options: RetryOptions) {}
 
@@ -79,9 +84,9 @@ export class RetryPolicy {
     const now = Date.now();
     for (const key of acked) this.failing.delete(key);
     this.acks += acked.length;
-    if (acked.length) this.failingAccounts.clear();
+    if (acked.length) this.failingSinceAck.clear();
     const decisions = new Map<string, RetryDecision>();
-    for (const { key, account } of retried) {
+    for (const { key } of retried) {
       const state = this.failing.get(key) ?? {
         firstFailedAt: now,
         failures: 0,
@@ -92,7 +97,7 @@ export class RetryPolicy {
       if (this.acks > state.acksAtFailure) state.strikes++;
       state.acksAtFailure = this.acks;
       this.failing.set(key, state);
-      this.failingAccounts.add(account);
+      this.failingSinceAck.add(key);
       const deadLetter = state.strikes >= this.options.maxStrikes;
       if (deadLetter) this.failing.delete(key);
       decisions.set(key, {
@@ -103,7 +108,7 @@ export class RetryPolicy {
       });
     }
     let pauseMs = 0;
-    if (acked.length === 0 && retried.length > 0 && this.failingAccounts.size >= 2) {
+    if (acked.length === 0 && retried.length > 0 && this.failingSinceAck.size >= 2) {
       this.streak++;
       pauseMs = this.backoff(this.streak);
     } else if (acked.length > 0) {

@@ -1,5 +1,11 @@
 import type { FastifyRequest } from 'fastify';
-import { MAX_KEYS_PER_MINUTE, OTHER_REASONS, RejectionTally } from './rejection-tally.js';
+import {
+  MAX_KEYS_PER_MINUTE,
+  OTHER_REASONS,
+  OTHER_TYPES,
+  RejectionOutbox,
+  RejectionTally,
+} from './rejection-tally.js';
 import { refusalsOf } from './rejection-tap.js';
 
 const MINUTE = Date.UTC(2026, 10, 26, 9, 30);
@@ -38,12 +44,34 @@ describe('rejection counts', () => {
     expect(rows.find((r) => r.reason === OTHER_REASONS)!.records).toBe(500 - (MAX_KEYS_PER_MINUTE - 1));
   });
 
-  it('take back a failed flush, except what is older than a day', () => {
+  it('keep it bounded when the sender invents a new type per record', () => {
     const tally = new RejectionTally();
-    const row = { minute: MINUTE, outcome: 'rejected' as const, type: 't', reason: 'r', records: 4 };
-    tally.restore('a', [row, { ...row, minute: MINUTE - 2 * 86_400_000 }], MINUTE);
+    const many = Array.from({ length: 500 }, (_, i) => ({
+      outcome: 'rejected' as const,
+      type: `type ${i}`,
+      reason: 'r',
+    }));
+    tally.add('a', MINUTE, many);
+    const rows = tally.drain().get('a')!;
+    expect(rows).toHaveLength(MAX_KEYS_PER_MINUTE);
+    expect(rows.find((r) => r.type === OTHER_TYPES)!.records).toBe(500 - (MAX_KEYS_PER_MINUTE - 1));
+  });
+
+  it('send a failed flush again under its own id, until it is a day old', () => {
+    const tally = new RejectionTally();
+    const outbox = new RejectionOutbox(tally);
     tally.add('a', MINUTE, [{ outcome: 'rejected', type: 't', reason: 'r' }]);
-    expect(tally.drain().get('a')).toEqual([{ ...row, records: 5 }]);
+    const [first] = outbox.take(MINUTE);
+    outbox.failed(first!);
+    tally.add('a', MINUTE, [{ outcome: 'rejected', type: 't', reason: 'r' }]);
+    const again = outbox.take(MINUTE + 5_000);
+    // The failed batch unchanged (its id: the store keeps it once if it had been stored), then the new one.
+    expect(again[0]).toEqual(first);
+    expect(again).toHaveLength(2);
+    expect(again[1]!.id).not.toBe(first!.id);
+    outbox.failed(again[0]!);
+    expect(outbox.take(MINUTE + 86_400_000 + 60_000)).toEqual([]);
+    expect(outbox.empty).toBe(true);
   });
 });
 

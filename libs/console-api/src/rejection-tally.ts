@@ -1,11 +1,16 @@
+import { randomUUID } from 'node:crypto';
 import type { RejectionCount } from './reads/console-store-reads.js';
 
 /** A reason is cut to this many characters: the counts are about kinds of problems, not their values. */
 export const MAX_REASON_LENGTH = 200;
 const MAX_TYPE_LENGTH = 64;
-/** Distinct (outcome, type, reason) an account keeps per minute; the rest add up under OTHER_REASONS. */
+/**
+ * Distinct (outcome, type, reason) an account keeps per minute; the rest add up under OTHER_TYPES and
+ * OTHER_REASONS (both: a type is the sender's own text too, so a new type per record must not grow it).
+ */
 export const MAX_KEYS_PER_MINUTE = 100;
 export const OTHER_REASONS = 'other reasons';
+export const OTHER_TYPES = 'other types';
 
 /** One refused (or trimmed) record, as the tap reads it off an answer. */
 export interface Refusal {
@@ -28,18 +33,31 @@ export class RejectionTally {
     if (refusals.length === 0) return;
     const minute = Math.floor(at / 60_000) * 60_000;
     const keys = this.keysOf(account, minute);
-    for (const r of refusals) {
-      const type = r.type.slice(0, MAX_TYPE_LENGTH);
-      let reason = r.reason.slice(0, MAX_REASON_LENGTH);
-      let key = `${r.outcome}\u0000${type}\u0000${reason}`;
-      if (!keys.has(key) && keys.size >= MAX_KEYS_PER_MINUTE - 1) {
-        reason = OTHER_REASONS;
-        key = `${r.outcome}\u0000${type}\u0000${reason}`;
-      }
-      const count = keys.get(key);
-      if (count) count.records += 1;
-      else keys.set(key, { minute, outcome: r.outcome, type, reason, records: 1 });
+    for (const r of refusals)
+      this.count(keys, {
+        minute,
+        outcome: r.outcome,
+        type: r.type.slice(0, MAX_TYPE_LENGTH),
+        reason: r.reason.slice(0, MAX_REASON_LENGTH),
+        records: 1,
+      });
+  }
+
+  /**
+   * Adds to the minute's counts; past MAX_KEYS_PER_MINUTE distinct keys, a new one is counted under one
+   * overflow key per outcome (OTHER_TYPES, OTHER_REASONS), so the minute holds at most the limit plus one.
+   */
+  private count(keys: Map<string, RejectionCount>, c: RejectionCount): void {
+    let { type, reason } = c;
+    let key = `${c.outcome}\u0000${type}\u0000${reason}`;
+    if (!keys.has(key) && keys.size >= MAX_KEYS_PER_MINUTE - 1) {
+      type = OTHER_TYPES;
+      reason = OTHER_REASONS;
+      key = `${c.outcome}\u0000${type}\u0000${reason}`;
     }
+    const held = keys.get(key);
+    if (held) held.records += c.records;
+    else keys.set(key, { ...c, type, reason });
   }
 
   /** Everything counted so far, per account, and forgets it. */
@@ -52,21 +70,6 @@ export class RejectionTally {
       );
     this.counts.clear();
     return out;
-  }
-
-  /**
-   * Counts a failed flush gives back, to go with the next one; those older than a day are let go (the
-   * store has been away that long: the overview reads a day at most).
-   */
-  restore(account: string, counts: readonly RejectionCount[], now: number): void {
-    for (const c of counts) {
-      if (c.minute < now - 86_400_000) continue;
-      const keys = this.keysOf(account, c.minute);
-      const key = `${c.outcome}\u0000${c.type}\u0000${c.reason}`;
-      const held = keys.get(key);
-      if (held) held.records += c.records;
-      else keys.set(key, { ...c });
-    }
   }
 
   private keysOf(account: string, minute: number): Map<string, RejectionCount> {
@@ -85,5 +88,40 @@ export class RejectionTally {
 
   get empty(): boolean {
     return this.counts.size === 0;
+  }
+}
+
+/** One account's counts on their way to the store, under the id that makes a resend stored once. */
+export interface RejectionBatch {
+  id: string;
+  account: string;
+  counts: RejectionCount[];
+}
+
+/**
+ * What a flush sends: the batches a failed flush kept, again under their own ids (a flush whose answer
+ * was lost may have been stored: the same id makes the store keep it once), then the tally's new counts
+ * under new ids. A kept batch is let go once its newest minute is a day old (the overview reads a day at
+ * most).
+ */
+export class RejectionOutbox {
+  private kept: RejectionBatch[] = [];
+
+  constructor(private readonly tally: RejectionTally) {}
+
+  get empty(): boolean {
+    return this.kept.length === 0 && this.tally.empty;
+  }
+
+  take(now: number): RejectionBatch[] {
+    const kept = this.kept.filter((b) => b.counts.some((c) => c.minute >= now - 86_400_000));
+    this.kept = [];
+    const fresh = [...this.tally.drain()].map(([account, counts]) => ({ id: randomUUID(), account, counts }));
+    return [...kept, ...fresh];
+  }
+
+  /** A batch the store did not take: sent again, unchanged, with the next flush. */
+  failed(batch: RejectionBatch): void {
+    this.kept.push(batch);
   }
 }

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import {
   Inject,
   Injectable,
@@ -12,7 +11,7 @@ import { RawJsonBody } from '@cdp/contracts';
 import { INGESTION_ROUTES } from '@cdp/http-api/inspector';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { ConsoleStoreReads } from './reads/console-store-reads.js';
-import { RejectionTally, type Refusal } from './rejection-tally.js';
+import { RejectionOutbox, RejectionTally, type Refusal } from './rejection-tally.js';
 
 /** The counts go to the store this often (a few rows per account that had refusals; nothing otherwise). */
 export const REJECTIONS_FLUSH_MS = 5_000;
@@ -31,6 +30,7 @@ const BATCH_REFUSED = 'refused with its batch: another record was invalid';
 @Injectable()
 export class RejectionTap implements OnModuleInit, BeforeApplicationShutdown, OnModuleDestroy {
   private readonly tally = new RejectionTally();
+  private readonly outbox = new RejectionOutbox(this.tally);
   private timer: ReturnType<typeof setInterval> | undefined;
   private flushing: Promise<void> | undefined;
 
@@ -61,9 +61,10 @@ export class RejectionTap implements OnModuleInit, BeforeApplicationShutdown, On
     this.timer.unref();
   }
 
-  /** The last counts, before the store closes. */
+  /** The last counts, before the store closes (a flush running now, then what came during it). */
   async beforeApplicationShutdown(): Promise<void> {
     clearInterval(this.timer);
+    await this.flush();
     await this.flush();
   }
 
@@ -71,17 +72,20 @@ export class RejectionTap implements OnModuleInit, BeforeApplicationShutdown, On
     clearInterval(this.timer);
   }
 
-  /** Hands what was counted to the store; what fails goes with the next flush. */
+  /** Hands what was counted to the store; a batch that fails goes again, as it was, with the next flush. */
   flush(): Promise<void> {
-    if (this.flushing || this.tally.empty) return this.flushing ?? Promise.resolve();
-    const drained = this.tally.drain();
+    if (this.flushing || this.outbox.empty) return this.flushing ?? Promise.resolve();
+    const batches = this.outbox.take(Date.now());
     this.flushing = (async () => {
-      for (const [account, counts] of drained) {
+      for (const batch of batches) {
         try {
-          await this.reads.addRejections(account, counts, randomUUID());
+          await this.reads.addRejections(batch.account, batch.counts, batch.id);
         } catch (err) {
-          this.tally.restore(account, counts, Date.now());
-          this.logger.warn({ err, account }, 'rejection counts not stored yet; the next flush retries');
+          this.outbox.failed(batch);
+          this.logger.warn(
+            { err, account: batch.account },
+            'rejection counts not stored yet; the next flush retries',
+          );
         }
       }
     })().finally(() => (this.flushing = undefined));
@@ -90,8 +94,9 @@ export class RejectionTap implements OnModuleInit, BeforeApplicationShutdown, On
 }
 
 /**
- * What one answer refused: each record of a 4xx, with its first invalid (`field: reason`), or the
- * request's message; or, for a 2xx, each field its `dropped` lists.
+ * What one answer refused: each record of a 4xx that names invalid records, with its first invalid
+ * (`field: reason`); a request refused whole, once, with its message; or, for a 2xx, each field its
+ * `dropped` lists.
  */
 export function refusalsOf(
   status: number,
@@ -110,6 +115,18 @@ export function refusalsOf(
       })),
     );
   }
+  const detail = (answer?.detail ?? {}) as {
+    message?: unknown;
+    invalids?: { field?: unknown; reason?: unknown; event?: unknown }[];
+  };
+  const invalids = Array.isArray(detail.invalids) ? detail.invalids : [];
+  // A request refused whole (rate limit, size, key) counts once, under its message: its body is not
+  // parsed again here (refusing it is meant to save that work). Only an answer naming invalid records
+  // needs the records, for their types.
+  if (invalids.length === 0) {
+    const message = typeof detail.message === 'string' ? detail.message : `HTTP ${status}`;
+    return [{ outcome: 'rejected', type: kind, reason: message }];
+  }
   let body: unknown;
   try {
     body = request.body instanceof RawJsonBody ? request.body.value() : request.body;
@@ -117,11 +134,6 @@ export function refusalsOf(
     body = undefined;
   }
   const records: unknown[] = Array.isArray(body) ? body : [body];
-  const detail = (answer?.detail ?? {}) as {
-    message?: unknown;
-    invalids?: { field?: unknown; reason?: unknown; event?: unknown }[];
-  };
-  const invalids = Array.isArray(detail.invalids) ? detail.invalids : [];
   const byRecord = new Map<number, string>();
   for (const i of invalids) {
     const at = typeof i.event === 'number' ? i.event : records.length === 1 ? 0 : undefined;
@@ -129,15 +141,10 @@ export function refusalsOf(
     const reason = typeof i.reason === 'string' ? i.reason : '';
     if (at !== undefined && !byRecord.has(at)) byRecord.set(at, `${field}: ${reason}`);
   }
-  const otherwise = invalids.length
-    ? BATCH_REFUSED
-    : typeof detail.message === 'string'
-      ? detail.message
-      : `HTTP ${status}`;
   return records.map((record, index) => ({
     outcome: 'rejected',
     type: typeOf(record, kind),
-    reason: byRecord.get(index) ?? otherwise,
+    reason: byRecord.get(index) ?? BATCH_REFUSED,
   }));
 }
 

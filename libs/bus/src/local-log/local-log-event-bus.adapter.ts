@@ -103,7 +103,7 @@ export class LocalLogEventBus extends EventBus {
   private readonly retry: RetryPolicy;
   /** Pending messages waiting out a retry's backoff (`Entry.retryAt`). */
   private retrying = 0;
-  /** The consumer waits until then: batches of several accounts failed with nothing stored. */
+  /** The consumer waits until then: several messages failed with nothing stored. */
   private pausedUntil = 0;
   /** Dead letters by id (the message stays in the file until replayed). */
   private readonly dead = new Map<string, DeadLetter>();
