@@ -14,7 +14,7 @@ import {
   type ProfileUpdate,
   type StoredProfile,
 } from '../profile-state.port.js';
-import { foldFields, foldedProfile, redactedBase } from '../profile-fold.js';
+import { foldedProfile, redactedBase } from '../profile-fold.js';
 import { newerFields, stamped, type FieldTimes } from '../field-order.js';
 import { InternedStrings, grown, resized } from './interned-strings.js';
 
@@ -150,10 +150,8 @@ export class MemoryProfileState extends ProfileState {
           continue;
         }
         const last = state.read(l, loser);
-        ({ attributes, times } = foldFields(
-          { attributes, times },
-          { attributes: last.attributes, times: state.timesOf(l) },
-        ));
+        attributes = { ...last.attributes, ...attributes };
+        times = { ...state.timesOf(l), ...times };
         redacted ||= last.redacted === true;
         state.retire(l);
         this.indexPhone(state, l, last.attributes.phone, undefined);
