@@ -268,6 +268,9 @@ describe.each(WIRINGS)('hostile input generated from the OpenAPI document (%s)',
           "SELECT name FROM system.tables WHERE database = '{db}' AND engine NOT LIKE '%View%'",
         );
         for (const { name } of tables) {
+          // The rejection counts keep a refused record's type and reason by design (what the console's
+          // rejected chart is drawn from): counts of refusals, not the refused records.
+          if (name === 'ingest_rejections') continue;
           const rows = await query<Record<string, unknown>>(account, `SELECT * FROM {db}.\`${name}\``);
           for (const row of rows) for (const m of JSON.stringify(row).matchAll(/fz\d+k/g)) tokens.add(m[0]);
         }
