@@ -22,8 +22,7 @@ const base = {
   ...process.env,
 };
 const children = Object.entries(apps).map(([name, entry], i) =>
-  // The young generation as on Node 20 (docs/operations.md "Memory"), as `npm start` and the image run.
-  spawn(process.execPath, ['--max-semi-space-size=16', join(root, 'dist', entry)], {
+  spawn(process.execPath, [join(root, 'dist', entry)], {
     // The one API process creates the first account on empty engines, as `npm start` does (README).
     env: { ...base, PORT: String(port + i), ...(name === 'api' ? { CDP_CREATE_FIRST_ACCOUNT: 'true' } : {}) },
     stdio: 'inherit',

@@ -12,7 +12,6 @@ import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { S3Server } from './support/s3-server.js';
 import type { ScaledPlatform } from './support/scaled.js';
-import { readStore, type StoreQuery } from './support/store-checks.js';
 import { WIRINGS } from './support/wirings.js';
 
 type Row = Record<string, unknown>;
@@ -230,10 +229,17 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
     original: [],
     originalOrders: [],
   };
-  const readQueries = async (query: StoreQuery) => {
-    for (const [name, sql] of Object.entries(QUERIES))
-      store[name as keyof typeof QUERIES] = await query<Row>(sql);
-  };
+  async function readStore(): Promise<void> {
+    const read = async (query: (sql: string) => Promise<Row[]>) => {
+      for (const [name, sql] of Object.entries(QUERIES))
+        store[name as keyof typeof QUERIES] = await query(sql);
+    };
+    if (p instanceof EmbeddedPlatform) {
+      const e = p;
+      return read((sql) => e.query<Row>(acc.id, sql));
+    }
+    return p.withStore((s) => read((sql) => s.query<Row>(acc.id, sql)));
+  }
 
   beforeAll(async () => {
     const env: Record<string, string> = {
@@ -350,7 +356,7 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
       45_000,
       100,
     );
-    await readStore(p, acc.id, readQueries, { poll: false });
+    await readStore();
     events.push(...store.events);
   }, 120_000);
 

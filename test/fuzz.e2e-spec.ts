@@ -4,7 +4,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { EmbeddedPlatform, ADMIN_TOKEN, type TestAccount } from './support/embedded.js';
 import { ScaledPlatform } from './support/scaled.js';
-import { readStores, type AccountsQuery } from './support/store-checks.js';
+import { eventually } from './support/eventually.js';
 import { envelopeProblem, messageOf, sendAll, type FuzzResponse } from './support/fuzz-runner.js';
 import {
   documentGaps,
@@ -253,7 +253,9 @@ describe.each(WIRINGS)('hostile input generated from the OpenAPI document (%s)',
    */
   async function drainedTokens(accounts: string[], marker: string): Promise<Set<string>> {
     const tokens = new Set<string>();
-    const scan = async (query: AccountsQuery) => {
+    const scan = async (
+      query: <T>(account: string, sql: string, params?: Record<string, unknown>) => Promise<T[]>,
+    ) => {
       for (const account of accounts) {
         const [landed] = await query<{ n: string | number }>(
           account,
@@ -277,7 +279,16 @@ describe.each(WIRINGS)('hostile input generated from the OpenAPI document (%s)',
       }
       return true;
     };
-    await readStores(p, scan, { timeoutMs: 120_000, everyMs: 200 });
+    if (p instanceof EmbeddedPlatform) {
+      const embedded = p;
+      await eventually(() => scan((a, sql, params) => embedded.query(a, sql, params)), 60_000, 200);
+    } else {
+      const scaled = p;
+      await eventually(async () => (await scaled.pending()) === 0, 120_000, 200);
+      expect(await scaled.withStore((store) => scan((a, sql, params) => store.query(a, sql, params)))).toBe(
+        true,
+      );
+    }
     return tokens;
   }
 

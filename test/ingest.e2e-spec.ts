@@ -3,7 +3,7 @@ import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { pageviews } from './support/generators.js';
 import type { ScaledPlatform } from './support/scaled.js';
-import { countOf, StoreChecks, type StoreQuery } from './support/store-checks.js';
+import { StoreChecks, type StoreQuery } from './support/store-checks.js';
 import { WIRINGS } from './support/wirings.js';
 
 const MiB = 1024 * 1024;
@@ -41,8 +41,10 @@ describe.each(WIRINGS)('the first write path: events and profiles (%s)', (_wirin
       .send(body as object);
   const profile = (query: string) => p.http().get(`/v3/profiles?${query}`).set('x-api-key', acc.privateKey);
   /** Events matching `where`, counted with a store check's query. */
-  const count = (query: StoreQuery, where: string) =>
-    countOf(query, `SELECT count() AS n FROM {db}.events WHERE ${where}`);
+  const count = async (query: StoreQuery, where: string) =>
+    Number(
+      (await query<{ n: number | string }>(`SELECT count() AS n FROM {db}.events WHERE ${where}`))[0]!.n,
+    );
 
   it('stores one event with its defaults: ts now, channel offline, typed data', async () => {
     const before = Date.now();

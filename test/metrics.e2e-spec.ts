@@ -208,7 +208,6 @@ describe.each(WIRINGS)('metrics and health probes (%s)', (_wiring, start) => {
     }
   });
 
-  // Scaled out only: the loader is a role of its own there; embedded, its metrics are the one process's.
   if (_wiring === 'scaled out') {
     it('serves /metrics and the probes from every role, the loader included', async () => {
       const scaled = p as ScaledPlatform;

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import type { ScaledPlatform } from './support/scaled.js';
-import { countOf, StoreChecks } from './support/store-checks.js';
+import { StoreChecks } from './support/store-checks.js';
 import { exportDirOnDisk, WIRINGS } from './support/wirings.js';
 
 interface OptOutBody {
@@ -204,7 +204,8 @@ describe.each(WIRINGS)('compliance opt-out (%s)', (_wiring, start) => {
     expect(await attributesOf('email=ada@x.com')).toEqual(REDACTED);
 
     await store.check(async (query) => {
-      const count = (sql: string, params?: Record<string, unknown>) => countOf(query, sql, params);
+      const count = async (sql: string, params: Record<string, unknown> = {}) =>
+        Number((await query<{ n: string }>(sql, params))[0]!.n);
       const [link] = await query<{ svc_id: string }>(
         "SELECT svc_id FROM {db}.identity_links WHERE kind = 'email' AND value = 'ada@x.com'",
       );

@@ -6,7 +6,6 @@ import { AnalyticStore } from '@cdp/store';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import type { ScaledPlatform } from './support/scaled.js';
-import { countOf, readStore, type StoreQuery } from './support/store-checks.js';
 import { WIRINGS } from './support/wirings.js';
 
 type Row = Record<string, unknown>;
@@ -53,29 +52,33 @@ describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
   const processed = (orderId: string) =>
     eventually(async () => (await post('/v3/objects/orders', { order_id: orderId })).status === 202);
 
-  /** The account's orders, line items, order events and products as the store holds them. */
-  const snapshotOf = async (query: StoreQuery): Promise<Snapshot> => ({
-    orders: new Map(
-      (await query<Row>('SELECT * FROM {db}.orders FINAL')).map((r) => [String(r.order_id), r]),
-    ),
-    lineItems: await query<Row>('SELECT * FROM {db}.line_items ORDER BY order_id, line_item_id'),
-    orderEvents: await query<Row>(
-      "SELECT action, `order`, svc_id FROM {db}.events WHERE type = 'order' ORDER BY ts, event_id",
-    ),
-    products: new Map(
-      (await query<Row>('SELECT * FROM {db}.products FINAL')).map((r) => [String(r.product_id), r]),
-    ),
-    joined: await query<Row>(
-      `SELECT * FROM (SELECT 'event' AS kind, e.action AS what, e.product_id AS product_id, p.name AS name
-       FROM {db}.events AS e INNER JOIN (SELECT * FROM {db}.products FINAL) AS p ON e.product_id = p.product_id
-       WHERE e.type = 'product'
-       UNION ALL
-       SELECT 'line item', l.order_id, l.product_id, p.name
-       FROM {db}.line_items AS l INNER JOIN (SELECT * FROM {db}.products FINAL) AS p ON l.product_id = p.product_id
-       WHERE l.order_id = 'oA')
-       ORDER BY kind, what, product_id`,
-    ),
-  });
+  async function readStore(): Promise<Snapshot> {
+    const read = async (query: (sql: string) => Promise<Row[]>): Promise<Snapshot> => ({
+      orders: new Map((await query('SELECT * FROM {db}.orders FINAL')).map((r) => [String(r.order_id), r])),
+      lineItems: await query('SELECT * FROM {db}.line_items ORDER BY order_id, line_item_id'),
+      orderEvents: await query(
+        "SELECT action, `order`, svc_id FROM {db}.events WHERE type = 'order' ORDER BY ts, event_id",
+      ),
+      products: new Map(
+        (await query('SELECT * FROM {db}.products FINAL')).map((r) => [String(r.product_id), r]),
+      ),
+      joined: await query(
+        `SELECT * FROM (SELECT 'event' AS kind, e.action AS what, e.product_id AS product_id, p.name AS name
+         FROM {db}.events AS e INNER JOIN (SELECT * FROM {db}.products FINAL) AS p ON e.product_id = p.product_id
+         WHERE e.type = 'product'
+         UNION ALL
+         SELECT 'line item', l.order_id, l.product_id, p.name
+         FROM {db}.line_items AS l INNER JOIN (SELECT * FROM {db}.products FINAL) AS p ON l.product_id = p.product_id
+         WHERE l.order_id = 'oA')
+         ORDER BY kind, what, product_id`,
+      ),
+    });
+    if (p instanceof EmbeddedPlatform) {
+      const e = p;
+      return read((sql) => e.query<Row>(acc.id, sql));
+    }
+    return p.withStore((s) => read((sql) => s.query<Row>(acc.id, sql)));
+  }
 
   const eventsOf = (orderId: string) =>
     store.orderEvents.filter((e) => (JSON.parse(String(e.order)) as Row).order_id === orderId);
@@ -86,20 +89,27 @@ describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
   };
 
   /**
-   * Waits until everything sent so far is in the store, then reads it: a marker product sent last is
-   * stored (products are the last table a batch writes, and batches are written one after the other);
-   * scaled out, readStore also waits for the stream to be empty (a message redelivered after a crash
-   * comes back late, so the marker alone would not do).
+   * Waits until everything sent so far is in the store, then reads it. Scaled out: the stream is empty
+   * (messages leave it when acknowledged, after their store write; a message redelivered after a crash
+   * comes back late, so a marker would not do). Embedded: a marker product is in the store (products
+   * are the last table a batch writes, and batches are written one after the other).
    */
   async function settleAndRead(marker: string): Promise<Snapshot> {
-    expect((await post('/v3/objects/products', { product_id: marker })).status).toBe(202);
-    const markerSql = 'SELECT count() AS n FROM {db}.products WHERE product_id = {id:String}';
-    return readStore(
-      p,
-      acc.id,
-      async (query) => (await countOf(query, markerSql, { id: marker })) === 1 && snapshotOf(query),
-      { timeoutMs: 90_000 },
-    );
+    if (p instanceof EmbeddedPlatform) {
+      const e = p;
+      expect((await post('/v3/objects/products', { product_id: marker })).status).toBe(202);
+      await eventually(
+        async () =>
+          (await e.scalar(acc.id, 'SELECT count() AS n FROM {db}.products WHERE product_id = {id:String}', {
+            id: marker,
+          })) === 1,
+        30_000,
+      );
+    } else {
+      const scaled = p;
+      await eventually(async () => (await scaled.pending()) === 0, 90_000);
+    }
+    return readStore();
   }
 
   beforeAll(async () => {
@@ -503,7 +513,7 @@ describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
         { handle: 'h5', message: second, deliveryCount: 2, sequence: 2 },
       ]);
 
-      store = await readStore(p, acc.id, snapshotOf, { poll: false });
+      store = await readStore();
       expect(orderRow('oR')).toMatchObject({ subtotal: 85, total: 85, adjustments: 2, version: 3 });
       expect(eventsOf('oR').map((e) => e.action)).toEqual(['purchase', 'return', 'return']);
       expect(store.lineItems.filter((i) => i.order_id === 'oR').map((i) => i.subtotal)).toEqual([

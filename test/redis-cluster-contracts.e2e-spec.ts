@@ -62,7 +62,6 @@ idempotencyStoreContract('redis cluster', () => {
 });
 rateLimiterContract('redis cluster', (now) => Promise.resolve(new RedisRateLimiter(redis, now)));
 
-// One wiring: the Redis drivers under test are the scaled-out wiring's; the embedded one has no Redis.
 describe('the Redis connection on a cluster', () => {
   it('finds the cluster from its seed list and reports every primary healthy', async () => {
     expect(redis.isCluster).toBe(true);

@@ -1,6 +1,6 @@
 import { jest } from '@jest/globals';
 import type { TestAccount } from './support/embedded.js';
-import { eventually, sampling } from './support/eventually.js';
+import { eventually } from './support/eventually.js';
 import { RedisClusterRig } from './support/redis-cluster.js';
 import { ScaledPlatform } from './support/scaled.js';
 
@@ -11,7 +11,6 @@ import { ScaledPlatform } from './support/scaled.js';
  */
 jest.setTimeout(180_000);
 
-// One wiring: a Redis Cluster is a scaled-out deployment; the embedded wiring has no Redis.
 describe('scaled-out roles on a Redis Cluster', () => {
   let cluster: RedisClusterRig;
   let p: ScaledPlatform;
@@ -113,18 +112,22 @@ describe('scaled-out roles on a Redis Cluster', () => {
       }
     };
     const readiness = { api: [] as number[], processor: [] as number[] };
-    const watchReadiness = async () => {
-      for (const [role, base] of [
-        ['api', p.api.baseUrl],
-        ['processor', p.processor!.baseUrl],
-      ] as const) {
-        const status = (await fetch(`${base}/health/ready`).catch(() => undefined))?.status ?? 0;
-        const seen = readiness[role];
-        if (seen[seen.length - 1] !== status) seen.push(status);
+    let watching = true;
+    const watcher = async () => {
+      while (watching) {
+        for (const [role, base] of [
+          ['api', p.api.baseUrl],
+          ['processor', p.processor!.baseUrl],
+        ] as const) {
+          const status = (await fetch(`${base}/health/ready`).catch(() => undefined))?.status ?? 0;
+          const seen = readiness[role];
+          if (seen[seen.length - 1] !== status) seen.push(status);
+        }
+        await new Promise((r) => setTimeout(r, 100));
       }
     };
     const sending$ = sender();
-    const watching = sampling(watchReadiness, 100);
+    const watching$ = watcher();
     try {
       // Some ingestion acknowledged before the kill, then the primary goes without a word.
       await eventually(() => [...acknowledged.values()].every((m) => m.size >= 10), 30_000);
@@ -151,7 +154,8 @@ describe('scaled-out roles on a Redis Cluster', () => {
     } finally {
       sending = false;
       await sending$;
-      await watching.stop();
+      watching = false;
+      await watching$;
     }
     for (const refusal of refusals) {
       expect(refusal.status).toBeGreaterThanOrEqual(500);

@@ -1,7 +1,7 @@
 import { connectRedis, type RedisConnection } from '@cdp/redis';
 import { RedisIdentityIndex, loadIdentityFunctions } from '@cdp/identity/redis';
 import { graphRows, record } from '../libs/identity/src/identity.contract.js';
-import { eventually, sampling } from './support/eventually.js';
+import { eventually } from './support/eventually.js';
 import { RedisSentinelRig, SENTINEL_NAME } from './support/redis-sentinel.js';
 
 /**
@@ -11,7 +11,6 @@ import { RedisSentinelRig, SENTINEL_NAME } from './support/redis-sentinel.js';
  * acknowledged before, during and after the failover reads back from the promoted replica, the driver
  * follows the failover on its own, and health is not ready while there is no primary.
  */
-// One wiring: Redis Sentinel is a scaled-out deployment; the embedded wiring has no Redis.
 let rig: RedisSentinelRig;
 let redis: RedisConnection;
 beforeAll(async () => {
@@ -70,9 +69,13 @@ it('follows a failover: nothing acknowledged is lost, health goes not ready and 
   expect(await rig.primaryNow()).toBe(before);
 
   let sawNotReady = false;
-  const watch = sampling(async () => {
-    if (!(await redis.health()).ready) sawNotReady = true;
-  }, 50);
+  let watching = true;
+  const watch = (async () => {
+    while (watching) {
+      if (!(await redis.health()).ready) sawNotReady = true;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  })();
   const killedAt = Date.now();
   const killed = rig.kill(before);
   // Batches keep coming while the primary dies and the sentinel promotes the replica.
@@ -80,7 +83,8 @@ it('follows a failover: nothing acknowledged is lost, health goes not ready and 
   await killed;
   await eventually(async () => (await rig.primaryNow()) === rig.replicaPort, 30_000);
   await eventually(async () => (await redis.health()).ready, 30_000);
-  await watch.stop();
+  watching = false;
+  await watch;
   expect(sawNotReady).toBe(true);
   // The longest gap between two acknowledged batches is the failover as the processor lives it.
   const gaps = acks.map((t, i) => t - (i ? acks[i - 1]! : killedAt));

@@ -2,8 +2,9 @@ import { ChildApp } from './support/child-process.js';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import type { ScaledPlatform } from './support/scaled.js';
-import { readStore } from './support/store-checks.js';
 import { WIRINGS } from './support/wirings.js';
+
+type Query = <T>(sql: string) => Promise<T[]>;
 
 /**
  * The schema API and custom data on both wirings. Store checks: embedded, the test reads the store in
@@ -37,6 +38,14 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
       .send(body as object);
   const get = (path: string, key = acc.privateKey) => p.http().get(path).set('x-api-key', key);
   const profile = (query: string) => get(`/v3/profiles?${query}`);
+  const readStore = async (check: (query: Query) => Promise<void>): Promise<void> => {
+    if (p instanceof EmbeddedPlatform) {
+      const e = p;
+      await eventually(() => check((sql) => e.query(acc.id, sql)).then(() => true));
+      return;
+    }
+    return p.withStore((store) => check((sql) => store.query(acc.id, sql)));
+  };
 
   const stores = {
     name: 'stores',
@@ -513,7 +522,7 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
           .status,
       ).toBe(202);
       await eventually(async () => (await profile('vuid=schema-marker')).status === 200);
-      await readStore(p, acc.id, async (query) => {
+      await readStore(async (query) => {
         const events = await query<Record<string, unknown>>(
           "SELECT identifiers['vuid'] AS vuid, toString(score) AS score, toUnixTimestamp64Milli(seen_at) AS seen_ms, promo FROM {db}.events WHERE type = 'visit' ORDER BY vuid",
         );

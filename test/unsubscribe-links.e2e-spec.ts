@@ -2,7 +2,6 @@ import { signUnsubscribeToken } from '@cdp/lists';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import type { ScaledPlatform } from './support/scaled.js';
-import { readStore } from './support/store-checks.js';
 import { WIRINGS } from './support/wirings.js';
 
 const SECRET = 'unsubscribe-links-e2e-secret-0123456789abcdef';
@@ -145,15 +144,19 @@ describe.each(WIRINGS)('email unsubscribe links (%s)', (_wiring, start) => {
     expect(after.opted_in).toBe(true);
     expect(membership(after).promo).toBe(true);
 
-    const { history, events } = await readStore(p, acc.id, async (query) => {
-      const rows = await query<Record<string, unknown>>(
+    // Scaled out, the store is read with the processor stopped: first let it finish its work.
+    const scaled = p instanceof EmbeddedPlatform ? undefined : p;
+    if (scaled) await eventually(async () => (await scaled.pending()) === 0);
+    const read = async <T>(sql: string): Promise<T[]> =>
+      p instanceof EmbeddedPlatform
+        ? p.query<T>(acc.id, sql)
+        : p.withStore((store) => store.query<T>(acc.id, sql));
+    const history = await eventually(async () => {
+      const rows = await read<Record<string, unknown>>(
         "SELECT list_id, subscribed, identifier_kind, identifier_value, api_key, source FROM {db}.consent_history WHERE identifier_value = 'bob@x.com' AND api_key = 'unsubscribe-link'",
       );
       if (rows.length < 1) throw new Error('no row yet');
-      const events = await query<{ type: string; action: string; list_id: string; subscribed: boolean }>(
-        "SELECT type, action, list_id, subscribed FROM {db}.events WHERE identifiers['email'] = 'bob@x.com' AND subscribed = false",
-      );
-      return { history: rows, events };
+      return rows;
     });
     expect(history).toEqual([
       {
@@ -165,6 +168,9 @@ describe.each(WIRINGS)('email unsubscribe links (%s)', (_wiring, start) => {
         source: 'subscriptions',
       },
     ]);
+    const events = await read<{ type: string; action: string; list_id: string; subscribed: boolean }>(
+      "SELECT type, action, list_id, subscribed FROM {db}.events WHERE identifiers['email'] = 'bob@x.com' AND subscribed = false",
+    );
     expect(events).toEqual([{ type: 'list', action: 'subscribe', list_id: 'news_i_', subscribed: false }]);
   });
 

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,10 +16,10 @@ import {
   MemoryIdentityIndex,
   MemoryProfileState,
 } from '@cdp/identity/memory';
-import { RedisIdentityIndex, RedisProfileState } from '@cdp/identity/redis';
+import { RedisIdentityIndex, RedisProfileState, loadIdentityFunctions } from '@cdp/identity/redis';
+import { connectRedis, type RedisConnection } from '@cdp/redis';
 import { ClickHouseStore, databaseName } from '@cdp/store';
 import { ChdbTransport } from '@cdp/store/chdb';
-import { startRedis, usedMemory } from '../lib/redis-server.js';
 import { median } from '../lib/stats.js';
 
 /**
@@ -160,7 +161,38 @@ export function measureSpeed(customers: number, rounds: number) {
   };
 }
 
+/** A private redis-server (no persistence) on `port`, so that used_memory counts this run alone. */
+export async function startRedis(
+  port: number,
+): Promise<{ client: RedisConnection; stop: () => Promise<void> }> {
+  const server = spawn('redis-server', ['--port', String(port), '--save', '', '--appendonly', 'no'], {
+    stdio: 'ignore',
+  });
+  let client: RedisConnection | undefined;
+  for (let tries = 0; !client; tries++) {
+    try {
+      client = await connectRedis(`redis://127.0.0.1:${port}`, false);
+    } catch (err) {
+      if (tries > 50) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  await loadIdentityFunctions(client);
+  return {
+    client,
+    stop: async () => {
+      await client.close();
+      server.kill();
+    },
+  };
+}
+
 async function* none(): AsyncIterable<never> {}
+
+async function usedMemory(client: RedisConnection): Promise<number> {
+  const [info] = await client.onEveryPrimary(['INFO', 'memory']);
+  return Number(/used_memory:(\d+)/.exec(String(info))![1]);
+}
 
 /** Redis `used_memory` a customer of the index, and of its hot profile, resolved as the processor does. */
 export async function measureRedis(customers: number, port: number) {

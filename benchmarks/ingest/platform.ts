@@ -23,9 +23,8 @@ export interface Platform {
 }
 
 /**
- * One role as its app's main runs it (`npm start`, `start:scaled`: with their young-generation size), with
- * the given environment; resolves once its `/health` answers 200. `BENCH_NODE_ARGS` adds node flags (a CPU
- * profile, heap limits; a later `--max-semi-space-size` overrides the first).
+ * One role as its app's main runs it (`npm start`, `start:scaled`), with the given environment; resolves
+ * once its `/health` answers 200. `BENCH_NODE_ARGS` adds node flags (a CPU profile, heap limits).
  */
 async function spawnRole(
   entry: string,
@@ -34,11 +33,7 @@ async function spawnRole(
 ): Promise<{ child: ChildProcess; role: RoleProcess }> {
   const child = spawn(
     process.execPath,
-    [
-      '--max-semi-space-size=16',
-      ...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
-      join(ROOT, 'dist', entry),
-    ],
+    [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), join(ROOT, 'dist', entry)],
     {
       env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', ...env, PORT: String(port) },
       stdio: ['inherit', 'inherit', 'inherit', 'ipc'],

@@ -1,13 +1,13 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RedisConsentState, RedisIdentifierState } from '@cdp/consent/redis';
-import { RedisIdentityIndex, RedisProfileState } from '@cdp/identity/redis';
+import { RedisIdentityIndex, RedisProfileState, loadIdentityFunctions } from '@cdp/identity/redis';
+import { connectRedis, type RedisConnection } from '@cdp/redis';
 import { ClickHouseStore, databaseName } from '@cdp/store';
 import { ChdbTransport } from '@cdp/store/chdb';
-import { startRedis, usedMemory } from '../lib/redis-server.js';
 import { args, printTable, writeResults, type Row } from '../lib/stats.js';
 
 /**
@@ -62,6 +62,34 @@ async function seed(dir: string, customers: number) {
   } finally {
     await transport.close();
   }
+}
+
+async function startRedis(port: number): Promise<{ client: RedisConnection; stop: () => Promise<void> }> {
+  const server = spawn('redis-server', ['--port', String(port), '--save', '', '--appendonly', 'no'], {
+    stdio: 'ignore',
+  });
+  let client: RedisConnection | undefined;
+  for (let tries = 0; !client; tries++) {
+    try {
+      client = await connectRedis(`redis://127.0.0.1:${port}`, false);
+    } catch (err) {
+      if (tries > 50) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  await loadIdentityFunctions(client);
+  return {
+    client,
+    stop: async () => {
+      await client.close();
+      server.kill();
+    },
+  };
+}
+
+async function usedMemory(client: RedisConnection): Promise<number> {
+  const [info] = await client.onEveryPrimary(['INFO', 'memory']);
+  return Number(/used_memory:(\d+)/.exec(String(info))![1]);
 }
 
 async function rebuild(dir: string, port: number, customers: number) {

@@ -3,7 +3,6 @@ import { mkdtempSync, openSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { eventually, GiveUp } from './eventually.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -51,21 +50,20 @@ export class ChildApp {
       stdio: ['ignore', out, out],
     });
     const app = new ChildApp(proc, `http://127.0.0.1:${port}`, logFile);
-    try {
-      await eventually(
-        async () => {
-          if (proc.exitCode !== null) throw new GiveUp(`the app exited at start:\n${app.output()}`);
-          return (await fetch(`${app.baseUrl}${readyPath}`)).status === 200; // throws while not listening
-        },
-        30_000,
-        50,
-      );
-      return app;
-    } catch (err) {
-      if (err instanceof GiveUp) throw err;
-      // Not left running: the suite that failed here has no handle to stop it with.
-      await app.kill('SIGKILL');
-      throw new Error(`the app did not become ready:\n${app.output()}`);
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      if (proc.exitCode !== null) throw new Error(`the app exited at start:\n${app.output()}`);
+      try {
+        if ((await fetch(`${app.baseUrl}${readyPath}`)).status === 200) return app;
+      } catch {
+        // not listening yet
+      }
+      if (Date.now() > deadline) {
+        // Not left running: the suite that failed here has no handle to stop it with.
+        await app.kill('SIGKILL');
+        throw new Error(`the app did not become ready:\n${app.output()}`);
+      }
+      await new Promise((r) => setTimeout(r, 50));
     }
   }
 

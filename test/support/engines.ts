@@ -4,7 +4,6 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './child-process.js';
-import { eventually, GiveUp } from './eventually.js';
 
 /**
  * A nats-server or redis-server of the test's own, on a free port with its own data directory, so a
@@ -49,9 +48,11 @@ export class EngineProcess {
             ],
           ];
     this.proc = spawn(cmd, args, { stdio: 'ignore' });
-    await eventually(() => reachable(this.port), 10_000, 50).catch(() => {
-      throw new Error(`${this.kind} did not start on port ${this.port}`);
-    });
+    const deadline = Date.now() + 10_000;
+    while (!(await reachable(this.port))) {
+      if (Date.now() > deadline) throw new Error(`${this.kind} did not start on port ${this.port}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
   }
 
   /** FLUSHALL on this redis-server, over a raw socket: a test needs no Redis client of its own for one command. */
@@ -127,16 +128,12 @@ export class NatsClusterNode {
     this.proc = proc;
     liveNatsNodes.add(proc);
     proc.once('exit', () => liveNatsNodes.delete(proc));
-    await eventually(
-      async () => {
-        if (proc.exitCode !== null) throw new GiveUp(`nats-server ${this.name} exited at start`);
-        return reachable(this.port);
-      },
-      10_000,
-      50,
-    ).catch((err: unknown) => {
-      throw err instanceof GiveUp ? err : new Error(`nats-server ${this.name} did not start on ${this.port}`);
-    });
+    const deadline = Date.now() + 10_000;
+    while (!(await reachable(this.port))) {
+      if (proc.exitCode !== null) throw new Error(`nats-server ${this.name} exited at start`);
+      if (Date.now() > deadline) throw new Error(`nats-server ${this.name} did not start on ${this.port}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
   }
 
   /** Stops this server (SIGKILL: as a lost machine goes) and waits until it is gone. */
@@ -208,21 +205,15 @@ export class NatsCluster {
     const { connect: natsConnect } = await import('@nats-io/transport-node');
     const deadline = Date.now() + timeoutMs;
     for (const node of this.nodes.filter((n) => n.running)) {
-      await eventually(
-        async () => {
-          const nc = await natsConnect({ servers: node.url, reconnect: false }).catch(() => undefined);
-          const answer = await nc
-            ?.request('$JS.API.INFO', undefined, { timeout: 1000 })
-            .catch(() => undefined);
-          await nc?.close();
-          const body = answer ? (answer.json<{ error?: unknown; type?: string }>() ?? {}) : undefined;
-          return body !== undefined && !body.error;
-        },
-        Math.max(0, deadline - Date.now()),
-        200,
-      ).catch(() => {
-        throw new Error(`JetStream did not come up on ${node.name}`);
-      });
+      for (;;) {
+        const nc = await natsConnect({ servers: node.url, reconnect: false }).catch(() => undefined);
+        const answer = await nc?.request('$JS.API.INFO', undefined, { timeout: 1000 }).catch(() => undefined);
+        await nc?.close();
+        const body = answer ? (answer.json<{ error?: unknown; type?: string }>() ?? {}) : undefined;
+        if (body && !body.error) break;
+        if (Date.now() > deadline) throw new Error(`JetStream did not come up on ${node.name}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
     }
   }
 

@@ -152,8 +152,11 @@ describe('LocalDirBuckets', () => {
       const source = new PassThrough();
       const writing = buckets.write('incoming', 'up/file.csv', source);
       source.write('first half,');
+      // wait until the partial file exists
       const up = join(dirs.incoming, 'up');
-      await eventually(() => existsSync(up) && readdirSync(up).length > 0, 1000, 5);
+      for (let i = 0; i < 200 && !(existsSync(up) && readdirSync(up).length); i++) {
+        await new Promise((r) => setTimeout(r, 5));
+      }
       expect(readdirSync(up)).toEqual([expect.stringMatching(/^file\.csv\.partial-/)]);
       expect(await buckets.list('incoming', '')).toEqual([]);
       expect(await buckets.list('incoming', 'up')).toEqual([]);

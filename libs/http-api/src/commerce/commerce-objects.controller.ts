@@ -2,7 +2,7 @@ import { Controller, Req } from '@nestjs/common';
 import { ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
-import { batchOf, orderUpdateSchema, productSchema, type AcceptedBody } from '@cdp/contracts';
+import { accepted, batchOf, orderUpdateSchema, productSchema, type AcceptedBody } from '@cdp/contracts';
 import type { OrderUpdateRecord, ProductRecord } from '@cdp/domain';
 import { OrderState } from '@cdp/orders';
 import { CurrentPrincipal } from '../auth/principal.js';
@@ -30,26 +30,40 @@ export class CommerceObjectsController {
   /** The product feed: additive, no history (an updated value replaces the old one). */
   @IngestRoute({ path: 'products', body: { schema: batchOf(productSchema) } })
   async products(
-    @BatchBody(ProductsBatch) batch: ValidatedBatch<ProductRecord>,
+    @BatchBody(ProductsBatch) { records, receivedAt }: ValidatedBatch<ProductRecord>,
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<AcceptedBody> {
-    return this.publisher.accept('products', request.id, principal.account, batch);
+    await this.publisher.publish({
+      id: request.id,
+      account: principal.account,
+      kind: 'products',
+      receivedAt,
+      records,
+    });
+    return accepted(records);
   }
 
   /** Field updates of existing orders, as `POST /v2/entities` type order: no event is produced. */
   @IngestRoute({ path: 'orders', body: { schema: batchOf(orderUpdateSchema) } })
   @ApiResponse({ status: 404, description: 'an order that does not exist' })
   async orderUpdates(
-    @BatchBody(OrderUpdatesBatch) batch: ValidatedBatch<OrderUpdateRecord>,
+    @BatchBody(OrderUpdatesBatch) { records, receivedAt }: ValidatedBatch<OrderUpdateRecord>,
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<AcceptedBody> {
     await requireExistingOrders(
       this.orders,
       principal.account,
-      batch.records.map((r) => r.order_id),
+      records.map((r) => r.order_id),
     );
-    return this.publisher.accept('order-updates', request.id, principal.account, batch);
+    await this.publisher.publish({
+      id: request.id,
+      account: principal.account,
+      kind: 'order-updates',
+      receivedAt,
+      records,
+    });
+    return accepted(records);
   }
 }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { BusUnavailableError, EventBus, type EncodedMessage } from '@cdp/bus';
-import { accepted, ApiError, type AcceptedBody, type IngestMessage } from '@cdp/contracts';
+import { ApiError, type IngestMessage } from '@cdp/contracts';
 import { Metrics } from '@cdp/metrics';
 import { isResend } from '../idempotency/resend-scope.js';
 
@@ -17,23 +17,6 @@ export class IngestPublisher {
     await this.durably(message.kind, message.records.length, () =>
       this.bus.publish(isResend() ? { ...message, resend: true } : message),
     );
-  }
-
-  /**
-   * A validated batch of a kind with no more to its message than its records: published as the request's
-   * message (the request id is the message id, the bus's dedupe key), answered with its 202 body.
-   */
-  async accept<K extends 'profiles' | 'products' | 'order-updates'>(
-    kind: K,
-    requestId: string,
-    account: string,
-    { records, receivedAt }: { records: Extract<IngestMessage, { kind: K }>['records']; receivedAt: number },
-  ): Promise<AcceptedBody> {
-    await this.publish({ id: requestId, account, kind, receivedAt, records } as Extract<
-      IngestMessage,
-      { kind: K }
-    >);
-    return accepted(records);
   }
 
   /** The same for a message whose records are encoded already. */

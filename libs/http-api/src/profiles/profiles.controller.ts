@@ -2,7 +2,7 @@ import { Controller, Get, Query, Req, Res } from '@nestjs/common';
 import { ApiHeader, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
-import { batchOf, exactJson, profileSchema, type AcceptedBody } from '@cdp/contracts';
+import { accepted, batchOf, exactJson, profileSchema, type AcceptedBody } from '@cdp/contracts';
 import type { ProfileRecord } from '@cdp/domain';
 import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
@@ -25,11 +25,18 @@ export class ProfilesController {
 
   @IngestRoute({ body: { schema: batchOf(profileSchema) } })
   async upsert(
-    @BatchBody(ProfilesBatch) batch: ValidatedBatch<ProfileRecord>,
+    @BatchBody(ProfilesBatch) { records, receivedAt }: ValidatedBatch<ProfileRecord>,
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<AcceptedBody> {
-    return this.publisher.accept('profiles', request.id, principal.account, batch);
+    await this.publisher.publish({
+      id: request.id,
+      account: principal.account,
+      kind: 'profiles',
+      receivedAt,
+      records,
+    });
+    return accepted(records);
   }
 
   @Get()
