@@ -472,6 +472,68 @@ export function profileStateContract(name: string, open: () => Promise<ProfileSt
       await state.close();
     });
 
+    it('folds a merge field by field in acceptance order: the later write wins on either side', async () => {
+      const state = await open();
+      const a = `mfo${run}`;
+      // B's update at 200 was applied before the merge at 150 that absorbs B into A (another processor,
+      // or a retry): its value must survive the merge. A's own later writes win over B's older ones.
+      await state.apply(a, [
+        { customerId: 'A', update: { first_name: 'A1', city: 'Oslo', zip: '1' }, at: 100 },
+        { customerId: 'A', update: { email: 'a@x.com' }, at: 250 },
+        { customerId: 'B', update: { first_name: 'B2', city: null, email: 'b@x.com', phone: '9' }, at: 200 },
+        { customerId: 'B', update: { zip: '2' }, at: 90 },
+      ]);
+      const expected = {
+        first_name: 'B2', // B's 200 beats A's 100
+        name: 'B2', // follows the folded parts
+        email: 'a@x.com', // A's 250 beats B's 200
+        phone: '9', // only B has it
+        zip: '1', // A's 100 beats B's 90
+        // city: B unset it at 200, after A's 100
+      };
+      // Read before the fold (the identity index has merged already) and after it: the same.
+      expect((await state.get(a, 'A', ['B']))!.attributes).toEqual(expected);
+      const out = await state.apply(a, [
+        { customerId: 'A', update: { last_name: 'Z' }, absorb: ['B'], at: 150 },
+      ]);
+      const survivor = out.find((s) => s.customerId === 'A')!;
+      expect(survivor.attributes).toEqual({ ...expected, last_name: 'Z', name: 'B2 Z' });
+      expect(survivor.times).toMatchObject({
+        first_name: 200,
+        city: 200,
+        email: 250,
+        zip: 100,
+        last_name: 150,
+      });
+      // Folded in the other direction (B survives A), the same fields win: the order decides, not the survivor.
+      const b = `mfr${run}`;
+      await state.apply(b, [
+        { customerId: 'A', update: { first_name: 'A1', city: 'Oslo', zip: '1' }, at: 100 },
+        { customerId: 'A', update: { email: 'a@x.com' }, at: 250 },
+        { customerId: 'B', update: { first_name: 'B2', city: null, email: 'b@x.com', phone: '9' }, at: 200 },
+        { customerId: 'B', update: { zip: '2' }, at: 90 },
+        { customerId: 'B', update: {}, absorb: ['A'], at: 150 },
+      ]);
+      expect((await state.get(b, 'B'))!.attributes).toEqual(expected);
+      // A later update older than the folded fields' times changes none of them.
+      await state.apply(a, [{ customerId: 'A', update: { first_name: 'old', phone: '0' }, at: 120 }]);
+      expect((await state.get(a, 'A'))!.attributes).toMatchObject({ first_name: 'B2', phone: '9' });
+      await state.close();
+    });
+
+    it('in a fold, a value with no time only fills a gap, and a given name is folded like any field', async () => {
+      const state = await open();
+      const a = `mfu${run}`;
+      await state.apply(a, [
+        { customerId: 'A', update: { city: 'Oslo', name: 'Boss' } }, // no time (no bus record orders it)
+        { customerId: 'B', update: { city: 'Rome', zip: '2', first_name: 'Bo' } },
+        { customerId: 'B', update: { name: 'Bob B' }, at: 50 },
+      ]);
+      const [, folded] = await state.apply(a, [{ customerId: 'A', update: {}, absorb: ['B'] }]);
+      expect(folded!.attributes).toEqual({ city: 'Oslo', zip: '2', first_name: 'Bo', name: 'Bob B' });
+      await state.close();
+    });
+
     it('gives back the field times with a snapshot and keeps them across a load (a rebuild)', async () => {
       const state = await open();
       const a = `tld${run}`;

@@ -92,17 +92,29 @@ export function profileNameProperties(driver: string, open: () => Promise<Profil
       });
     });
 
-    it("a merge fills the survivor's gaps and derives nothing: its own name stays", async () => {
+    it('a merge derives the name again from the folded parts where it followed them; a given name stays', async () => {
       const [s, l] = [`ms${++customer}`, `ml${customer}`];
       await state.apply(account, [
         { customerId: s, update: normalizeProfile({ first_name: 'Ann' }).attributes },
         { customerId: l, update: normalizeProfile({ first_name: 'Bob', last_name: 'Lee' }).attributes },
       ]);
       await state.apply(account, [{ customerId: s, update: {}, absorb: [l] }]);
+      // As one profile given first_name Ann and last_name Lee would read.
       expect((await state.get(account, s))?.attributes).toEqual({
         first_name: 'Ann',
         last_name: 'Lee',
-        name: 'Ann',
+        name: 'Ann Lee',
+      });
+      const [g, m] = [`gs${++customer}`, `gl${customer}`];
+      await state.apply(account, [
+        { customerId: g, update: normalizeProfile({ first_name: 'Ann', name: 'Dr Ann' }).attributes },
+        { customerId: m, update: normalizeProfile({ first_name: 'Bob', last_name: 'Lee' }).attributes },
+      ]);
+      await state.apply(account, [{ customerId: g, update: {}, absorb: [m] }]);
+      expect((await state.get(account, g))?.attributes).toEqual({
+        first_name: 'Ann',
+        last_name: 'Lee',
+        name: 'Dr Ann',
       });
     });
   });

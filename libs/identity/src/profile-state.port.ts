@@ -39,8 +39,9 @@ export interface ProfileUpdate {
   customerId: string;
   update: AttributeUpdate;
   /**
-   * Customers merged into this one: each profile fills the fields this one lacks (the survivor's own
-   * values win), then is gone; its last snapshot comes back with `mergedInto` set.
+   * Customers merged into this one: each profile is folded in field by field in acceptance order (the
+   * field written later wins, whichever customer it was written on: `foldFields`, profile-fold.ts), then
+   * is gone; its last snapshot comes back with `mergedInto` set.
    */
   absorb?: string[];
   /**

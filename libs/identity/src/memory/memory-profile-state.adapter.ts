@@ -14,7 +14,7 @@ import {
   type ProfileUpdate,
   type StoredProfile,
 } from '../profile-state.port.js';
-import { foldedProfile, redactedBase } from '../profile-fold.js';
+import { foldFields, foldedProfile, redactedBase } from '../profile-fold.js';
 import { newerFields, stamped, type FieldTimes } from '../field-order.js';
 import { InternedStrings, grown, resized } from './interned-strings.js';
 
@@ -150,8 +150,10 @@ export class MemoryProfileState extends ProfileState {
           continue;
         }
         const last = state.read(l, loser);
-        attributes = { ...last.attributes, ...attributes };
-        times = { ...state.timesOf(l), ...times };
+        ({ attributes, times } = foldFields(
+          { attributes, times },
+          { attributes: last.attributes, times: state.timesOf(l) },
+        ));
         redacted ||= last.redacted === true;
         state.retire(l);
         this.indexPhone(state, l, last.attributes.phone, undefined);

@@ -7,7 +7,7 @@
  * identifier set, a message's remembered effects). They all carry the account's hash tag, so they
  * live in the declared keys' cluster slot.
  */
-export const LIBRARY_VERSION = '18';
+export const LIBRARY_VERSION = '19';
 /**
  * The version is part of the library's and the functions' names, so processors of two releases can
  * share one Redis during a rolling upgrade: each calls the functions it was written against.
@@ -235,8 +235,8 @@ end
 
 -- KEYS: one profile hash per customer touched. ARGV[1] JSON [[key index, {field: JSON text | null},
 -- [key indexes of profiles merged into it], redact 0|1, at (decimal text) or absent], ...] in order; ARGV[2] the account's key prefix
--- 'cdp:{<account>}:'; ARGV[3] JSON [customer id of each key]. A merged profile fills the fields the
--- survivor lacks, then is deleted. Every update bumps the field __v. Returns JSON
+-- 'cdp:{<account>}:'; ARGV[3] JSON [customer id of each key]. A merged profile is folded into its survivor
+-- field by field in acceptance order (fold), then renamed away. Every update bumps the field __v. Returns JSON
 -- [[key index, [field, value, ...], survivor key index or -1], ...]: the final state of every touched
 -- profile, and the last state of every merged one.
 -- Redaction (spec "Compliance opt-out"): field __r marks a redacted profile. Redacting clears every field
@@ -244,7 +244,7 @@ end
 -- profile an update may only change opted_in.
 -- Acceptance order (field-order.ts): field __t:<field> holds the at of the update that last wrote the field
 -- (kept when it unsets it, and by a redaction); an update with an at writes only the fields whose __t is
--- not higher, and stamps them. A merged profile's __t fields fill the survivor's gaps like its values.
+-- not higher, and stamps them. A merged profile's __t fields are folded with its values (fold).
 -- <p>profiles is the set of customers with a profile hash (a rebuild finds their keys from it).
 -- Phone index: <p>ph:<phone JSON text> is the set of customers whose profile holds exactly that phone,
 -- kept here, in the same atomic call, whenever a phone is set, changed, unset or merged away.
@@ -252,15 +252,69 @@ end
 -- rebuild under way), nothing is applied, as cdp_resolve resolves nothing: a profile written into an
 -- emptied account would hold only this update's fields, and reach the store as the whole profile.
 -- The name first and last name give (values are JSON text): applyProfileUpdate of @cdp/domain.
-local function name_from_parts(key)
+local function parts_name(first, last)
   local parts = {}
-  for _, v in ipairs(redis.call('HMGET', key, 'first_name', 'last_name')) do
+  for _, v in ipairs({first or false, last or false}) do
     if v then
       local s = cjson.decode(v)
       if type(s) == 'string' and s ~= '' then parts[#parts + 1] = s end
     end
   end
   return table.concat(parts, ' ')
+end
+
+local function name_from_parts(key)
+  local first, last = unpack(redis.call('HMGET', key, 'first_name', 'last_name'))
+  return parts_name(first, last)
+end
+
+-- Whether a name (JSON text or false) is absent or exactly what first and last name give.
+local function follows_parts(name, first, last)
+  return not name or cjson.decode(name) == parts_name(first, last)
+end
+
+-- Folds a merged profile (its HGETALL) into the survivor's hash, field by field in acceptance order
+-- (foldFields of profile-fold.ts, rule for rule): the higher __t:<field> wins, an unset included; a field
+-- without a time is older than a timed one; where neither has one, the survivor's value wins and the
+-- loser's fills a gap; equal times keep the survivor's. A name that follows first and last name on both
+-- sides is derived again from the folded parts. Returns whether the merged profile was redacted.
+local function fold(key, flat)
+  local values, times, redacted = {}, {}, false
+  for i = 1, #flat, 2 do
+    local f = flat[i]
+    if f == '__r' then
+      redacted = true
+    elseif string.sub(f, 1, 4) == '__t:' then
+      times[string.sub(f, 5)] = flat[i + 1]
+    elseif f ~= '__v' then
+      values[f] = flat[i + 1]
+    end
+  end
+  local name_follows = follows_parts(unpack(redis.call('HMGET', key, 'name', 'first_name', 'last_name')))
+    and follows_parts(values['name'] or false, values['first_name'], values['last_name'])
+  local fields = {}
+  for f in pairs(values) do fields[f] = true end
+  for f in pairs(times) do fields[f] = true end
+  for f in pairs(fields) do
+    if not (f == 'name' and name_follows) then
+      local mine = redis.call('HGET', key, '__t:' .. f)
+      local wins
+      if times[f] then
+        wins = not mine or tonumber(times[f]) > tonumber(mine)
+      else
+        wins = not mine and redis.call('HEXISTS', key, f) == 0
+      end
+      if wins then
+        if values[f] then redis.call('HSET', key, f, values[f]) else redis.call('HDEL', key, f) end
+        if times[f] then redis.call('HSET', key, '__t:' .. f, times[f]) end
+      end
+    end
+  end
+  if name_follows then
+    local name = name_from_parts(key)
+    if name == '' then redis.call('HDEL', key, 'name') else redis.call('HSET', key, 'name', cjson.encode(name)) end
+  end
+  return redacted
 end
 
 local function cdp_apply(keys, args)
@@ -287,13 +341,7 @@ local function cdp_apply(keys, args)
       remember(l + 1)
       local flat = redis.call('HGETALL', lkey)
       if #flat > 0 then
-        for i = 1, #flat, 2 do
-          if flat[i] == '__r' then
-            redacted = true
-          elseif flat[i] ~= '__v' then
-            redis.call('HSETNX', key, flat[i], flat[i + 1])
-          end
-        end
+        if fold(key, flat) then redacted = true end
         -- Kept, not deleted, for as long as the ingest stream keeps a message: a write retried after a
         -- crash or a failure (Redis already folded, the store not yet) absorbs it again and must give
         -- the store the same merged row (else the loser stays live there).
