@@ -8,7 +8,7 @@ import {
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { RawJsonBody } from '@cdp/contracts';
-import { INGESTION_ROUTES } from '@cdp/http-api/inspector';
+import { INGESTION_ROUTES, parseAnswer as parse } from '@cdp/http-api/inspector';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { ConsoleStoreReads } from './reads/console-store-reads.js';
 import { RejectionOutbox, RejectionTally, type Refusal } from './rejection-tally.js';
@@ -152,14 +152,4 @@ function typeOf(record: unknown, kind: string): string {
   if (!TYPED.has(kind) || typeof record !== 'object' || record === null) return kind;
   const type = (record as { type?: unknown }).type;
   return typeof type === 'string' && type.trim() !== '' ? type : kind;
-}
-
-function parse(payload: unknown): Record<string, unknown> | undefined {
-  if (typeof payload !== 'string') return undefined;
-  try {
-    const value: unknown = JSON.parse(payload);
-    return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
 }

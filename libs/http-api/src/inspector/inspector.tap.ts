@@ -81,7 +81,8 @@ function routeOf(request: FastifyRequest, pattern: string): string {
   return pattern.includes(':') ? `${request.method} ${request.url.split('?')[0]}` : pattern;
 }
 
-function parse(payload: unknown): Record<string, unknown> | undefined {
+/** An answer's JSON object, or undefined (not JSON, or not an object): what the taps read off an answer. */
+export function parse(payload: unknown): Record<string, unknown> | undefined {
   if (typeof payload !== 'string') return undefined;
   try {
     const value: unknown = JSON.parse(payload);
