@@ -31,6 +31,15 @@ describe('console pages: customers, segments, overview, exports (embedded)', () 
   const profile = (query: string) =>
     fetch(`${base}/v3/profiles?${query}`, { headers: { 'x-api-key': account.privateKey } });
   const inPage = <T = unknown>(expression: string) => page.evaluate<T>(expression);
+  /** Each series of a drawn chart (`[data-chart=<name>]`'s uPlot) summed over its points, by label. */
+  const chartTotals = (chart: string) =>
+    inPage<Record<string, number>>(`(() => {
+      const u = document.querySelector('[data-chart=${chart}]')?.uplot;
+      if (!u) return {};
+      const out = {};
+      u.series.forEach((s, n) => { if (n > 0) out[s.label] = u.data[n].reduce((a, b) => a + (b ?? 0), 0); });
+      return out;
+    })()`);
   const go = async (title: string, path: string) => {
     await page.getByRole('link', { name: title, exact: true }).click();
     await page.waitForURL(new RegExp(`/console/${path}$`));
@@ -350,14 +359,7 @@ describe('console pages: customers, segments, overview, exports (embedded)', () 
       return `${Array.isArray(invalid.field) ? invalid.field.join(' or ') : String(invalid.field)}: ${invalid.reason}`;
     };
     await go('Overview', 'overview');
-    const rejected = async () =>
-      inPage<Record<string, number>>(`(() => {
-        const u = document.querySelector('[data-chart=rejected]')?.uplot;
-        if (!u) return {};
-        const out = {};
-        u.series.forEach((s, n) => { if (n > 0) out[s.label] = u.data[n].reduce((a, b) => a + (b ?? 0), 0); });
-        return out;
-      })()`);
+    const rejected = () => chartTotals('rejected');
     // Counted by the API, stored every 5 s, read again by the page every 10 s.
     await eventually(async () => {
       const drawn = await rejected();
@@ -386,14 +388,7 @@ describe('console pages: customers, segments, overview, exports (embedded)', () 
       }));
     await accepted('/v3/events', [...batch('chart_a', 7), ...batch('chart_b', 3), ...batch(HOSTILE, 1)]);
     await go('Overview', 'overview');
-    const series = async () =>
-      inPage<Record<string, number>>(`(() => {
-        const u = document.querySelector('[data-chart=events]')?.uplot;
-        if (!u) return {};
-        const out = {};
-        u.series.forEach((s, n) => { if (n > 0) out[s.label] = u.data[n].reduce((a, b) => a + (b ?? 0), 0); });
-        return out;
-      })()`);
+    const series = () => chartTotals('events');
     // The page asks again every 10 s: the chart catches up with the processor without a reload.
     await eventually(async () => {
       const drawn = await series();
