@@ -50,7 +50,9 @@ export class ChildApp {
       stdio: ['ignore', out, out],
     });
     const app = new ChildApp(proc, `http://127.0.0.1:${port}`, logFile);
-    const deadline = Date.now() + 30_000;
+    // A boot may wait for the JetStream replicas lock of a process that died holding it: at most twice
+    // the lock's 30 s TTL (libs/drivers/src/nats-cluster.ts), logged at warn past 5 s.
+    const deadline = Date.now() + 65_000;
     for (;;) {
       if (proc.exitCode !== null) throw new Error(`the app exited at start:\n${app.output()}`);
       try {
