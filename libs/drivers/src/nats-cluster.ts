@@ -55,7 +55,7 @@ export async function reconcileReplicas(
     replicas,
     ttl: LOCK_TTL_MS,
   });
-  await takeLock(lock);
+  await takeLock(lock, logger);
   try {
     const jsm = await jetstreamManager(nc, { timeout: UPDATE_TIMEOUT_MS });
     // Polls a moved stream with short requests: one sent while it has no leader gets no answer at all.
@@ -114,11 +114,16 @@ async function untilLed(jsm: JetStreamManager, stream: string): Promise<void> {
 
 /**
  * Waits for the lock, however long another process holds it (at most its TTL, twice over). Failures to
- * reach the bucket are waited out too: its replicas may be moving (the holder's last step).
+ * reach the bucket are waited out too: its replicas may be moving (the holder's last step). A create
+ * whose answer was lost (a timeout on a busy server) may have taken the lock all the same: the holder
+ * read back says so, else this process would wait out its own lock's TTL. A wait past a few seconds is
+ * logged with the holder, so a boot that seems stuck says what it waits for.
  */
-async function takeLock(lock: KV): Promise<void> {
+async function takeLock(lock: KV, logger: Logger): Promise<void> {
   const holder = JSON.stringify({ host: hostname(), pid: process.pid, id: randomUUID() });
-  const deadline = Date.now() + 2 * LOCK_TTL_MS;
+  const started = Date.now();
+  const deadline = started + 2 * LOCK_TTL_MS;
+  let logged = started;
   for (;;) {
     let failure: unknown;
     try {
@@ -127,6 +132,9 @@ async function takeLock(lock: KV): Promise<void> {
     } catch (err) {
       if (!/wrong last sequence/i.test((err as Error).message)) failure = err;
     }
+    const current = await lock.get(LOCK_KEY).catch(() => null);
+    const held = current?.operation === 'PUT' ? current.string() : undefined;
+    if (held === holder) return;
     if (Date.now() > deadline)
       throw new Error(
         failure
@@ -134,6 +142,13 @@ async function takeLock(lock: KV): Promise<void> {
           : 'another process has been reconciling the JetStream replicas for over a minute',
         { cause: failure },
       );
+    if (Date.now() - logged > 5000) {
+      logged = Date.now();
+      logger.warn(
+        { holder: held, waitedMs: logged - started, err: failure },
+        'waiting for the JetStream replicas lock',
+      );
+    }
     await sleep(200);
   }
 }
