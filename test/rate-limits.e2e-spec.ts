@@ -1,4 +1,5 @@
 import { connectRedis } from '@cdp/redis';
+import { RedisRateLimiter } from '@cdp/rate-limits/redis';
 import { ChildApp } from './support/child-process.js';
 import { ADMIN_TOKEN, type EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
@@ -221,7 +222,7 @@ describe.each(WIRINGS)('rate limits per account and API family (%s)', (_wiring, 
             const res = await fetch(`${base}/v3/profiles?email=n${i}@x.com`, {
               headers: { 'x-api-key': acc.privateKey },
             });
-            const state = await redis.commands.hGetAll(`cdp:{${acc.id}}:rl:profiles`);
+            const state = await redis.commands.hGetAll(RedisRateLimiter.key(acc.id, 'profiles'));
             bucket.push({ m: Number(state.m), at: Number(state.at) });
             return {
               status: res.status,

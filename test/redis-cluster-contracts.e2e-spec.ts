@@ -77,6 +77,38 @@ describe('the Redis connection on a cluster', () => {
       expect((await limiter.take(`reload${i}`, 'profiles', { rate: 5, burst: 5 })).allowed).toBe(true);
   });
 
+  it("spreads one account's idempotency records and rate-limit buckets over every primary", async () => {
+    const account = `spread${Math.random().toString(36).slice(2, 8)}`;
+    const store = new RedisIdempotencyStore(redis);
+    const until = Date.now() + 60_000;
+    for (let i = 0; i < 600; i++)
+      expect(await store.compareAndSet(account, `key-${i}`, undefined, `{"n":${i}}`, until)).toBe(true);
+    const limiter = new RedisRateLimiter(redis);
+    for (const family of ['profiles', 'events', 'exports', 'subscriptions'])
+      await limiter.take(account, family, { rate: 5, burst: 5 });
+    // Each primary's share of the account's keys (SCAN on each; the account's name is unique to the run).
+    const counts = await Promise.all(
+      (await cluster.primaries()).map(async ({ port }) => {
+        const found = new Set<string>();
+        let cursor = '0';
+        do {
+          const out = await cluster.cli(port, 'SCAN', cursor, 'MATCH', `cdp:{${account}#*`, 'COUNT', '10000');
+          const [next, ...keys] = out.trim().split('\n');
+          cursor = next!;
+          for (const key of keys) if (key) found.add(key);
+        } while (cursor !== '0');
+        return found.size;
+      }),
+    );
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(604);
+    for (const count of counts) {
+      expect(count / 604).toBeGreaterThan(0.2);
+      expect(count / 604).toBeLessThan(0.5);
+    }
+    // Every record reads back through the driver, wherever it lives.
+    for (let i = 0; i < 600; i += 37) expect(await store.get(account, `key-${i}`)).toBe(`{"n":${i}}`);
+  });
+
   it('acknowledges a batch only once a replica holds it (WAIT 1), and says what that costs a batch', async () => {
     const index = new RedisIdentityIndex(redis);
     const account = `wait${Math.random().toString(36).slice(2, 8)}`;

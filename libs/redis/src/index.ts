@@ -1,2 +1,3 @@
 export * from './redis-connection.js';
 export * from './rebuild-lock.js';
+export * from './account-shards.js';

@@ -1,5 +1,5 @@
 import type { DriverHealth } from '@cdp/contracts';
-import type { RedisConnection, RedisLibrary } from '@cdp/redis';
+import { shardPrefixOf, type RedisConnection, type RedisLibrary } from '@cdp/redis';
 import { RateLimiter, type Allowance, type Take } from '../rate-limiter.port.js';
 import { describeTake, idleTtlMs } from '../token-bucket.js';
 
@@ -45,7 +45,12 @@ redis.register_function('cdp_rate_take', cdp_rate_take)
 `;
 const LIBRARY: RedisLibrary = { name: LIBRARY_NAME, code: CODE };
 
-/** Rate-limit buckets in Redis, shared by every API replica; keys carry the account as hash tag. */
+/**
+ * Rate-limit buckets in Redis, shared by every API replica. A bucket is one key, never touched with
+ * another, so it lives on its family's shard of the account (`{<account>#hh}`), not on the account's
+ * one slot. Buckets of the unsharded layout (`cdp:{<account>}:rl:…`) are not read: a bucket holds
+ * seconds of state, so after the upgrade each family starts from a full bucket once.
+ */
 export class RedisRateLimiter extends RateLimiter {
   /**
    * `now` (ms) replaces the server's clock, for tests that move time; replicas in service leave it
@@ -59,7 +64,7 @@ export class RedisRateLimiter extends RateLimiter {
   }
 
   static key(account: string, family: string): string {
-    return `cdp:{${account}}:rl:${family}`;
+    return `${shardPrefixOf(account, family)}rl:${family}`;
   }
 
   async take(account: string, family: string, allowance: Allowance): Promise<Take> {
