@@ -146,6 +146,11 @@ export interface OrderChange {
   action: OrderAction | 'update';
   /** Milliseconds; decides which change was "the last event that included" a field (rule 5). */
   ts: number;
+  /**
+   * The change's place in the bus's acceptance order (`acceptanceOrder`; absent on changes stored before
+   * it was kept): breaks a tie of `ts`, and decides whether an entity update came after the order existed.
+   */
+  at?: number;
   customerId?: string;
   /** Units (1/10000), sign as sent; return, refund and cancel are coerced negative when applied. */
   subtotal?: number;
@@ -172,7 +177,14 @@ export interface OrderSnapshot {
   cancelled: boolean;
   /** A cancel that named no amount: the whole order is void, its revenue zero. */
   cancelledInFull: boolean;
-  fields: Record<string, { value: OrderValue; ts: number }>;
+  /** Each field's value, the time of the change that set it, and that change's `at` when it had one. */
+  fields: Record<string, OrderField>;
+}
+
+export interface OrderField {
+  value: OrderValue;
+  ts: number;
+  at?: number;
 }
 
 export interface OrderChangeResult {
@@ -251,11 +263,77 @@ export function applyOrderChange(
     }
   }
   for (const [name, value] of Object.entries(change.fields)) {
-    const current = order.fields[name];
-    // "The last event that included them": by the change's time; a tie goes to the later arrival.
-    if (!current || change.ts >= current.ts) order.fields[name] = { value, ts: change.ts };
+    if (!fieldIsNewer(order.fields[name], change)) continue;
+    order.fields[name] =
+      change.at === undefined ? { value, ts: change.ts } : { value, ts: change.ts, at: change.at };
   }
   return { state: order, applied: true, seq: order.version, recorded: recorded() };
+}
+
+/**
+ * "The last event that included them" (rule 5): by the change's time; a tie goes to the change accepted
+ * later (`at`; a change without one counts as accepted before any that has one, and between two without,
+ * the later applied wins), so the fields do not depend on the order processors apply changes in.
+ */
+function fieldIsNewer(current: OrderField | undefined, change: OrderChange): boolean {
+  if (!current || change.ts !== current.ts) return !current || change.ts > current.ts;
+  return (change.at ?? 0) >= (current.at ?? 0);
+}
+
+/**
+ * Everything the state keeps of one order: its snapshot (undefined until a change of it applies), the ids
+ * of the changes applied with the version each gave, the lowest `at` of its order events, and the entity
+ * updates waiting for an order event accepted before them (by change id).
+ */
+export interface OrderEntry {
+  state: OrderSnapshot | undefined;
+  applied: Map<string, number>;
+  firstEventAt?: number;
+  pending: Map<string, OrderChange>;
+}
+
+export interface OrderEntryResult extends OrderChangeResult {
+  /** An entity update kept until an order event accepted before it is applied (not applied yet). */
+  pending: boolean;
+}
+
+/**
+ * Applies one change as a single processor applying every change in acceptance order would: an entity
+ * update applies only to an order one of whose events was accepted before it (spec "Order exists");
+ * one processed before such an event (the event's batch retried, or on another processor) is kept
+ * pending and applied as soon as that event is, rather than dropped. An update with no `at` keeps the
+ * old rule: it applies to an order that exists, and is dropped otherwise. Mutates `entry`.
+ */
+export function applyOrderChangeInOrder(entry: OrderEntry, change: OrderChange): OrderEntryResult {
+  if (change.kind === 'entity' && !entry.applied.has(change.id)) {
+    if (entry.pending.has(change.id))
+      return { state: entry.state, applied: false, seq: 0, recorded: false, pending: true };
+    const at = change.at ?? 0;
+    const due = entry.state !== undefined && (at === 0 || (entry.firstEventAt ?? 0) < at);
+    if (!due) {
+      if (at === 0) return { state: entry.state, applied: false, seq: 0, recorded: false, pending: false };
+      entry.pending.set(change.id, change);
+      return { state: entry.state, applied: false, seq: 0, recorded: false, pending: true };
+    }
+  }
+  const result = applyOrderChange(entry.state, entry.applied, change);
+  entry.state = result.state;
+  if (result.applied && change.kind === 'event') {
+    const at = change.at ?? 0;
+    if (entry.firstEventAt === undefined || at < entry.firstEventAt) entry.firstEventAt = at;
+    applyDueUpdates(entry);
+  }
+  return { ...result, pending: false };
+}
+
+/** Applies, in acceptance order, the pending updates accepted after the order's first event. */
+function applyDueUpdates(entry: OrderEntry): void {
+  const first = entry.firstEventAt ?? 0;
+  const due = [...entry.pending.values()].filter((u) => (u.at ?? 0) > first).sort((a, b) => a.at! - b.at!);
+  for (const update of due) {
+    entry.pending.delete(update.id);
+    entry.state = applyOrderChange(entry.state, entry.applied, update).state;
+  }
 }
 
 /** The order as the store and exports show it. */

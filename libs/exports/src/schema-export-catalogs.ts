@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { CustomFieldType } from '@cdp/domain';
 import { SchemaRegistry, type ObjectDef } from '@cdp/schema';
+import { currentObjectRowsSql } from '@cdp/store';
 import {
   BUILT_IN_CATALOG,
   ExportCatalogs,
@@ -65,7 +66,8 @@ export class SchemaExportCatalogs extends ExportCatalogs {
       if (def.created_by !== 'account') continue;
       objects.push({
         name: def.name,
-        from: `(SELECT * FROM {db}.${def.table} FINAL)`,
+        // Each field as acceptance order leaves it, not as the last insert did (custom-columns.sql.ts).
+        from: `(${currentObjectRowsSql('{db}', def.table, def.fields)})`,
         columns: def.fields.map((f) => ({ name: f.name, type: TYPES[f.type] })),
         pageKey: def.fields.filter((f) => f.primary).map((f) => f.name),
         relations: relations(def),

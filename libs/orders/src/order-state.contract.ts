@@ -18,6 +18,7 @@ function event(
     total?: number;
     fields?: Record<string, OrderValue>;
     customer?: string;
+    at?: number;
   } = {},
 ): OrderChange {
   const change: OrderChange = {
@@ -31,14 +32,21 @@ function event(
   };
   if (opts.subtotal !== undefined) change.subtotal = toUnits(opts.subtotal);
   if (opts.total !== undefined) change.total = toUnits(opts.total);
+  if (opts.at !== undefined) change.at = opts.at;
   return change;
 }
-const update = (orderId: string, fields: Record<string, OrderValue>, ts = 5_000): OrderChange => ({
+const update = (
+  orderId: string,
+  fields: Record<string, OrderValue>,
+  ts = 5_000,
+  at?: number,
+): OrderChange => ({
   id: `u${++seq}`,
   orderId,
   kind: 'entity',
   action: 'update',
   ts,
+  ...(at === undefined ? {} : { at }),
   fields,
 });
 
@@ -258,6 +266,86 @@ export function orderStateContract(name: string, open: () => Promise<OrderState>
         { applied: false, seq: 2, recorded: true },
       ]);
       expect(await summary(o)).toMatchObject({ subtotal: 90, version: 2 });
+    });
+
+    it('acceptance order: an update processed before the event accepted ahead of it waits for it, then applies', async () => {
+      const o = id('pend');
+      const after = update(o, { coupon_code: 'LATE', ship_address: 'S2' }, 5_000, 300);
+      const first = await state.apply(acc, [after]);
+      expect(first).toEqual({
+        outcomes: [{ applied: false, seq: 0, recorded: false, pending: true }],
+        orders: [],
+      });
+      expect(await state.get(acc, o)).toBeUndefined();
+      // Delivered again while it waits: still pending, kept once.
+      expect((await state.apply(acc, [after])).outcomes).toEqual([
+        { applied: false, seq: 0, recorded: false, pending: true },
+      ]);
+      // A return accepted after it does not open it (in acceptance order the update came first)...
+      await state.apply(acc, [event('return', o, { at: 400, subtotal: 5, fields: { ship_address: 'S3' } })]);
+      expect((await summary(o)).fields).toEqual({ ship_address: 'S3' });
+      // ...the purchase accepted before it does: it applies right after it, in the same call.
+      const bought = await state.apply(acc, [
+        event('purchase', o, { at: 200, subtotal: 50, fields: { coupon_code: 'FIRST' } }),
+      ]);
+      expect(bought.outcomes).toEqual([{ applied: true, seq: 2, recorded: true }]);
+      expect(orderSummary(bought.orders[0]!)).toMatchObject({
+        version: 3,
+        subtotal: 45,
+        fields: { coupon_code: 'LATE', ship_address: 'S2' }, // by time: the update's 5000 beats the events' 1000
+      });
+      // Applied once: its redelivery now answers with the version it got.
+      expect((await state.apply(acc, [after])).outcomes).toEqual([
+        { applied: false, seq: 3, recorded: false },
+      ]);
+      expect((await summary(o)).version).toBe(3);
+    });
+
+    it('acceptance order: an update accepted before every event of its order never applies, processed late or not', async () => {
+      const o = id('early');
+      await state.apply(acc, [event('purchase', o, { at: 500, subtotal: 1, fields: { coupon_code: 'P' } })]);
+      const early = await state.apply(acc, [update(o, { coupon_code: 'EARLY' }, 5_000, 100)]);
+      expect(early.outcomes).toEqual([{ applied: false, seq: 0, recorded: false, pending: true }]);
+      expect(await summary(o)).toMatchObject({ version: 1, fields: { coupon_code: 'P' } });
+      // An update without an acceptance order (logged before it was kept) follows the old rule: it applies.
+      await state.apply(acc, [update(o, { bill_address: 'B' })]);
+      expect(await summary(o)).toMatchObject({ version: 2, fields: { coupon_code: 'P', bill_address: 'B' } });
+    });
+
+    it.each([
+      ['in acceptance order', [0, 1]],
+      ['in reverse', [1, 0]],
+    ])('rule 5: a tie of time goes to the change accepted later, applied %s', async (_label, indexes) => {
+      const o = id(`tie${indexes.join('')}`);
+      await state.apply(acc, [event('purchase', o, { at: 10, ts: 1_000, subtotal: 1 })]);
+      const both = [
+        event('return', o, { at: 20, ts: 2_000, subtotal: 0, fields: { ship_address: 'older' } }),
+        event('refund', o, { at: 30, ts: 2_000, subtotal: 0, fields: { ship_address: 'newer' } }),
+      ];
+      for (const i of indexes) await state.apply(acc, [both[i]!]);
+      expect((await summary(o)).fields).toEqual({ ship_address: 'newer' });
+    });
+
+    it('rebuild keeps a pending update pending, and applies it with the event that opens it', async () => {
+      const o = id('rpend');
+      const changes = [
+        update(o, { coupon_code: 'WAITING' }, 5_000, 900),
+        event('return', o, { at: 950, subtotal: 2 }),
+      ];
+      await state.apply(other, changes);
+      const before = await state.get(other, o);
+      expect(await state.beginRebuild(other)).toBe(true);
+      async function* stored() {
+        for (const c of changes) yield await Promise.resolve(c);
+      }
+      expect(await state.load(other, stored())).toBe(2);
+      expect(await state.get(other, o)).toEqual(before);
+      await state.apply(other, [event('purchase', o, { at: 800, subtotal: 10 })]);
+      expect(await summary(o, other)).toMatchObject({
+        version: 3,
+        subtotal: 8,
+        fields: { coupon_code: 'WAITING' },
+      });
     });
 
     it('keeps accounts apart', async () => {

@@ -9,6 +9,11 @@ export interface ChangeOutcome {
   seq: number;
   /** Whether the change is recorded as an event (with line items). */
   recorded: boolean;
+  /**
+   * Set for an entity update kept until an order event accepted before it is applied (`seq` 0 until then):
+   * the caller stores it in the change log, so a rebuild keeps it pending too.
+   */
+  pending?: true;
 }
 
 export interface ApplyResult {

@@ -224,7 +224,7 @@ export class IngestPipeline {
           receivedAt: item.message.receivedAt,
         });
         // An order event is stored or not by the orders step, depending on the order's state.
-        const order = orderEventOf(row, record);
+        const order = orderEventOf(row, record, item.at);
         if (order) orderEvents.push(order);
         else batch.events.push(row);
       }

@@ -1,10 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { drop, ok, type Delivery, type Step, type StepResult } from '@cdp/bus';
+import { acceptanceOrder, drop, ok, type Delivery, type Step, type StepResult } from '@cdp/bus';
 import type { ObjectsMessage } from '@cdp/contracts';
 import { toStoreTime } from '@cdp/domain';
 import { LOGGER, type Logger } from '@cdp/logger';
 import { SchemaRegistry } from '@cdp/schema';
-import { AnalyticStore } from '@cdp/store';
+import { AnalyticStore, objectFieldAtColumn } from '@cdp/store';
 
 export interface ObjectsInput {
   account: string;
@@ -70,17 +70,22 @@ export class ObjectsWriter implements Step<ObjectsInput, ObjectRows> {
       this.applied.set(key, schema.revision);
     }
     const types = new Map(object.fields.map((f) => [f.name, f.type]));
+    const keyFields = new Set(object.fields.filter((f) => f.primary).map((f) => f.name));
     const now = toStoreTime(Date.now());
     const rows = deliveries.flatMap((d) =>
-      (d.message as ObjectsMessage).records.map((record) => {
+      (d.message as ObjectsMessage).records.map((record, index) => {
+        const at = acceptanceOrder(d, index);
         const row: { _msg_id: string } & Record<string, unknown> = {
           _msg_id: d.message.id,
           _updated_at: now,
         };
         for (const [name, value] of Object.entries(record)) {
           const type = types.get(name);
-          if (type === 'timestamp' && typeof value === 'number') row[name] = toStoreTime(value * 1000);
-          else if (type) row[name] = value;
+          if (!type) continue;
+          row[name] = type === 'timestamp' && typeof value === 'number' ? toStoreTime(value * 1000) : value;
+          // The value with the record's place in acceptance order, for the reads (a null changes nothing,
+          // as in the plain column); a primary key field has none.
+          if (row[name] !== null && !keyFields.has(name)) row[objectFieldAtColumn(name)] = [at, row[name]];
         }
         return row;
       }),

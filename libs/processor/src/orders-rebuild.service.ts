@@ -58,6 +58,8 @@ async function* toChanges(rows: AsyncIterable<OrderChangeRow>): AsyncIterable<Or
       fields: JSON.parse(row.fields) as Record<string, OrderValue>,
     };
     if (row.svc_id) change.customerId = row.svc_id;
+    const at = Number(row.at); // 0 on rows written before `at` was kept: none
+    if (at > 0) change.at = at;
     // 64-bit integers arrive as JSON strings.
     if (row.subtotal !== null) change.subtotal = Number(row.subtotal);
     if (row.total !== null) change.total = Number(row.total);

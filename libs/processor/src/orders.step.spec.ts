@@ -13,6 +13,7 @@ function orderEvents(
   id: string,
   account: string,
   records: { action: string; order: Record<string, unknown>; ts: number }[],
+  busSequence = 1,
 ) {
   const message = {
     id,
@@ -42,7 +43,7 @@ function orderEvents(
     data: {},
     order: JSON.stringify(record.order),
   }));
-  return { delivery: deliveryOf(message), message, rows };
+  return { delivery: deliveryOf(message, 1, busSequence), message, rows };
 }
 
 /** OrdersStep on the memory order state, its rows written to chDB and read back. */
@@ -71,12 +72,13 @@ describe('OrdersStep', () => {
       { action: 'purchase', order: { ...purchase, subtotal: 999 }, ts: T0 + 1000 },
     ]);
     // Order events are the step's; any other event stays with the caller.
-    const events = first.message.records.map((r, i) => orderEventOf(first.rows[i]!, r));
+    const events = first.message.records.map((r, i) => orderEventOf(first.rows[i]!, r, 1000 + i));
     events.forEach((e) => expect(e).toBeDefined());
     expect(
       orderEventOf(
         { ...first.rows[0]!, type: 'pageview' },
         { ...first.message.records[0]!, type: 'pageview' },
+        1000,
       ),
     ).toBeUndefined();
     const batch = okValue(
@@ -109,7 +111,7 @@ describe('OrdersStep', () => {
         ts: T0 + 2000,
       },
     ]);
-    const returned = orderEventOf(second.rows[0]!, second.message.records[0]!);
+    const returned = orderEventOf(second.rows[0]!, second.message.records[0]!, 1000);
     expect(returned).toBeDefined();
     const next = okValue(
       await ordersStep.run({ account, deliveries: [second.delivery], events: [returned!], now: NOW }),
@@ -135,32 +137,57 @@ describe('OrdersStep', () => {
     expect(Number(items[0]!.n)).toBe(3);
   });
 
-  it('applies an order update only to an order that exists, and a redelivered change moves nothing', async () => {
-    const account = `orders${++n}`;
-    const { ordersStep } = await newProcessor(store);
-    const update = (id: string, orderId: string) =>
-      deliveryOf({
+  /** An order-updates message setting `fields` on `orderId`, accepted `busSequence`-th. */
+  const updateOf = (
+    account: string,
+    id: string,
+    orderId: string,
+    busSequence: number,
+    fields: Record<string, string> = { coupon_code: 'LATE' },
+  ) =>
+    deliveryOf(
+      {
         id,
         account,
         kind: 'order-updates',
         receivedAt: T0 + 5000,
-        records: [{ order_id: orderId, fields: { coupon_code: 'LATE' } }],
-      });
-    const nothing = okValue(
-      await ordersStep.run({ account, deliveries: [update('u0', 'ghost')], events: [], now: NOW }),
+        records: [{ order_id: orderId, fields }],
+      },
+      1,
+      busSequence,
     );
-    expect(nothing.orderChanges).toEqual([]);
+  const heldOf = (events: ReturnType<typeof orderEvents>) =>
+    events.message.records.map((r, i) =>
+      orderEventOf(events.rows[i]!, r, events.delivery.sequence * 1000 + i)!,
+    );
+
+  it('applies an order update only to an order that exists, and a redelivered change moves nothing', async () => {
+    const account = `orders${++n}`;
+    const { ordersStep } = await newProcessor(store);
+    // An order no event made: the update changes nothing, and is logged pending (seq 0) in case an
+    // event of its order accepted before it is still to be processed.
+    const nothing = okValue(
+      await ordersStep.run({
+        account,
+        deliveries: [updateOf(account, 'u0', 'ghost', 1)],
+        events: [],
+        now: NOW,
+      }),
+    );
+    expect(nothing.orderChanges!.map((c) => [c.change_id, c.seq])).toEqual([[eventId('u0', 0), 0]]);
     expect(nothing.orders ?? []).toEqual([]);
 
-    const bought = orderEvents('b1', account, [
-      { action: 'purchase', order: { order_id: 'o2', subtotal: 10 }, ts: T0 },
-    ]);
-    const held = [orderEventOf(bought.rows[0]!, bought.message.records[0]!)!];
+    const bought = orderEvents(
+      'b1',
+      account,
+      [{ action: 'purchase', order: { order_id: 'o2', subtotal: 10 }, ts: T0 }],
+      2,
+    );
     const batch = okValue(
       await ordersStep.run({
         account,
-        deliveries: [bought.delivery, update('u1', 'o2')],
-        events: held,
+        deliveries: [bought.delivery, updateOf(account, 'u1', 'o2', 3)],
+        events: heldOf(bought),
         now: NOW,
       }),
     );
@@ -180,8 +207,8 @@ describe('OrdersStep', () => {
     const again = okValue(
       await ordersStep.run({
         account,
-        deliveries: [bought.delivery, update('u1', 'o2')],
-        events: [orderEventOf(bought.rows[0]!, bought.message.records[0]!)!],
+        deliveries: [bought.delivery, updateOf(account, 'u1', 'o2', 3)],
+        events: heldOf(bought),
         now: NOW,
       }),
     );
@@ -190,5 +217,52 @@ describe('OrdersStep', () => {
       ['entity', 2],
     ]);
     expect(again.events!.map((e) => e.event_id)).toEqual([eventId('b1', 0)]);
+  });
+
+  it('applies an update processed before the purchase accepted ahead of it, as acceptance order would, also after a rebuild', async () => {
+    const account = `orders${++n}`;
+    const { ordersStep, orders } = await newProcessor(store);
+    const purchase = orderEvents(
+      'p1',
+      account,
+      [{ action: 'purchase', order: { order_id: 'o3', subtotal: 10, coupon_code: 'FIRST' }, ts: T0 }],
+      10,
+    );
+    const run = async (
+      deliveries: Parameters<typeof ordersStep.run>[0]['deliveries'],
+      events: OrderEvent[],
+    ) => {
+      const rows = okValue(await ordersStep.run({ account, deliveries, events, now: NOW }));
+      await store.write(account, { ...emptyBatch(), ...rows }, false);
+      return rows;
+    };
+    // The purchase (accepted 10th) failed its first store write; the update accepted after it (11th) is
+    // processed first: kept pending, no order yet.
+    const early = await run(
+      [updateOf(account, 'u-after', 'o3', 11, { coupon_code: 'LATE', bill_address: 'B' })],
+      [],
+    );
+    expect(early.orderChanges!.map((c) => [c.change_id, c.seq])).toEqual([[eventId('u-after', 0), 0]]);
+    expect(await orders.get(account, 'o3')).toBeUndefined();
+    // An update accepted before the purchase (9th) finds no order in acceptance order: it never applies,
+    // even though it is processed after the purchase here.
+    const bought = await run(
+      [purchase.delivery, updateOf(account, 'u-before', 'o3', 9, { ship_address: 'EARLY' })],
+      heldOf(purchase),
+    );
+    expect(bought.orders).toEqual([
+      expect.objectContaining({
+        order_id: 'o3',
+        version: 2,
+        purchased: true,
+        fields: { coupon_code: 'LATE', bill_address: 'B' },
+      }),
+    ]);
+    const before = await orders.get(account, 'o3');
+
+    // A rebuild from the store's log ends the same, and keeps the too-early update out.
+    const fresh = await newProcessor(store);
+    expect(await fresh.ordersRebuild.rebuild(account)).toBe(true);
+    expect(await fresh.orders.get(account, 'o3')).toEqual(before);
   });
 });

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { ok, retry, type Delivery, type Step, type StepResult } from '@cdp/bus';
+import { acceptanceOrder, ok, retry, type Delivery, type Step, type StepResult } from '@cdp/bus';
 import {
   eventId,
   fromUnits,
@@ -27,6 +27,8 @@ export interface OrderEvent {
   action: OrderAction;
   /** The event's time in milliseconds. */
   ts: number;
+  /** The record's place in the bus's acceptance order (`acceptanceOrder`). */
+  at: number;
   order: OrderData;
 }
 
@@ -52,11 +54,11 @@ export interface OrderRows {
  * An order event's row as the orders step takes it (its storing depends on the order's state);
  * undefined for any other event, which the caller stores itself.
  */
-export function orderEventOf(row: EventRow, record: EventRecord): OrderEvent | undefined {
+export function orderEventOf(row: EventRow, record: EventRecord, at: number): OrderEvent | undefined {
   if (record.type !== 'order' || !isOrderAction(record.action) || !record.order) return undefined;
   const normalized = normalizeOrder(record.order);
   if ('invalid' in normalized) return undefined;
-  return { row, action: record.action, ts: record.ts, order: normalized.order };
+  return { row, action: record.action, ts: record.ts, at, order: normalized.order };
 }
 
 /**
@@ -79,7 +81,8 @@ export class OrdersStep implements Step<OrdersInput, OrderRows> {
       byMessage.set(e.row.msg_id, list);
     }
     const changes: { change: OrderChange; msgId: string; held?: OrderEvent }[] = [];
-    for (const { message } of deliveries) {
+    for (const delivery of deliveries) {
+      const { message } = delivery;
       if (message.kind === 'events') {
         for (const held of byMessage.get(message.id) ?? []) {
           const change = orderEventChange(
@@ -89,15 +92,15 @@ export class OrdersStep implements Step<OrdersInput, OrderRows> {
             held.order,
             held.row.svc_id,
           );
+          change.at = held.at;
           changes.push({ change, msgId: message.id, held });
         }
       } else if (message.kind === 'order-updates') {
-        message.records.forEach((record, index) =>
-          changes.push({
-            change: orderUpdateChange(eventId(message.id, index), record, message.receivedAt),
-            msgId: message.id,
-          }),
-        );
+        message.records.forEach((record, index) => {
+          const change = orderUpdateChange(eventId(message.id, index), record, message.receivedAt);
+          change.at = acceptanceOrder(delivery, index);
+          changes.push({ change, msgId: message.id });
+        });
       }
     }
     if (changes.length === 0) return ok({});
@@ -111,8 +114,10 @@ export class OrdersStep implements Step<OrdersInput, OrderRows> {
     const lastMessageOf = new Map<string, string>();
     changes.forEach(({ change, msgId, held }, i) => {
       const outcome = outcomes[i]!;
-      if (outcome.seq === 0) return; // an update of an order that does not exist: nothing to do
-      lastMessageOf.set(change.orderId, msgId);
+      // An update of an order that does not exist, and never will before it: nothing to do. A pending one
+      // is logged (seq 0) for a rebuild to keep pending; it changes no order yet.
+      if (outcome.seq === 0 && !outcome.pending) return;
+      if (!outcome.pending) lastMessageOf.set(change.orderId, msgId);
       rows.orderChanges.push({
         change_id: change.id,
         msg_id: msgId,
@@ -121,6 +126,7 @@ export class OrdersStep implements Step<OrdersInput, OrderRows> {
         kind: change.kind,
         action: change.action,
         ts_ms: change.ts,
+        at: change.at ?? 0,
         svc_id: change.customerId ?? null,
         subtotal: change.subtotal ?? null,
         total: change.total ?? null,

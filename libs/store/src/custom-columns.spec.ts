@@ -5,6 +5,7 @@ import { toStoreTime } from '@cdp/domain';
 import type { StoreBatch } from './analytic-store.port.js';
 import { ChdbTransport } from './chdb/chdb.transport.js';
 import { ClickHouseStore } from './clickhouse.store.js';
+import { currentObjectRowsSql, objectFieldAtColumn } from './custom-columns.sql.js';
 
 /** Custom fields as typed columns and account objects' tables, on chDB (the SQL a server runs too). */
 describe('custom columns and object tables', () => {
@@ -127,6 +128,52 @@ describe('custom columns and object tables', () => {
     expect(rows).toEqual([{ store_id: 's1', city: 'Oslo', area: '12.5' }]);
     const raw = await store.query<{ n: number }>('acc3', 'SELECT count() AS n FROM {db}.obj_stores');
     expect(Number(raw[0]!.n)).toBeLessThanOrEqual(2);
+  });
+
+  it('reads each object field as acceptance order leaves it, whatever order the writers inserted in', async () => {
+    const columns = [
+      { name: 'store_id', type: 'string' as const, primary: true },
+      { name: 'city', type: 'string' as const },
+      { name: 'area', type: 'number' as const },
+    ];
+    await store.ensureObjectTable('acc4', 'obj_stores', columns);
+    // A record as the objects writer makes it: each value also as (its record's acceptance order, value).
+    const record = (msg: string, order: number, fields: Record<string, string | number>) => {
+      const row: { _msg_id: string } & Record<string, unknown> = {
+        _msg_id: msg,
+        _updated_at: at,
+        store_id: 's1',
+      };
+      for (const [name, value] of Object.entries(fields)) {
+        row[name] = value;
+        row[objectFieldAtColumn(name)] = [order, value];
+      }
+      return row;
+    };
+    // A row stored before values carried their order; then two processors insert out of order: the
+    // record accepted 3rd first, the 2nd (an older city, and an area) after it.
+    await store.writeObjects(
+      'acc4',
+      'obj_stores',
+      [{ _msg_id: 'old', _updated_at: at, store_id: 's1', city: 'Bergen', area: 1 }],
+      false,
+    );
+    await store.writeObjects('acc4', 'obj_stores', [record('m3', 3_000, { city: 'Oslo' })], false);
+    await store.writeObjects(
+      'acc4',
+      'obj_stores',
+      [record('m2', 2_000, { city: 'Trondheim', area: 12.5 })],
+      false,
+    );
+    const read = () =>
+      store.query<Record<string, unknown>>(
+        'acc4',
+        `SELECT store_id, city, toString(area) AS area FROM (${currentObjectRowsSql('{db}', 'obj_stores', columns)})`,
+      );
+    expect(await read()).toEqual([{ store_id: 's1', city: 'Oslo', area: '12.5' }]);
+    // Merged parts keep it so (FINAL reads what a merge would write).
+    await store.execute('acc4', 'OPTIMIZE TABLE {db}.obj_stores FINAL');
+    expect(await read()).toEqual([{ store_id: 's1', city: 'Oslo', area: '12.5' }]);
   });
 
   it('lets no name outside the naming rules reach SQL', async () => {

@@ -65,13 +65,44 @@ export function addColumnSql(
 /**
  * The column of an account object's field. The table keeps one row per primary key and merges updates
  * field by field: `anyLast` skips nulls, so a record changes only the fields it carries (an upsert is
- * additive, like the v2 entities).
+ * additive, like the v2 entities). That column is last-inserted-wins (processing order); every field also
+ * has its value in acceptance order (`objectFieldAtColumn`), which is what reads take.
  */
 function objectColumn(column: ColumnSpec): string {
   const type = storeType(column.type);
   return column.primary
     ? `${sqlName(column.name)} ${type}`
     : `${sqlName(column.name)} SimpleAggregateFunction(anyLast, Nullable(${type}))`;
+}
+
+/**
+ * Name of the column holding a field's value with the acceptance order (`at`) of the record that wrote it:
+ * a `(at, value)` tuple merged by `max`, so the row keeps the value of the record accepted last whatever
+ * order processors insert in. A record that does not carry the field leaves it `(0, NULL)`, which any
+ * write beats. Names of the schema cannot start with `_`: no field can clash with it.
+ */
+export function objectFieldAtColumn(name: string): string {
+  return `_at_${sqlName(name)}`;
+}
+
+function objectAtColumn(column: ColumnSpec): string {
+  return `${objectFieldAtColumn(column.name)} SimpleAggregateFunction(max, Tuple(UInt64, Nullable(${storeType(column.type)})))`;
+}
+
+/**
+ * The current rows of an account object's table, each field as acceptance order leaves it: the value of
+ * its `(at, value)` column, or for a field no record wrote since that column exists (rows stored before
+ * it), the plain column's.
+ */
+export function currentObjectRowsSql(db: string, table: string, fields: readonly ColumnSpec[]): string {
+  const replaced = fields
+    .filter((f) => !f.primary)
+    .map(
+      (f) =>
+        `ifNull(tupleElement(${objectFieldAtColumn(f.name)}, 2), ${sqlName(f.name)}) AS ${sqlName(f.name)}`,
+    );
+  const star = replaced.length ? `* REPLACE (${replaced.join(', ')})` : '*';
+  return `SELECT ${star} FROM ${db}.${sqlName(table)} FINAL`;
 }
 
 /** Statements that make an account object's table hold every field it has now. */
@@ -89,7 +120,7 @@ export function objectTableSql(
   const window = layout.cluster ? 'replicated_deduplication_window' : 'non_replicated_deduplication_window';
   return [
     `CREATE TABLE IF NOT EXISTS ${db}.${physical}${onCluster(layout)} (
-  ${columns.map(objectColumn).join(',\n  ')},
+  ${[...columns.map(objectColumn), ...columns.filter((c) => !c.primary).map(objectAtColumn)].join(',\n  ')},
   _msg_id SimpleAggregateFunction(anyLast, String),
   _updated_at SimpleAggregateFunction(max, DateTime64(3, 'UTC')),
   INDEX msg_idx _msg_id TYPE bloom_filter GRANULARITY 4
@@ -103,6 +134,9 @@ SETTINGS ${window} = 10000`,
       : []),
     ...columns
       .filter((c) => !c.primary)
-      .flatMap((c) => addColumnStatements(db, name, objectColumn(c), layout)),
+      .flatMap((c) => [
+        ...addColumnStatements(db, name, objectColumn(c), layout),
+        ...addColumnStatements(db, name, objectAtColumn(c), layout),
+      ]),
   ];
 }

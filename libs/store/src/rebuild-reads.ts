@@ -186,11 +186,14 @@ const ORDERS_CHANGED_SINCE = `order_id ${coShardedIn(ORDER_CHANGES, 'order_id', 
 
 /** The order changes' read (parameters `unfinished` and, with `since`, `since`). */
 export function orderChangesSql(db: string, since?: number): string {
+  // A pending update (seq 0) of an order with no summary stored yet is left out here: finding it would
+  // read the whole log (architecture.md, "State in acceptance order", limits).
   const recent = since === undefined ? '' : ` AND ${ORDERS_CHANGED_SINCE.replace('{db}', db)}`;
-  // LIMIT 1 BY: a change is in the log once, even if an insert was ever repeated outside the dedup window.
+  // LIMIT 1 BY: a change is in the log once, even if an insert was ever repeated outside the dedup window
+  // (by change too: an order's pending updates all have seq 0).
   return `SELECT ${declaredColumnNames(ORDER_CHANGES).join(', ')}
        FROM ${db}.${ORDER_CHANGES.name} ${COUNTED}${recent}
-       ORDER BY order_id, seq LIMIT 1 BY order_id, seq ${BOUNDED}, ${CO_SHARDED_SETTING}`;
+       ORDER BY order_id, seq, change_id LIMIT 1 BY order_id, seq, change_id ${BOUNDED}, ${CO_SHARDED_SETTING}`;
 }
 
 export function orderChanges(

@@ -1,10 +1,8 @@
 import type { DriverHealth } from '@cdp/contracts';
-import { applyOrderChange, type OrderChange, type OrderSnapshot } from '@cdp/domain';
+import { applyOrderChangeInOrder, type OrderChange, type OrderEntry, type OrderSnapshot } from '@cdp/domain';
 import { OrderState, type ApplyResult, type ChangeOutcome } from '../order-state.port.js';
 
-interface Entry {
-  state: OrderSnapshot | undefined;
-  applied: Map<string, number>;
+interface Entry extends OrderEntry {
   /** When the order is forgotten: `retentionMs` after its last applied change, as in Redis. */
   expiresAt: number;
 }
@@ -46,18 +44,18 @@ export class MemoryOrderState extends OrderState {
     const touched = new Map<string, OrderSnapshot>();
     const outcomes = changes.map((change): ChangeOutcome => {
       let entry = orders.get(change.orderId);
-      if (!entry) entry = { state: undefined, applied: new Map(), expiresAt: 0 };
-      const result = applyOrderChange(entry.state, entry.applied, change);
-      if (result.state) {
-        entry.state = result.state;
-        touched.set(change.orderId, result.state);
-        if (result.applied || !orders.has(change.orderId)) {
-          entry.expiresAt = now + this.retentionMs;
-          orders.delete(change.orderId); // to the end: the map stays in order of expiry
-          orders.set(change.orderId, entry);
-        }
+      if (!entry) entry = { state: undefined, applied: new Map(), pending: new Map(), expiresAt: 0 };
+      const result = applyOrderChangeInOrder(entry, change);
+      if (result.state && !result.pending) touched.set(change.orderId, result.state);
+      if (result.applied || result.pending || (result.state && !orders.has(change.orderId))) {
+        // A pending update is kept as long as an applied change would be (Redis expires its keys alike).
+        entry.expiresAt = now + this.retentionMs;
+        orders.delete(change.orderId); // to the end: the map stays in order of expiry
+        orders.set(change.orderId, entry);
       }
-      return { applied: result.applied, seq: result.seq, recorded: result.recorded };
+      const outcome: ChangeOutcome = { applied: result.applied, seq: result.seq, recorded: result.recorded };
+      if (result.pending) outcome.pending = true;
+      return outcome;
     });
     return Promise.resolve({ outcomes, orders: [...touched.values()].map(copy) });
   }

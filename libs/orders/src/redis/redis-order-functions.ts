@@ -1,21 +1,24 @@
 import type { RedisLibrary } from '@cdp/redis';
 
 /**
- * The Redis Functions library of the order state: a line-for-line port of `applyOrderChange`
+ * The Redis Functions library of the order state: a line-for-line port of `applyOrderChangeInOrder`
  * (@cdp/domain), run atomically on the server so that a batch is applied in one round trip and two
  * processors never interleave inside one. A library of its own (not the identity library's), so each
  * can change its version without reloading the other.
  *
  * Hash of an order: v (version), cu (customer), pe (kept purchase event id), pts (its time), s / t
  * (tally of subtotal / total in 1/10000 units), adj (returns, refunds, cancels), c (cancelled),
- * cf (cancelled in full), f:<field> (JSON value) and t:<field> (time of that value).
+ * cf (cancelled in full), fa (lowest acceptance order `at` of its events), f:<field> (JSON value),
+ * t:<field> (time of that value) and a:<field> (the `at` of the change that set it, when it had one).
  * Applied hash of an order: change id -> version it produced.
+ * Pending hash of an order: change id -> JSON of an entity update waiting for an order event accepted
+ * before it (`applyOrderChangeInOrder`); applied, in acceptance order, by the call that applies that event.
  * Index of the account's orders: a sorted set, order id -> when its keys expire (ms). A rebuild finds
  * the keys to delete from it (no keyspace scan); every call drops the members already expired.
  * An order's keys expire `retention` ms after its last applied change (CDP_ORDER_RETENTION_DAYS).
  */
 export const ORDER_LIBRARY_NAME = 'cdp_orders';
-export const ORDER_LIBRARY_VERSION = '2';
+export const ORDER_LIBRARY_VERSION = '3';
 export const ORDER_LIBRARY: RedisLibrary = {
   name: ORDER_LIBRARY_NAME,
   code: `#!lua name=${ORDER_LIBRARY_NAME}
@@ -24,12 +27,69 @@ local function negative(units)
   if units == '0' or string.sub(units, 1, 1) == '-' then return units end
   return '-' .. units
 end
--- KEYS[1] the account's ready marker, KEYS[2] its order index; then, per order i (0-based), KEYS[3+2i]
--- its hash and KEYS[4+2i] its applied ids. ARGV[1] JSON [[order index, change], ...] where change is
--- {id, k = event|entity, a = action, ts = ms as text, cu?, s?, t? (units as text), f = {field: JSON text}}.
+local function at_of(c)
+  if c.at then return tonumber(c.at) end
+  return 0
+end
+-- Rule 5 (fieldIsNewer): by time; a tie goes to the change accepted later.
+local function newer(order, name, c)
+  local t = redis.call('HGET', order, 't:' .. name)
+  if not t then return true end
+  local ts, current = tonumber(c.ts), tonumber(t)
+  if ts ~= current then return ts > current end
+  return at_of(c) >= (tonumber(redis.call('HGET', order, 'a:' .. name)) or 0)
+end
+-- Applies a change not applied before (applyOrderChange); returns the version it gave the order.
+local function apply_change(order, applied_ids, c)
+  local seq = redis.call('HINCRBY', order, 'v', 1)
+  redis.call('HSET', applied_ids, c.id, seq)
+  if c.cu and redis.call('HEXISTS', order, 'cu') == 0 then redis.call('HSET', order, 'cu', c.cu) end
+  if c.a == 'purchase' then
+    if redis.call('HSETNX', order, 'pe', c.id) == 1 then
+      redis.call('HSET', order, 'pts', c.ts)
+      if c.cu then redis.call('HSET', order, 'cu', c.cu) end
+      if c.s then redis.call('HINCRBY', order, 's', c.s) end
+      if c.t then redis.call('HINCRBY', order, 't', c.t) end
+    end
+  elseif c.a ~= 'update' then
+    redis.call('HINCRBY', order, 'adj', 1)
+    if c.s then redis.call('HINCRBY', order, 's', negative(c.s)) end
+    if c.t then redis.call('HINCRBY', order, 't', negative(c.t)) end
+    if c.a == 'cancel' then
+      redis.call('HSET', order, 'c', '1')
+      if not c.s and not c.t then redis.call('HSET', order, 'cf', '1') end
+    end
+  end
+  for name, value in pairs(c.f) do
+    if newer(order, name, c) then
+      redis.call('HSET', order, 'f:' .. name, value, 't:' .. name, c.ts)
+      if c.at then redis.call('HSET', order, 'a:' .. name, c.at) else redis.call('HDEL', order, 'a:' .. name) end
+    end
+  end
+  return seq
+end
+-- After an order event: the pending updates accepted after the order's first event, in acceptance order.
+local function apply_due(order, applied_ids, pending)
+  local first = tonumber(redis.call('HGET', order, 'fa') or '0')
+  local due = {}
+  local flat = redis.call('HGETALL', pending)
+  for i = 1, #flat, 2 do
+    local u = cjson.decode(flat[i + 1])
+    if at_of(u) > first then due[#due + 1] = u end
+  end
+  table.sort(due, function(a, b) return at_of(a) < at_of(b) end)
+  for _, u in ipairs(due) do
+    redis.call('HDEL', pending, u.id)
+    apply_change(order, applied_ids, u)
+  end
+end
+-- KEYS[1] the account's ready marker, KEYS[2] its order index; then, per order i (0-based), KEYS[3+3i]
+-- its hash, KEYS[4+3i] its applied ids and KEYS[5+3i] its pending updates. ARGV[1] JSON
+-- [[order index, change], ...] where change is {id, k = event|entity, a = action, ts = ms as text,
+-- at? (acceptance order as text), cu?, s?, t? (units as text), f = {field: JSON text}}.
 -- ARGV[2] '1' while rebuilding (the marker is absent then). ARGV[3] retention in ms. ARGV[4] JSON
--- [order id per order index]. Returns JSON
--- [[[applied 0|1, seq, recorded 0|1] per change], [[order index, [field, value, ...]] per touched order]].
+-- [order id per order index]. Returns JSON [[[applied 0|1, seq, recorded 0|1, pending 0|1] per change],
+-- [[order index, [field, value, ...]] per touched order]].
 local function cdp_orders_apply(keys, args)
   if args[2] ~= '1' and redis.call('EXISTS', keys[1]) == 0 then
     return redis.error_reply('CDP_ORDERS_NOT_WARM order state not loaded')
@@ -43,56 +103,61 @@ local function cdp_orders_apply(keys, args)
   local out = {}
   local touched = {}
   for n, entry in ipairs(changes) do
-    local order = keys[3 + entry[1] * 2]
-    local applied_ids = keys[4 + entry[1] * 2]
+    local order = keys[3 + entry[1] * 3]
+    local applied_ids = keys[4 + entry[1] * 3]
+    local pending = keys[5 + entry[1] * 3]
     local c = entry[2]
-    if c.k == 'entity' and redis.call('EXISTS', order) == 0 then
-      out[n] = {0, 0, 0}
+    local seq = redis.call('HGET', applied_ids, c.id)
+    local state = 'apply'
+    if not seq and c.k == 'entity' then
+      local at = at_of(c)
+      local exists = redis.call('EXISTS', order) == 1
+      if redis.call('HEXISTS', pending, c.id) == 1 then
+        state = 'pending'
+      elseif not (exists and (at == 0 or tonumber(redis.call('HGET', order, 'fa') or '0') < at)) then
+        if at == 0 then
+          state = 'dropped'
+        else
+          state = 'pending'
+          redis.call('HSET', pending, c.id, cjson.encode(c))
+        end
+      end
+      if state == 'pending' then
+        -- Kept as long as an applied change would be, and indexed with the keys it creates.
+        redis.call('ZADD', keys[2], expires, ids[entry[1] + 1])
+        redis.call('PEXPIREAT', pending, expires)
+      end
+    end
+    if state == 'dropped' then
+      out[n] = {0, 0, 0, 0}
+    elseif state == 'pending' then
+      out[n] = {0, 0, 0, 1}
     else
       local applied = 0
-      local seq = redis.call('HGET', applied_ids, c.id)
       if seq then
         seq = tonumber(seq)
       else
         applied = 1
-        seq = redis.call('HINCRBY', order, 'v', 1)
-        redis.call('HSET', applied_ids, c.id, seq)
-        if c.cu and redis.call('HEXISTS', order, 'cu') == 0 then redis.call('HSET', order, 'cu', c.cu) end
-        if c.a == 'purchase' then
-          if redis.call('HSETNX', order, 'pe', c.id) == 1 then
-            redis.call('HSET', order, 'pts', c.ts)
-            if c.cu then redis.call('HSET', order, 'cu', c.cu) end
-            if c.s then redis.call('HINCRBY', order, 's', c.s) end
-            if c.t then redis.call('HINCRBY', order, 't', c.t) end
-          end
-        elseif c.a ~= 'update' then
-          redis.call('HINCRBY', order, 'adj', 1)
-          if c.s then redis.call('HINCRBY', order, 's', negative(c.s)) end
-          if c.t then redis.call('HINCRBY', order, 't', negative(c.t)) end
-          if c.a == 'cancel' then
-            redis.call('HSET', order, 'c', '1')
-            if not c.s and not c.t then redis.call('HSET', order, 'cf', '1') end
-          end
-        end
-        for name, value in pairs(c.f) do
-          local at = redis.call('HGET', order, 't:' .. name)
-          if not at or tonumber(c.ts) >= tonumber(at) then
-            redis.call('HSET', order, 'f:' .. name, value, 't:' .. name, c.ts)
-          end
+        seq = apply_change(order, applied_ids, c)
+        if c.k == 'event' then
+          local fa = redis.call('HGET', order, 'fa')
+          if not fa or at_of(c) < tonumber(fa) then redis.call('HSET', order, 'fa', c.at or '0') end
+          apply_due(order, applied_ids, pending)
         end
         -- Indexed in the call that creates the keys: a crash cannot leave an order unindexed.
         redis.call('ZADD', keys[2], expires, ids[entry[1] + 1])
         redis.call('PEXPIREAT', order, expires)
         redis.call('PEXPIREAT', applied_ids, expires)
+        redis.call('PEXPIREAT', pending, expires)
       end
       local recorded = 0
       if c.k == 'event' and (c.a ~= 'purchase' or redis.call('HGET', order, 'pe') == c.id) then recorded = 1 end
-      out[n] = {applied, seq, recorded}
+      out[n] = {applied, seq, recorded, 0}
       touched[entry[1]] = true
     end
   end
   local orders = {}
-  for i, _ in pairs(touched) do orders[#orders + 1] = {i, redis.call('HGETALL', keys[3 + i * 2])} end
+  for i, _ in pairs(touched) do orders[#orders + 1] = {i, redis.call('HGETALL', keys[3 + i * 3])} end
   return cjson.encode({out, orders})
 end
 redis.register_function('cdp_orders_apply', cdp_orders_apply)

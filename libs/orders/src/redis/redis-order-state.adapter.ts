@@ -10,6 +10,8 @@ export const orderKeys = {
   rebuilding: (account: string) => `cdp:{${account}}:orders-rebuilding`,
   order: (account: string, orderId: string) => `cdp:{${account}}:o:${orderId}`,
   applied: (account: string, orderId: string) => `cdp:{${account}}:oa:${orderId}`,
+  /** Entity updates waiting for an order event accepted before them (redis-order-functions.ts). */
+  pending: (account: string, orderId: string) => `cdp:{${account}}:op:${orderId}`,
   /** Sorted set: order id -> when its keys expire (redis-order-functions.ts). */
   index: (account: string) => `cdp:{${account}}:orders`,
 };
@@ -17,7 +19,10 @@ export const orderKeys = {
 /** Changes per function call while rebuilding: each call blocks Redis for its duration. */
 const LOAD_CHUNK = 500;
 
-/** The order state in Redis: one hash per order and one of applied change ids, a batch per function call. */
+/**
+ * The order state in Redis: one hash per order, one of applied change ids and one of pending entity
+ * updates, a batch per function call.
+ */
 export class RedisOrderState extends OrderState {
   private readonly redis: RedisCommands;
   readonly persistent = true;
@@ -48,13 +53,15 @@ export class RedisOrderState extends OrderState {
       const f: Record<string, string> = {};
       for (const [name, value] of Object.entries(c.fields)) f[name] = JSON.stringify(value);
       const wire: Record<string, unknown> = { id: c.id, k: c.kind, a: c.action, ts: String(c.ts), f };
+      if (c.at !== undefined) wire.at = String(c.at);
       if (c.customerId) wire.cu = c.customerId;
       if (c.subtotal !== undefined) wire.s = String(c.subtotal);
       if (c.total !== undefined) wire.t = String(c.total);
       return [i, wire];
     });
     const keys = [orderKeys.ready(account), orderKeys.index(account)];
-    for (const id of orderIds) keys.push(orderKeys.order(account, id), orderKeys.applied(account, id));
+    for (const id of orderIds)
+      keys.push(orderKeys.order(account, id), orderKeys.applied(account, id), orderKeys.pending(account, id));
     const args = [
       JSON.stringify(encoded),
       rebuilding ? '1' : '0',
@@ -68,14 +75,18 @@ export class RedisOrderState extends OrderState {
       if (/CDP_ORDERS_NOT_WARM/.test(String(err))) throw new OrdersNotWarmError(account);
       throw err;
     }
-    const [outcomes, touched] = JSON.parse(raw) as [[0 | 1, number, 0 | 1][], [number, string[]][] | object];
+    const [outcomes, touched] = JSON.parse(raw) as [
+      [0 | 1, number, 0 | 1, 0 | 1][],
+      [number, string[]][] | object,
+    ];
     // cjson encodes an empty array as {}.
     const orders: [number, string[]][] = Array.isArray(touched) ? (touched as [number, string[]][]) : [];
     return {
-      outcomes: outcomes.map(([applied, seq, recorded]) => ({
+      outcomes: outcomes.map(([applied, seq, recorded, pending]) => ({
         applied: applied === 1,
         seq,
         recorded: recorded === 1,
+        ...(pending === 1 ? { pending: true as const } : {}),
       })),
       orders: orders.map(([i, flat]) => decode(orderIds[i]!, flat)),
     };
@@ -128,7 +139,11 @@ export class RedisOrderState extends OrderState {
     for (;;) {
       const page = await this.redis.zRange(index, 0, 999);
       if (page.length === 0) return;
-      const doomed = page.flatMap((id) => [orderKeys.order(account, id), orderKeys.applied(account, id)]);
+      const doomed = page.flatMap((id) => [
+        orderKeys.order(account, id),
+        orderKeys.applied(account, id),
+        orderKeys.pending(account, id),
+      ]);
       await this.redis.multi().unlink(doomed).zRem(index, page).exec();
     }
   }
@@ -149,7 +164,9 @@ function decode(orderId: string, flat: string[]): OrderSnapshot {
   for (const [key, value] of h) {
     if (key.startsWith('f:')) {
       const name = key.slice(2);
+      const at = h.get(`a:${name}`);
       fields[name] = { value: JSON.parse(value) as OrderValue, ts: Number(h.get(`t:${name}`)) };
+      if (at !== undefined) fields[name].at = Number(at);
     }
   }
   const pts = h.get('pts');

@@ -96,12 +96,16 @@ class TestDriversModule {}
 
 let sequence = 0;
 
-/** A delivery of a message as the bus hands it over (first delivery unless said otherwise). */
+/**
+ * A delivery of a message as the bus hands it over (first delivery unless said otherwise; the bus
+ * sequence, its place in the acceptance order, 1 unless said otherwise).
+ */
 export function deliveryOf<M extends IngestMessage>(
   message: M,
   deliveryCount = 1,
+  busSequence = 1,
 ): Delivery & { message: M } {
-  return { handle: message.id, deliveryCount, sequence: 1, message };
+  return { handle: message.id, deliveryCount, sequence: busSequence, message };
 }
 
 /** An events message of `records` for `account`, with an id unique to this run. */

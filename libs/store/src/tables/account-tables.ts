@@ -146,7 +146,8 @@ export const CUSTOMERS = defineTable({
 
 /**
  * The log of applied order changes, replayed in `seq` order to rebuild the order state. Amounts in
- * 1/10000 units as sent; `fields` is the JSON of the value fields.
+ * 1/10000 units as sent; `fields` is the JSON of the value fields. An entity update kept pending (no
+ * order event accepted before it applied yet) is logged with `seq` 0, so a rebuild keeps it pending too.
  */
 export const ORDER_CHANGES = defineTable({
   name: 'order_changes',
@@ -159,6 +160,8 @@ export const ORDER_CHANGES = defineTable({
     kind: ch.kept(ch.lowCardinality<'event' | 'entity'>()),
     action: ch.kept(ch.lowCardinality()),
     ts_ms: ch.kept(ch.int64()),
+    /** The change's place in the bus's acceptance order (0 for rows written before it was kept). */
+    at: ch.addedLater(ch.kept(ch.uint64()), '0'),
     svc_id: ch.kept(ch.nullable(ch.string())),
     subtotal: ch.kept(ch.nullable(ch.int64())),
     total: ch.kept(ch.nullable(ch.int64())),
