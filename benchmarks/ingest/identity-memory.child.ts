@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,20 +15,17 @@ import {
   MemoryIdentityIndex,
   MemoryProfileState,
 } from '@cdp/identity/memory';
-import { RedisIdentityIndex, RedisProfileState, loadIdentityFunctions } from '@cdp/identity/redis';
-import { connectRedis, type RedisConnection } from '@cdp/redis';
+import { RedisIdentityIndex, RedisProfileState } from '@cdp/identity/redis';
 import { ClickHouseStore, databaseName } from '@cdp/store';
 import { ChdbTransport } from '@cdp/store/chdb';
+import { startRedis, usedMemory } from '../lib/private-redis.js';
+import { insertIdentityLinks, PER_MESSAGE, seededIds, T0 } from './identity-seed.js';
 import { median } from '../lib/stats.js';
 
 /**
  * The measurements of identity-memory.ts, one per child process (a fresh heap each, and chDB holds
  * one data directory a process). Each prints one JSON line.
  */
-
-/** Records of a message, as the processor resolves them: one new customer (email + vuid) each. */
-const PER_MESSAGE = 1_000;
-const T0 = 1_800_000_000_000;
 
 /** `count` customers from number `from` on, in messages of 1000 records like an ingest batch. */
 export function customerRecords(from: number, count: number): ResolveInput[] {
@@ -161,38 +157,7 @@ export function measureSpeed(customers: number, rounds: number) {
   };
 }
 
-/** A private redis-server (no persistence) on `port`, so that used_memory counts this run alone. */
-export async function startRedis(
-  port: number,
-): Promise<{ client: RedisConnection; stop: () => Promise<void> }> {
-  const server = spawn('redis-server', ['--port', String(port), '--save', '', '--appendonly', 'no'], {
-    stdio: 'ignore',
-  });
-  let client: RedisConnection | undefined;
-  for (let tries = 0; !client; tries++) {
-    try {
-      client = await connectRedis(`redis://127.0.0.1:${port}`, false);
-    } catch (err) {
-      if (tries > 50) throw err;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  await loadIdentityFunctions(client);
-  return {
-    client,
-    stop: async () => {
-      await client.close();
-      server.kill();
-    },
-  };
-}
-
 async function* none(): AsyncIterable<never> {}
-
-async function usedMemory(client: RedisConnection): Promise<number> {
-  const [info] = await client.onEveryPrimary(['INFO', 'memory']);
-  return Number(/used_memory:(\d+)/.exec(String(info))![1]);
-}
 
 /** Redis `used_memory` a customer of the index, and of its hot profile, resolved as the processor does. */
 export async function measureRedis(customers: number, port: number) {
@@ -246,19 +211,8 @@ export async function measureRebuild(customers: number, redisPort: number) {
     await store.ensureAccount('acct');
     const db = databaseName('acct');
     const written = performance.now();
-    // Texts of the shape and length of customerRecords' (ids derived in SQL, so not the same ones).
-    const msg = `concat(leftPad(lower(hex(intDiv(number, ${PER_MESSAGE}))), 8, '0'), '-7c1e-4b2a-9f3d-5e8a1c2b3d4e')`;
-    const svc = `concat('c_', substring(lower(hex(SHA1(concat(${msg}, ':', toString(number % ${PER_MESSAGE}))))), 1, 24))`;
-    const born = `concat(leftPad(toString(${T0} + intDiv(number, ${PER_MESSAGE})), 15, '0'), ':', ${msg}, ':', leftPad(toString(number % ${PER_MESSAGE}), 4, '0'))`;
-    for (const [kind, value] of [
-      ['email', `concat('customer', toString(number), '@example.com')`],
-      ['vuid', `concat('vuid-', toString(number))`],
-    ] as const)
-      await transport.exec(
-        `INSERT INTO ${db}.identity_links (kind, value, svc_id, born, msg_id, created_at)
-         SELECT '${kind}', ${value}, ${svc}, ${born}, ${msg}, toDateTime(${T0 / 1000} + intDiv(number, ${PER_MESSAGE}))
-         FROM numbers(${customers})`,
-      );
+    await insertIdentityLinks(transport, db, customers);
+    const { msg, svc } = seededIds();
     await transport.exec(
       `INSERT INTO ${db}.customers (svc_id, version, msg_id, updated_at, email)
        SELECT ${svc}, 1, ${msg}, toDateTime(${T0 / 1000}), concat('customer', toString(number), '@example.com')

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ROLE_NODE_FLAGS } from '@cdp/runtime/node-flags';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 
@@ -23,8 +24,10 @@ export interface Platform {
 }
 
 /**
- * One role as its app's main runs it (`npm start`, `start:scaled`), with the given environment; resolves
- * once its `/health` answers 200. `BENCH_NODE_ARGS` adds node flags (a CPU profile, heap limits).
+ * One role as its app's main runs it (`npm start`, `start:scaled`: with the roles' node flags, given here
+ * because a main cannot restart itself with them while it holds this IPC channel), with the given
+ * environment; resolves once its `/health` answers 200. `BENCH_NODE_ARGS` adds node flags (a CPU profile,
+ * heap limits; a later `--max-semi-space-size` overrides the roles' one).
  */
 async function spawnRole(
   entry: string,
@@ -33,7 +36,11 @@ async function spawnRole(
 ): Promise<{ child: ChildProcess; role: RoleProcess }> {
   const child = spawn(
     process.execPath,
-    [...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), join(ROOT, 'dist', entry)],
+    [
+      ...ROLE_NODE_FLAGS,
+      ...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+      join(ROOT, 'dist', entry),
+    ],
     {
       env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', ...env, PORT: String(port) },
       stdio: ['inherit', 'inherit', 'inherit', 'ipc'],

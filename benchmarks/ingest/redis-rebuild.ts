@@ -1,13 +1,14 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RedisConsentState, RedisIdentifierState } from '@cdp/consent/redis';
-import { RedisIdentityIndex, RedisProfileState, loadIdentityFunctions } from '@cdp/identity/redis';
-import { connectRedis, type RedisConnection } from '@cdp/redis';
+import { RedisIdentityIndex, RedisProfileState } from '@cdp/identity/redis';
 import { ClickHouseStore, databaseName } from '@cdp/store';
 import { ChdbTransport } from '@cdp/store/chdb';
+import { startRedis, usedMemory } from '../lib/private-redis.js';
+import { insertIdentityLinks, seededIds, T0 } from './identity-seed.js';
 import { args, printTable, writeResults, type Row } from '../lib/stats.js';
 
 /**
@@ -23,8 +24,6 @@ import { args, printTable, writeResults, type Row } from '../lib/stats.js';
  *
  *   npm run build && node dist/benchmarks/ingest/redis-rebuild.js --customers 1000000
  */
-const PER_MESSAGE = 1_000;
-const T0 = 1_800_000_000_000;
 
 async function seed(dir: string, customers: number) {
   const transport = new ChdbTransport(dir);
@@ -33,20 +32,8 @@ async function seed(dir: string, customers: number) {
     await store.ensureAccount('acct');
     const db = databaseName('acct');
     const started = performance.now();
-    const msg = `concat(leftPad(lower(hex(intDiv(number, ${PER_MESSAGE}))), 8, '0'), '-7c1e-4b2a-9f3d-5e8a1c2b3d4e')`;
-    const svcOf = (n: string) =>
-      `concat('c_', substring(lower(hex(SHA1(concat(${msg.replaceAll('number', n)}, ':', toString(${n} % ${PER_MESSAGE}))))), 1, 24))`;
-    const svc = svcOf('number');
-    const born = `concat(leftPad(toString(${T0} + intDiv(number, ${PER_MESSAGE})), 15, '0'), ':', ${msg}, ':', leftPad(toString(number % ${PER_MESSAGE}), 4, '0'))`;
-    for (const [kind, value] of [
-      ['email', `concat('customer', toString(number), '@example.com')`],
-      ['vuid', `concat('vuid-', toString(number))`],
-    ] as const)
-      await transport.exec(
-        `INSERT INTO ${db}.identity_links (kind, value, svc_id, born, msg_id, created_at)
-         SELECT '${kind}', ${value}, ${svc}, ${born}, ${msg}, toDateTime(${T0 / 1000} + intDiv(number, ${PER_MESSAGE}))
-         FROM numbers(${customers})`,
-      );
+    const { msg, svc, svcOf } = seededIds();
+    await insertIdentityLinks(transport, db, customers);
     await transport.exec(
       `INSERT INTO ${db}.identity_merges (loser, survivor, seq, cause, msg_id, created_at)
        SELECT ${svc}, ${svcOf('(number - 1)')}, intDiv(number, 10), [], ${msg}, toDateTime(${T0 / 1000})
@@ -62,34 +49,6 @@ async function seed(dir: string, customers: number) {
   } finally {
     await transport.close();
   }
-}
-
-async function startRedis(port: number): Promise<{ client: RedisConnection; stop: () => Promise<void> }> {
-  const server = spawn('redis-server', ['--port', String(port), '--save', '', '--appendonly', 'no'], {
-    stdio: 'ignore',
-  });
-  let client: RedisConnection | undefined;
-  for (let tries = 0; !client; tries++) {
-    try {
-      client = await connectRedis(`redis://127.0.0.1:${port}`, false);
-    } catch (err) {
-      if (tries > 50) throw err;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  await loadIdentityFunctions(client);
-  return {
-    client,
-    stop: async () => {
-      await client.close();
-      server.kill();
-    },
-  };
-}
-
-async function usedMemory(client: RedisConnection): Promise<number> {
-  const [info] = await client.onEveryPrimary(['INFO', 'memory']);
-  return Number(/used_memory:(\d+)/.exec(String(info))![1]);
 }
 
 async function rebuild(dir: string, port: number, customers: number) {

@@ -1,5 +1,9 @@
-import { createApp, runMain } from '@cdp/runtime';
-import { LoaderAppModule } from './loader-app.module.js';
+import { startWithRoleNodeFlags } from '@cdp/runtime/node-flags';
+
+// First, before the app's modules load: it may start this process again with the roles' node flags.
+startWithRoleNodeFlags();
+const { createApp, runMain } = await import('@cdp/runtime');
+const { LoaderAppModule } = await import('./loader-app.module.js');
 
 /** `apps/loader`: bulk files from the incoming bucket on their own (scaled-out wiring). */
 await runMain('loader', (config, logger) =>

@@ -1,5 +1,9 @@
-import { createApp, runMain } from '@cdp/runtime';
-import { ProcessorAppModule } from './processor-app.module.js';
+import { startWithRoleNodeFlags } from '@cdp/runtime/node-flags';
+
+// First, before the app's modules load: it may start this process again with the roles' node flags.
+startWithRoleNodeFlags();
+const { createApp, runMain } = await import('@cdp/runtime');
+const { ProcessorAppModule } = await import('./processor-app.module.js');
 
 /** `apps/processor`: the processor role on its own (scaled-out wiring). */
 await runMain('processor', (config, logger) =>

@@ -8,7 +8,7 @@ import { SchemaModule } from '@cdp/schema';
 import { SegmentsModule } from '@cdp/segments';
 import { RecommendationRulesPipe } from '@cdp/http-api/admin';
 import { RecommendationRulesModule } from '@cdp/recommendations';
-import { ProfileLookup } from '@cdp/http-api/profiles';
+import { ProfileLookupModule } from '@cdp/http-api/profiles';
 import { ConsoleAccountController } from './console-account.controller.js';
 import { ConsoleCustomersController } from './console-customers.controller.js';
 import { ConsoleExportFileController, ConsoleExportsController } from './console-exports.controller.js';
@@ -36,6 +36,7 @@ import { RejectionTap } from './rejection-tap.js';
     RateLimitsModule,
     RecommendationRulesModule,
     SegmentsModule,
+    ProfileLookupModule,
   ],
   controllers: [
     ConsoleSessionController,
@@ -56,7 +57,6 @@ import { RejectionTap } from './rejection-tap.js';
     ConsolePages,
     SubscriberCounts,
     RecommendationRulesPipe,
-    ProfileLookup,
     ConsoleStoreReads,
     RejectionTap,
   ],

@@ -21,7 +21,7 @@ import { UnsubscribeLinksController } from './lists/unsubscribe-links.controller
 import { SubscriptionLookup } from './lists/subscription-lookup.service.js';
 import { IngestPublisher } from './ingest/ingest.publisher.js';
 import { IngestCodec } from './ingest/ingest-codec.js';
-import { ProfileLookup } from './profiles/profile-lookup.service.js';
+import { ProfileLookupModule } from './profiles/profile-lookup.module.js';
 import { ProfilesController } from './profiles/profiles.controller.js';
 import { SchemaModule } from '@cdp/schema';
 import { APP_CONFIG, type AppConfig } from '@cdp/config';
@@ -62,6 +62,7 @@ import { InspectorTap } from './inspector/inspector.tap.js';
   imports: [
     AccountsModule,
     SchemaModule,
+    ProfileLookupModule,
     ExportsApiModule,
     DiscoveryModule,
     ActivityModule,
@@ -103,7 +104,6 @@ import { InspectorTap } from './inspector/inspector.tap.js';
     IngestPublisher,
     IngestCodec,
     EventsIngest,
-    ProfileLookup,
     IdentifierLookup,
     ModuleGate,
     { provide: APP_GUARD, useClass: ApiKeyGuard },

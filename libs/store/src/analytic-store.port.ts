@@ -38,6 +38,16 @@ export type ProductRow = RowOf<typeof PRODUCTS>;
 export type IdentifierUpdateRow = RowOf<typeof IDENTIFIER_UPDATES>;
 export type RejectionRow = RowOf<typeof INGEST_REJECTIONS>;
 
+/** A customer's newest profile snapshot in the store: what the hot profiles are rebuilt from. */
+export interface CurrentProfile {
+  svc_id: string;
+  version: number;
+  attributes: Record<string, string | boolean | number>;
+  redacted?: boolean;
+  /** When each field was last written, in acceptance order (the hot state's field times). */
+  times?: Record<string, number>;
+}
+
 /**
  * The analytic history of every account (one database each). Writes are idempotent per message:
  * a redelivered message's rows are never stored twice.
@@ -78,14 +88,7 @@ export abstract class AnalyticStore {
     links: AsyncIterable<{ kind: string; value: string; svc_id: string; born: string }>;
     merges: AsyncIterable<{ loser: string; survivor: string; seq: number }>;
   };
-  abstract currentProfiles(account: string): AsyncIterable<{
-    svc_id: string;
-    version: number;
-    attributes: Record<string, string | boolean | number>;
-    redacted?: boolean;
-    /** When each field was last written, in acceptance order (the hot state's field times). */
-    times?: Record<string, number>;
-  }>;
+  abstract currentProfiles(account: string): AsyncIterable<CurrentProfile>;
   /** Adds the columns of custom fields to a built-in table (`events`, `customers`, …) unless present. */
   abstract addColumns(account: string, table: string, columns: readonly ColumnSpec[]): Promise<void>;
   /** Creates an account object's table, or adds the columns of its newer fields. */

@@ -3,6 +3,7 @@ import { toStoreTime } from '@cdp/domain';
 import { FAULT_POINTS, faultPoint, storeInsertPoint } from '@cdp/faults';
 import {
   AnalyticStore,
+  type CurrentProfile,
   type OrderChangeRow,
   type ProductRow,
   type RejectionRow,
@@ -330,13 +331,7 @@ export class ClickHouseStore extends AnalyticStore {
     };
   }
 
-  currentProfiles(account: string): AsyncIterable<{
-    svc_id: string;
-    version: number;
-    attributes: Record<string, string | boolean | number>;
-    redacted?: boolean;
-    times?: Record<string, number>;
-  }> {
+  currentProfiles(account: string): AsyncIterable<CurrentProfile> {
     return this.rebuildRead(account, rebuild.currentProfiles);
   }
 

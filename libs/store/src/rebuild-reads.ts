@@ -1,3 +1,4 @@
+import type { CurrentProfile } from './analytic-store.port.js';
 import type { ClickHouseTransport } from './clickhouse-transport.js';
 import { sqlName } from './custom-columns.sql.js';
 import {
@@ -66,13 +67,7 @@ export async function* currentProfiles(
   transport: ClickHouseTransport,
   db: string,
   unfinished: Unfinished,
-): AsyncIterable<{
-  svc_id: string;
-  version: number;
-  attributes: Record<string, string | boolean | number>;
-  redacted?: boolean;
-  times?: Record<string, number>;
-}> {
+): AsyncIterable<CurrentProfile> {
   const table = `${db}.${CUSTOMERS.name}`;
   // Custom fields are columns added after the built-in ones; custom timestamps go back to unix seconds.
   const described = await transport.query<{ name: string; type: string }>(`DESCRIBE TABLE ${table}`);
@@ -110,13 +105,7 @@ export async function* currentProfiles(
       const value = row[column];
       if (value !== null && value !== undefined) attributes[column] = value;
     }
-    const profile: {
-      svc_id: string;
-      version: number;
-      attributes: typeof attributes;
-      redacted?: boolean;
-      times?: Record<string, number>;
-    } = { svc_id: String(row.svc_id), version: Number(row.version), attributes };
+    const profile: CurrentProfile = { svc_id: String(row.svc_id), version: Number(row.version), attributes };
     if (row.redacted === true || row.redacted === 1) profile.redacted = true;
     if (typeof row.field_at === 'string' && row.field_at !== '')
       profile.times = JSON.parse(row.field_at) as Record<string, number>;
