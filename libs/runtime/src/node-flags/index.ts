@@ -37,11 +37,16 @@ export function startWithRoleNodeFlags(): void {
   if (missing.length === 0) return;
   const execve = (process as { execve?: Execve }).execve;
   if (execve && !process.send) {
-    execve(
-      process.execPath,
-      [process.execPath, ...missing, ...process.execArgv, ...process.argv.slice(1)],
-      process.env,
-    );
+    try {
+      execve(
+        process.execPath,
+        [process.execPath, ...missing, ...process.execArgv, ...process.argv.slice(1)],
+        process.env,
+      );
+    } catch (err) {
+      // A refused exec (a sandbox's seccomp policy, a binary gone since start) is no reason not to run.
+      process.stderr.write(`node flags: restarting with them failed (${(err as Error).message})\n`);
+    }
   }
   process.stderr.write(
     `node flags ${missing.join(' ')} not applied (start the role with them: docs/operations.md "Memory")\n`,
