@@ -7,7 +7,7 @@
  * identifier set, a message's remembered effects). They all carry the account's hash tag, so they
  * live in the declared keys' cluster slot.
  */
-export const LIBRARY_VERSION = '19';
+export const LIBRARY_VERSION = '20';
 /**
  * The version is part of the library's and the functions' names, so processors of two releases can
  * share one Redis during a rolling upgrade: each calls the functions it was written against.
@@ -19,10 +19,13 @@ export const LIBRARY_NAME = `cdp_v${LIBRARY_VERSION}`;
  */
 const MERGED_PROFILE_KEPT_MS = 8 * 24 * 3600 * 1000;
 
+import { CUSTOMER_ENTRIES_LUA } from './customer-entries.js';
+
 export const FN = { resolve: `${LIBRARY_NAME}_resolve`, apply: `${LIBRARY_NAME}_apply` };
 
 export const LIBRARY = `#!lua name=${LIBRARY_NAME}
 -- version ${LIBRARY_VERSION}
+${CUSTOMER_ENTRIES_LUA}
 
 -- cdp_resolve: the identity rules of libs/identity/src/resolution.ts, line for line.
 -- KEYS[1] identity hash of the account (identity key -> customer), KEYS[2] its ready marker.
@@ -30,8 +33,9 @@ export const LIBRARY = `#!lua name=${LIBRARY_NAME}
 -- {m: [message ids], r: [[message number (1-based), record index, seed, born, [identity keys],
 --  position of the customer_id key (0-based, -1 if none), customer_id value or '',
 --  optional [positions (0-based) of low-confidence keys]]]}.
--- Other keys: <p>born, <p>cids (customer -> born key / customer_id), <p>merged (loser -> survivor),
--- <p>m:<customer> (its identity keys), <p>a:<customer> (customers merged into it), <p>done:<message>
+-- Other keys: <p>c:<bucket> (customer entries: born key and identity keys, customer-entries.ts),
+-- <p>cids (customer -> customer_id), <p>merged (loser -> survivor),
+-- <p>a:<customer> (customers merged into it), <p>done:<message>
 -- (the resolutions of a message until it is settled), <p>unsettled (those messages).
 -- Returns JSON [[customer, born, created 0|1, [linked positions], [merged], merge seq, [[customer, reason]]]].
 -- <p>mseq counts the account's merges.
@@ -42,15 +46,28 @@ local function cdp_resolve(keys, args)
   local p = args[1]
   local max_merge = tonumber(args[2])
   local input = cjson.decode(args[3])
-  local ids_key, born_key, cids_key, merged_key = keys[1], p .. 'born', p .. 'cids', p .. 'merged'
-  local born_cache, cid_cache = {}, {}
-  local function born_of(c)
-    local v = born_cache[c]
-    if v == nil then
-      v = redis.call('HGET', born_key, c) or ''
-      born_cache[c] = v
+  local ids_key, cids_key, merged_key = keys[1], p .. 'cids', p .. 'merged'
+  local cid_cache = {}
+  -- Customer entries read or changed by this call ({born, identity keys...}); the changed ones are
+  -- written once, at the end.
+  local entries, dirty = {}, {}
+  local function entry_of(c)
+    local e = entries[c]
+    if e == nil then
+      e = entry_get(p, c) or false
+      entries[c] = e
     end
-    return v
+    return e or nil
+  end
+  local function born_of(c)
+    local e = entry_of(c)
+    return e and e[1] or ''
+  end
+  local function add_members(c, members)
+    local e = entry_of(c)
+    if not e then e = {''}; entries[c] = e end
+    for _, m in ipairs(members) do e[#e + 1] = m end
+    dirty[c] = true
   end
   local function cid_of(c)
     local v = cid_cache[c]
@@ -76,11 +93,15 @@ local function cdp_resolve(keys, args)
     end
   end
   local function merge(loser, survivor, merged)
-    local members = redis.call('SMEMBERS', p .. 'm:' .. loser)
-    if #members > 0 then
+    local le = entry_of(loser)
+    if le and #le > 1 then
+      local members = {}
+      for i = 2, #le do members[i - 1] = le[i] end
       add_all('HSET', ids_key, members, survivor)
-      add_all('SADD', p .. 'm:' .. survivor, members)
-      redis.call('DEL', p .. 'm:' .. loser)
+      add_members(survivor, members)
+      -- The loser keeps its born key (its entry names it among the account's customers).
+      entries[loser] = {le[1]}
+      dirty[loser] = true
     end
     local lc = cid_of(loser)
     if lc and not cid_of(survivor) then
@@ -168,8 +189,8 @@ local function cdp_resolve(keys, args)
     if #joined == 0 then
       customer = 'c_' .. string.sub(redis.sha1hex(rec[3]), 1, 24)
       created = 1
-      redis.call('HSET', born_key, customer, rec[4])
-      born_cache[customer] = rec[4]
+      entries[customer] = {rec[4]}
+      dirty[customer] = true
     else
       table.sort(joined, older)
       customer = joined[1]
@@ -191,7 +212,7 @@ local function cdp_resolve(keys, args)
     end
     if #fields > 0 then
       redis.call('HSET', ids_key, unpack(fields))
-      redis.call('SADD', p .. 'm:' .. customer, unpack(members))
+      add_members(customer, members)
     end
     local effects = created == 1 or #linked > 0 or #merged > 0 or #conflicts > 0
     -- The born key travels with the link rows only; a record that linked nothing does not need it.
@@ -226,6 +247,7 @@ local function cdp_resolve(keys, args)
       out[i] = encoded
     end
   end
+  for c in pairs(dirty) do entry_set(p, c, entries[c]) end
   for mi in pairs(changed) do
     redis.call('SET', p .. 'done:' .. input.m[mi], '[' .. table.concat(fresh[mi], ',') .. ']', 'EX', 604800)
     redis.call('SADD', p .. 'unsettled', input.m[mi])
@@ -245,7 +267,8 @@ end
 -- Acceptance order (field-order.ts): field __t:<field> holds the at of the update that last wrote the field
 -- (kept when it unsets it, and by a redaction); an update with an at writes only the fields whose __t is
 -- not higher, and stamps them. A merged profile's __t fields are folded with its values (fold).
--- <p>profiles is the set of customers with a profile hash (a rebuild finds their keys from it).
+-- <p>pr:<bucket> list the customers with a profile hash (a rebuild finds their keys from them;
+-- customer-entries.ts).
 -- Phone index: <p>ph:<phone JSON text> is the set of customers whose profile holds exactly that phone,
 -- kept here, in the same atomic call, whenever a phone is set, changed, unset or merged away.
 -- ARGV[4] (optional) the account's ready marker: while it is missing (Redis flushed or restarted, a
@@ -348,7 +371,7 @@ local function cdp_apply(keys, args)
         local kept = p .. 'pm:' .. customers[l + 1]
         redis.call('RENAME', lkey, kept)
         redis.call('PEXPIRE', kept, ${MERGED_PROFILE_KEPT_MS})
-        redis.call('SREM', p .. 'profiles', customers[l + 1])
+        profile_unlisted(p, customers[l + 1])
         out[#out + 1] = {l, flat, u[1]}
         gone[l + 1] = true
       else
@@ -356,7 +379,7 @@ local function cdp_apply(keys, args)
         if #kept > 0 then out[#out + 1] = {l, kept, u[1]} end
       end
     end
-    if redis.call('HINCRBY', key, '__v', 1) == 1 then redis.call('SADD', p .. 'profiles', customers[ki]) end
+    if redis.call('HINCRBY', key, '__v', 1) == 1 then profile_listed(p, customers[ki]) end
     -- Only the fields no update accepted later wrote already (after the fold: a loser's times count).
     local at = u[5]
     local sent = u[2]

@@ -5,7 +5,8 @@ import { MAX_MERGE, type ResolveInput, type Resolution } from '../resolution.js'
 import { RebuildLocks, type RedisCommands, type RedisConnection } from '@cdp/redis';
 import { fcall } from './redis-functions-loader.js';
 import { FN } from './redis-functions.js';
-import { keys } from './redis-keys.js';
+import { keys, legacyKeys } from './redis-keys.js';
+import { CUSTOMER_ENTRIES_LUA, decodeEntry, entrySlot } from './customer-entries.js';
 
 /** Links (or merges) per script call of a rebuild: one round trip each, each a short call on the server. */
 const CHUNK = 1000;
@@ -39,17 +40,24 @@ return 1`;
  * A rebuild's links, as the store gives them (each identifier once, with its first owner, in link
  * order). KEYS[1]: the identity hash; ARGV[1] the account's key prefix, then per link: identity key,
  * customer, its born key, the customer_id value ('' unless the identifier is one). A customer keeps
- * the born key and customer_id of its first link, as AccountGraph.fromRows does.
+ * the born key and customer_id of its first link, as AccountGraph.fromRows does. Each customer entry
+ * touched is written once a chunk.
  */
-const LOAD_LINKS = `
+const LOAD_LINKS = `${CUSTOMER_ENTRIES_LUA}
 local p = ARGV[1]
+local entries = {}
 for i = 2, #ARGV, 4 do
   local key, customer, born, cid = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   redis.call('HSET', KEYS[1], key, customer)
-  redis.call('HSETNX', p .. 'born', customer, born)
+  local e = entries[customer]
+  if not e then
+    e = entry_get(p, customer) or {born}
+    entries[customer] = e
+  end
+  e[#e + 1] = key
   if cid ~= '' then redis.call('HSETNX', p .. 'cids', customer, cid) end
-  redis.call('SADD', p .. 'm:' .. customer, key)
 end
+for c, e in pairs(entries) do entry_set(p, c, e) end
 return 1`;
 
 /**
@@ -57,25 +65,34 @@ return 1`;
  * each joins the customers the two belong to now, as cdp_resolve's merge does (the loser's identifiers
  * and absorbed customers move to the survivor, \`merged\` points each at it). KEYS[1]: the identity hash.
  */
-const REPLAY_MERGES = `
+const REPLAY_MERGES = `${CUSTOMER_ENTRIES_LUA}
 local p = ARGV[1]
 local ids, merged = KEYS[1], p .. 'merged'
 local function survivor_of(c) return redis.call('HGET', merged, c) or c end
+local entries, dirty = {}, {}
+local function entry_of(c)
+  local e = entries[c]
+  if e == nil then
+    e = entry_get(p, c) or {''}
+    entries[c] = e
+  end
+  return e
+end
 for i = 2, #ARGV, 2 do
   local loser, survivor = survivor_of(ARGV[i]), survivor_of(ARGV[i + 1])
   if loser ~= survivor then
-    local members = redis.call('SMEMBERS', p .. 'm:' .. loser)
-    for j = 1, #members, 500 do
-      local pairs_, keys_ = {}, {}
-      for k = j, math.min(j + 499, #members) do
-        pairs_[#pairs_ + 1] = members[k]
+    local le, se = entry_of(loser), entry_of(survivor)
+    for j = 2, #le, 500 do
+      local pairs_ = {}
+      for k = j, math.min(j + 499, #le) do
+        pairs_[#pairs_ + 1] = le[k]
         pairs_[#pairs_ + 1] = survivor
-        keys_[#keys_ + 1] = members[k]
+        se[#se + 1] = le[k]
       end
       redis.call('HSET', ids, unpack(pairs_))
-      redis.call('SADD', p .. 'm:' .. survivor, unpack(keys_))
     end
-    redis.call('DEL', p .. 'm:' .. loser)
+    entries[loser] = {le[1]}
+    dirty[loser], dirty[survivor] = true, true
     local lc = redis.call('HGET', p .. 'cids', loser)
     if lc then redis.call('HSETNX', p .. 'cids', survivor, lc) end
     local moved = redis.call('SMEMBERS', p .. 'a:' .. loser)
@@ -93,6 +110,7 @@ for i = 2, #ARGV, 2 do
     end
   end
 end
+for c in pairs(dirty) do entry_set(p, c, entries[c]) end
 return 1`;
 
 /** cjson encodes an empty array as {}. */
@@ -191,8 +209,9 @@ export class RedisIdentityIndex extends IdentityIndex {
 
   async identifiersOf(account: string, customerId: string): Promise<Identifier[]> {
     const survivor = (await this.redis.hGet(keys.merged(account), customerId)) ?? customerId;
-    const members = await this.redis.sMembers(keys.members(account, survivor));
-    return members.map((key) => {
+    const { bucket, field } = entrySlot(survivor);
+    const entry = await this.redis.hGet(keys.entries(account, bucket), field);
+    return (entry ? decodeEntry(entry).slice(1) : []).map((key) => {
       const cut = key.indexOf('\u0000');
       return { kind: key.slice(0, cut), value: key.slice(cut + 1) };
     });
@@ -271,9 +290,11 @@ export class RedisIdentityIndex extends IdentityIndex {
   }
 
   /**
-   * Deletes what the index holds of an account. Every customer it ever created is in its `born` hash,
-   * every remembered message in its `unsettled` set: the account's keys are found from those, without
-   * scanning the keyspace of a Redis that may hold many accounts.
+   * Deletes what the index holds of an account. Its customer buckets are in its `cb` set, the survivors
+   * of its merges (whose absorbed sets are the only per-customer keys) are the values of `merged`, every
+   * remembered message is in its `unsettled` set: the account's keys are found from those, without
+   * scanning the keyspace of a Redis that may hold many accounts. An account held in layout 1 (before
+   * the customer buckets) is found through its `born` hash, and removed too.
    */
   private async forget(account: string): Promise<void> {
     let doomed: string[] = [];
@@ -283,12 +304,21 @@ export class RedisIdentityIndex extends IdentityIndex {
         doomed = [];
       }
     };
-    for await (const entries of this.connection.hashEntries(keys.born(account))) {
+    for await (const buckets of this.connection.setMembers(keys.entryBuckets(account))) {
+      doomed.push(...buckets.map((b) => keys.entries(account, b)));
+      await flush();
+    }
+    for await (const entries of this.connection.hashEntries(keys.merged(account))) {
+      for (const { value } of entries) doomed.push(keys.absorbed(account, value));
+      await flush();
+    }
+    for await (const entries of this.connection.hashEntries(legacyKeys.born(account))) {
       for (const { field } of entries) {
-        doomed.push(keys.members(account, field), keys.absorbed(account, field));
+        doomed.push(legacyKeys.members(account, field), keys.absorbed(account, field));
       }
       await flush();
     }
+    doomed.push(legacyKeys.born(account), legacyKeys.ready(account));
     for (const message of await this.redis.sMembers(keys.unsettledMessages(account))) {
       doomed.push(keys.unsettled(account, message));
     }

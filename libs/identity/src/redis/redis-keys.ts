@@ -5,26 +5,55 @@
 export const keys = {
   prefix: (account: string) => `cdp:{${account}}:`,
   identities: (account: string) => `cdp:{${account}}:ids`,
-  ready: (account: string) => `cdp:{${account}}:ready`,
+  /**
+   * The account's ready marker. Its name carries the layout's version: an account Redis holds in an
+   * older layout has none, so it is rebuilt from the store (and its old keys removed: legacy below).
+   */
+  ready: (account: string) => `cdp:{${account}}:ready:2`,
   rebuilding: (account: string) => `cdp:{${account}}:rebuilding`,
-  born: (account: string) => `cdp:{${account}}:born`,
+  /**
+   * Customer entries (customer-entries.ts): bucket hashes `c:<bucket>`, field a customer's id (less its
+   * bucket), value its born key and identity keys; `cb` the set of the account's buckets.
+   */
+  entries: (account: string, bucket: string) => `cdp:{${account}}:c:${bucket}`,
+  entryBuckets: (account: string) => `cdp:{${account}}:cb`,
   customerIds: (account: string) => `cdp:{${account}}:cids`,
   merged: (account: string) => `cdp:{${account}}:merged`,
   mergeSeq: (account: string) => `cdp:{${account}}:mseq`,
-  members: (account: string, customerId: string) => `cdp:{${account}}:m:${customerId}`,
   absorbed: (account: string, customerId: string) => `cdp:{${account}}:a:${customerId}`,
   unsettled: (account: string, message: string) => `cdp:{${account}}:done:${message}`,
   unsettledMessages: (account: string) => `cdp:{${account}}:unsettled`,
-  /** The account's fixed graph keys; per-customer and per-message keys are found through `born` and `unsettled`. */
+  /**
+   * The account's fixed graph keys; buckets are found through `cb`, absorbed sets through `merged` (its
+   * values are the survivors), per-message keys through `unsettled`.
+   */
   graphKeys: (account: string) =>
-    ['ids', 'born', 'cids', 'merged', 'mseq', 'unsettled'].map((k) => `cdp:{${account}}:${k}`),
+    ['ids', 'cb', 'cids', 'merged', 'mseq', 'unsettled'].map((k) => `cdp:{${account}}:${k}`),
   profile: (account: string, customerId: string) => `cdp:{${account}}:p:${customerId}`,
   /** A profile merged away, kept a while for a retried write (redis-functions.ts, cdp_apply). */
   mergedProfile: (account: string, customerId: string) => `cdp:{${account}}:pm:${customerId}`,
-  /** The customers that have a profile hash: a rebuild finds the account's profile keys from it. */
-  profiles: (account: string) => `cdp:{${account}}:profiles`,
+  /**
+   * The customers that have a profile hash, bucket hashes as the customer entries (field: the id less
+   * its bucket; value empty), and the set of those buckets: a rebuild finds the account's profile keys
+   * from them.
+   */
+  profileList: (account: string, bucket: string) => `cdp:{${account}}:pr:${bucket}`,
+  profileBuckets: (account: string) => `cdp:{${account}}:prb`,
   /** Customers whose profile's phone is exactly this value (its JSON text, as the profile hash holds it). */
   phone: (account: string, phoneJson: string) => `cdp:{${account}}:ph:${phoneJson}`,
   /** The opt-out pool: `<kind>:<value>` of every identifier opted out (spec "Compliance opt-out"). */
   optOutPool: (account: string) => `cdp:{${account}}:optout`,
+};
+
+/**
+ * Keys of layout 1 (function library up to v19), read only to remove them when an account is rebuilt
+ * into the current layout: `born` (customer -> born key) named every customer, `m:<customer>` held its
+ * identity keys, `profiles` listed the customers with a profile hash.
+ */
+export const legacyKeys = {
+  ready: (account: string) => `cdp:{${account}}:ready`,
+  born: (account: string) => `cdp:{${account}}:born`,
+  members: (account: string, customerId: string) => `cdp:{${account}}:m:${customerId}`,
+  /** The set of the customers with a profile hash. */
+  profiles: (account: string) => `cdp:{${account}}:profiles`,
 };

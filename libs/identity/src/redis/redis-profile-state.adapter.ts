@@ -12,7 +12,8 @@ import { foldedProfile } from '../profile-fold.js';
 import type { FieldTimes } from '../field-order.js';
 import { fcall } from './redis-functions-loader.js';
 import { FN } from './redis-functions.js';
-import { keys } from './redis-keys.js';
+import { keys, legacyKeys } from './redis-keys.js';
+import { customerOfSlot, entrySlot } from './customer-entries.js';
 
 const VERSION_FIELD = '__v';
 /** Marks a redacted profile (cdp_apply). */
@@ -111,7 +112,9 @@ export class RedisProfileState extends ProfileState {
       if (p.redacted) fields[REDACTED_FIELD] = '1';
       for (const [f, at] of Object.entries(p.times ?? {})) fields[TIME_PREFIX + f] = String(at);
       pipeline.hSet(keys.profile(account, p.svc_id), fields);
-      pipeline.sAdd(keys.profiles(account), p.svc_id);
+      const { bucket, field } = entrySlot(p.svc_id);
+      pipeline.hSet(keys.profileList(account, bucket), field, '');
+      pipeline.sAdd(keys.profileBuckets(account), bucket);
       if (typeof p.attributes.phone === 'string') pipeline.sAdd(keys.phone(account, fields.phone!), p.svc_id);
       if (++count % 1000 === 0) {
         await pipeline.execAsPipeline();
@@ -123,20 +126,50 @@ export class RedisProfileState extends ProfileState {
   }
 
   /**
-   * Deletes the account's profiles and phone index. The account's `profiles` set names every profile
-   * it holds (cdp_apply keeps it), and the phone keys are read from the profiles: no scan of a
-   * keyspace that may hold many accounts.
+   * Deletes the account's profiles and phone index. The account's profile list names every profile it
+   * holds (cdp_apply keeps it), and the phone keys are read from the profiles: no scan of a keyspace
+   * that may hold many accounts. A list of layout 1 (one set) is read and removed too.
    */
   private async forget(account: string): Promise<void> {
-    for await (const members of this.connection.setMembers(keys.profiles(account))) {
-      const profiles = members.map((c) => keys.profile(account, c));
-      const reads = this.redis.multi();
-      for (const key of profiles) reads.hGet(key, 'phone');
-      const phones: unknown[] = await reads.execAsPipeline();
-      const phoneKeys = phones.filter((p) => typeof p === 'string').map((p) => keys.phone(account, p));
-      await this.redis.unlink([...profiles, ...new Set(phoneKeys)]);
+    let customers: string[] = [];
+    let lists: string[] = [];
+    /** A thousand profiles (or list buckets) a round trip; `force` the rest. */
+    const flush = async (force = false) => {
+      if (customers.length >= 1000 || (force && customers.length)) {
+        await this.forgetProfiles(account, customers);
+        customers = [];
+      }
+      if (lists.length >= 1000 || (force && lists.length)) {
+        await this.redis.unlink(lists);
+        lists = [];
+      }
+    };
+    for await (const buckets of this.connection.setMembers(keys.profileBuckets(account))) {
+      for (const bucket of buckets) {
+        const list = keys.profileList(account, bucket);
+        for await (const entries of this.connection.hashEntries(list)) {
+          customers.push(...entries.map((e) => customerOfSlot(bucket, e.field)));
+          await flush();
+        }
+        lists.push(list);
+        await flush();
+      }
     }
-    await this.redis.del(keys.profiles(account));
+    for await (const members of this.connection.setMembers(legacyKeys.profiles(account))) {
+      customers.push(...members);
+      await flush();
+    }
+    await flush(true);
+    await this.redis.del([keys.profileBuckets(account), legacyKeys.profiles(account)]);
+  }
+
+  private async forgetProfiles(account: string, customers: readonly string[]): Promise<void> {
+    const profiles = customers.map((c) => keys.profile(account, c));
+    const reads = this.redis.multi();
+    for (const key of profiles) reads.hGet(key, 'phone');
+    const phones: unknown[] = await reads.execAsPipeline();
+    const phoneKeys = phones.filter((p) => typeof p === 'string').map((p) => keys.phone(account, p));
+    await this.redis.unlink([...profiles, ...new Set(phoneKeys)]);
   }
 
   async customersWithPhone(account: string, phone: string): Promise<string[]> {

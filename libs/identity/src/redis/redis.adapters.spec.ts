@@ -3,7 +3,9 @@ import { IdentityNotWarmError } from '../identity-index.port.js';
 import { connectRedis, type RedisConnection } from '@cdp/redis';
 import { RedisIdentityIndex } from './redis-identity-index.adapter.js';
 import { RedisProfileState } from './redis-profile-state.adapter.js';
-import { keys } from './redis-keys.js';
+import { keys, legacyKeys } from './redis-keys.js';
+import { customerOfSlot, decodeEntry } from './customer-entries.js';
+import { identityKey } from '@cdp/domain';
 import { identityProperties } from '../identity-properties.contract.js';
 import { profileNameProperties } from '../profile-names.contract.js';
 import { loadConfig } from '@cdp/config';
@@ -145,7 +147,12 @@ describe('RedisIdentityIndex specifics', () => {
     );
     expect(await hash(keys.merged(acc))).toEqual(Object.fromEntries(reference.mergedInto));
     expect(await hash(keys.customerIds(acc))).toEqual(Object.fromEntries(reference.customerIds));
-    expect(await hash(keys.born(acc))).toEqual(Object.fromEntries(reference.born));
+    const entries = await customerEntries(acc);
+    expect(Object.fromEntries([...entries].map(([c, e]) => [c, e[0]]))).toEqual(
+      Object.fromEntries(reference.born),
+    );
+    for (const [customer, members] of reference.members)
+      expect(entries.get(customer)!.slice(1).sort()).toEqual(members.map(identityKey).sort());
     for (const [customer, losers] of [...reference.absorbed].slice(0, 50)) {
       expect(await index.absorbedBy(acc, customer)).toEqual([...losers].sort());
       expect((await index.identifiersOf(acc, customer)).length).toBe(reference.members.get(customer)!.length);
@@ -211,6 +218,102 @@ describe('RedisIdentityIndex specifics', () => {
     const [again] = await index.resolve(acc, [record([id('f@x.com')], 'g')]);
     expect(again!.customerId).toBe('cf');
     expect(await redis.commands.exists(keys.rebuilding(acc))).toBe(0);
+    await index.load(acc, graphRows([]));
+    await redis.commands.del(keys.ready(acc));
+  });
+});
+
+/** Every customer entry of an account (born key, identity keys), read from its buckets. */
+async function customerEntries(account: string): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>();
+  for (const bucket of await redis.commands.sMembers(keys.entryBuckets(account)))
+    for (const [field, entry] of Object.entries(await redis.commands.hGetAll(keys.entries(account, bucket))))
+      out.set(customerOfSlot(bucket, field), decodeEntry(entry));
+  return out;
+}
+
+describe('Redis customer entries (layout 2)', () => {
+  const account = `ce${Math.random().toString(36).slice(2, 8)}`;
+  const id = (value: string) => ({ kind: 'email', value });
+  afterAll(async () => {
+    await new RedisIdentityIndex(redis).load(account, graphRows([]));
+    await redis.commands.del([keys.ready(account), keys.rebuilding(account)]);
+  });
+
+  it('stores generated customers in shared buckets, and identifiers with any character read back whole', async () => {
+    const index = new RedisIdentityIndex(redis);
+    await index.beginRebuild(account);
+    await index.load(account, graphRows([]));
+    const odd = ['a:b@x.com', '3:x\nnew\u0000line', 'ünï 😀:0:'].map((value) => ({ kind: 'vuid', value }));
+    const resolved = await index.resolve(account, [
+      record([odd[0]!, odd[1]!], 'one'),
+      record([odd[2]!, { kind: 'email', value: 'two@x.com' }], 'two'),
+    ]);
+    const [one, two] = resolved.map((r) => r.customerId);
+    expect(one).toMatch(/^c_[0-9a-f]{24}$/);
+    expect(await index.identifiersOf(account, one!)).toEqual([odd[0], odd[1]]);
+    expect(await index.identifiersOf(account, two!)).toEqual([odd[2], { kind: 'email', value: 'two@x.com' }]);
+    const buckets = await redis.commands.sMembers(keys.entryBuckets(account));
+    expect(buckets.sort()).toEqual([...new Set([one!.slice(2, 6), two!.slice(2, 6)])].sort());
+    // A merge moves the loser's identifiers to the survivor; the loser keeps its born key alone.
+    const [merged] = await index.resolve(account, [record([odd[0]!, odd[2]!], 'three')]);
+    const survivor = merged!.customerId;
+    const loser = survivor === one ? two! : one!;
+    expect((await index.identifiersOf(account, survivor)).map((i) => i.value).sort()).toEqual(
+      [...odd.map((i) => i.value), 'two@x.com'].sort(),
+    );
+    expect((await customerEntries(account)).get(loser)).toHaveLength(1);
+  });
+
+  it('lists the customers with a profile in buckets, and a reload removes every profile of either layout', async () => {
+    const acc = `${account}pr`;
+    const profiles = new RedisProfileState(redis, { requireLoaded: false });
+    await profiles.apply(acc, [
+      { customerId: 'c_abcd11', update: { email: 'a@x.com' } },
+      { customerId: 'c_abcd22', update: { email: 'b@x.com' } },
+      { customerId: 'other', update: { phone: '+4712345678' } },
+    ]);
+    await profiles.apply(acc, [{ customerId: 'c_abcd11', update: {}, absorb: ['c_abcd22'] }]);
+    expect(await redis.commands.hGetAll(keys.profileList(acc, 'abcd'))).toEqual({ '11': '' });
+    expect((await redis.commands.sMembers(keys.profileBuckets(acc))).sort()).toEqual(['_', 'abcd']);
+    // A profile listed by layout 1.
+    await redis.commands.hSet(keys.profile(acc, 'c_legacy'), { __v: '1', email: '"l@x.com"' });
+    await redis.commands.sAdd(legacyKeys.profiles(acc), 'c_legacy');
+
+    async function* stored() {
+      yield await Promise.resolve({ svc_id: 'c_beef01', version: 3, attributes: { city: 'Oslo' } });
+    }
+    expect(await profiles.load(acc, stored())).toBe(1);
+    for (const c of ['c_abcd11', 'other', 'c_legacy']) expect(await profiles.get(acc, c)).toBeUndefined();
+    expect(await profiles.customersWithPhone(acc, '+4712345678')).toEqual([]);
+    expect((await profiles.get(acc, 'c_beef01'))?.attributes).toEqual({ city: 'Oslo' });
+    expect(await redis.commands.sMembers(keys.profileBuckets(acc))).toEqual(['beef']);
+    expect(await redis.commands.exists([keys.profileList(acc, 'abcd'), legacyKeys.profiles(acc)])).toBe(0);
+    await profiles.load(acc, (async function* () {})());
+  });
+
+  it('treats an account held in layout 1 as not loaded, and its rebuild removes the old keys', async () => {
+    const acc = `${account}old`;
+    await redis.commands.set(legacyKeys.ready(acc), 'v19');
+    await redis.commands.hSet(legacyKeys.born(acc), 'c_old', '1');
+    await redis.commands.sAdd(legacyKeys.members(acc, 'c_old'), 'email\u0000old@x.com');
+    await redis.commands.hSet(keys.identities(acc), 'email\u0000old@x.com', 'c_old');
+    const index = new RedisIdentityIndex(redis);
+    await expect(index.resolve(acc, [record([id('old@x.com')], 'o')])).rejects.toBeInstanceOf(
+      IdentityNotWarmError,
+    );
+    expect(await index.beginRebuild(acc)).toBe(true);
+    await index.load(acc, graphRows([{ kind: 'email', value: 'old@x.com', svc_id: 'c_old', born: '1' }]));
+    expect(
+      await redis.commands.exists([
+        legacyKeys.ready(acc),
+        legacyKeys.born(acc),
+        legacyKeys.members(acc, 'c_old'),
+      ]),
+    ).toBe(0);
+    const [again] = await index.resolve(acc, [record([id('old@x.com')], 'o')]);
+    expect(again!.customerId).toBe('c_old');
+    expect(await index.identifiersOf(acc, 'c_old')).toEqual([id('old@x.com')]);
     await index.load(acc, graphRows([]));
     await redis.commands.del(keys.ready(acc));
   });
