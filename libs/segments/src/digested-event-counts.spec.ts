@@ -135,4 +135,23 @@ describe('DigestedSegmentEventCounts on chDB', () => {
     await digested.startBuild('acc3', digested.digests.scopeFor('acc3', wider, now));
     expect(digested.digests.builtAt('acc3')).toBeGreaterThan(built);
   });
+
+  it('builds no account past its bound, or past the bound of every account together', async () => {
+    const bounded = new DigestedSegmentEventCounts(store, query, (err) => errors.push(err), {
+      perAccount: 3,
+      total: 4,
+    });
+    const scope = (account: string) => bounded.digests.scopeFor(account, CONDITIONS, now);
+    await bounded.startBuild('acc2', scope('acc2')); // 2 events in scope
+    expect(bounded.digests.usable('acc2', CONDITIONS, now)).toBeDefined();
+    await store.write('acc4', batchOf([1, 2, 3, 4].map(() => row('z', 'order', 'purchase', now))), false);
+    await bounded.startBuild('acc4', scope('acc4')); // 4 > 3 for one account
+    expect(bounded.digests.usable('acc4', CONDITIONS, now)).toBeUndefined();
+    await store.write('acc5', batchOf([1, 2, 3].map(() => row('z', 'order', 'purchase', now))), false);
+    await bounded.startBuild('acc5', scope('acc5')); // 3 more with acc2's 2: over 4 together
+    expect(bounded.digests.usable('acc5', CONDITIONS, now)).toBeUndefined();
+    // Its lookups query the store.
+    const request = { account: 'acc5', customers: ['z'], conditions: CONDITIONS, now };
+    expect(await bounded.count(request)).toEqual(await query.count(request));
+  });
 });

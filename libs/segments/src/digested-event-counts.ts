@@ -38,11 +38,11 @@ export class DigestedSegmentEventCounts extends SegmentEventCounts {
     private readonly store: AnalyticStore,
     private readonly fallback: SegmentEventCounts,
     private readonly onError: (err: unknown) => void,
-    maxEntriesPerAccount?: number,
+    bounds: { perAccount?: number; total?: number } = {},
     private readonly now: () => number = Date.now,
   ) {
     super();
-    this.digests = new EventDigests(maxEntriesPerAccount);
+    this.digests = new EventDigests(bounds.perAccount, bounds.total);
   }
 
   count(request: EventCountRequest): Promise<EventTally[]> {

@@ -70,7 +70,16 @@ export class EventDigests {
   constructor(
     /** An account with more events in scope than this is not digested (its lookups query the store). */
     readonly maxEntriesPerAccount = 2_000_000,
+    /** Every account's together: past it, no further account is built (those built stay). */
+    readonly maxEntries = 10_000_000,
   ) {}
+
+  /** Events held over every account. */
+  private held(): number {
+    let n = 0;
+    for (const digests of this.accounts.values()) n += digests.entries;
+    return n;
+  }
 
   /** The account's digests if they cover every condition at `now`; undefined otherwise. */
   usable(account: string, conditions: readonly EventCondition[], now: number): AccountDigests | undefined {
@@ -108,7 +117,9 @@ export class EventDigests {
     this.building.set(account, building);
     try {
       const rows = await load();
-      if (building.failed || rows.length + building.stored.length > this.maxEntriesPerAccount) {
+      const size = rows.length + building.stored.length;
+      const others = this.held() - (this.accounts.get(account)?.entries ?? 0);
+      if (building.failed || size > this.maxEntriesPerAccount || others + size > this.maxEntries) {
         this.accounts.delete(account);
         return;
       }
