@@ -5,6 +5,7 @@ import {
   createOdpManager,
   createStaticProjectConfigManager,
 } from '@optimizely/optimizely-sdk';
+import { SegmentEventCounts, type DigestedSegmentEventCounts } from '@cdp/segments';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { ScaledPlatform } from './support/scaled.js';
 import { eventually } from './support/eventually.js';
@@ -346,6 +347,34 @@ describe('segments and GraphQL (embedded)', () => {
     expect(await p.scalar(acc.id, stored)).toBe(1);
     const profile = await p.http().get('/v3/profiles?fs_user_id=sdk-user-3').set('x-api-key', acc.privateKey);
     expect(profile.status).toBe(200);
+  });
+
+  it('qualifies from the digests within 5 s of an event, and stops when its add-to-cart leaves the window', async () => {
+    // The account's lookups count from its digests by now (built at its first lookup, above).
+    const digests = p.app.get<DigestedSegmentEventCounts>(SegmentEventCounts);
+    const conditions = CART_ABANDONERS.definition.events;
+    await eventually(() => expect(digests.digests.usable(acc.id, conditions, Date.now())).toBeDefined());
+    // Stamped 7 days less 8 s ago: in the 7-day window for 8 more seconds.
+    const edge = Date.now() - 7 * DAY + 8_000;
+    const sent = Date.now();
+    const res = await post(
+      '/v3/events',
+      [event({ email: 'edge@example.com' }, 'product', 'add_to_cart', edge)],
+      acc.publicKey,
+    );
+    expect(res.status).toBe(202);
+    await eventually(
+      async () => expect((await states('email', 'edge@example.com')).cart_abandoners).toBe('qualified'),
+      5_000,
+    );
+    expect(Date.now() - sent).toBeLessThan(5_000);
+    await eventually(
+      async () => expect((await states('email', 'edge@example.com')).cart_abandoners).toBe('not_qualified'),
+      10_000,
+    );
+    // It left when its 7 days were up (counted at read, to the millisecond), not before.
+    expect(Date.now()).toBeGreaterThanOrEqual(edge + 7 * DAY);
+    expect(Date.now() - (edge + 7 * DAY)).toBeLessThan(5_000);
   });
 });
 

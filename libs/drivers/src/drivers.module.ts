@@ -21,6 +21,7 @@ import { RemoteConsoleReads } from '@cdp/console-api/reads';
 import { SchemaExportCatalogs } from '@cdp/exports';
 import { SchemaRegistry } from '@cdp/schema';
 import {
+  DigestedSegmentEventCounts,
   RecentEvents,
   SegmentEventCounts,
   SegmentSizes,
@@ -331,9 +332,15 @@ export class DriversModule {
         nc: NatsConnection | undefined,
         store?: AnalyticStore,
       ): Promise<SegmentEventCounts> =>
-        store
-          ? new StoreSegmentEventCounts(store)
-          : new (await import('@cdp/segments/nats')).NatsSegmentEventCounts(nc!, config.natsPrefix),
+        !store
+          ? new (await import('@cdp/segments/nats')).NatsSegmentEventCounts(nc!, config.natsPrefix)
+          : // chDB has one writer, this process: it sees every event stored and keeps the digests
+            // lookups count from. Beside a ClickHouse server other processes write too: the query.
+            config.store === 'chdb'
+            ? new DigestedSegmentEventCounts(store, new StoreSegmentEventCounts(store), (err) =>
+                logger.warn({ err }, 'building the segment event digests failed'),
+              )
+            : new StoreSegmentEventCounts(store),
     });
     if (options.openStore && config.store === 'chdb' && config.bus === 'nats') {
       providers.push({

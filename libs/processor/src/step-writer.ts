@@ -1,6 +1,7 @@
 import { Injectable, Optional } from '@nestjs/common';
 import { mayBeStored, type Delivery } from '@cdp/bus';
 import { PurchaseNotices } from '@cdp/recommendations';
+import { SegmentEventCounts } from '@cdp/segments';
 import { AnalyticStore, withoutPersonalData, type StoreBatch } from '@cdp/store';
 import { CommitLogPruner } from './commit-log-pruner.js';
 import { IdentityStep } from './identity.step.js';
@@ -24,6 +25,7 @@ export class StepWriter {
     private readonly identityStep: IdentityStep,
     @Optional() private readonly notices?: PurchaseNotices,
     @Optional() private readonly pruner?: CommitLogPruner,
+    @Optional() private readonly segmentCounts?: SegmentEventCounts,
   ) {}
 
   async write(
@@ -39,11 +41,19 @@ export class StepWriter {
     const inBatch = new Set(rows.customers.map((c) => c.svc_id));
     const owners = (rows.orders ?? []).flatMap((o) => (o.svc_id && !inBatch.has(o.svc_id) ? [o.svc_id] : []));
     const redacted = owners.length ? await this.identityStep.redactedAmong(account, owners) : [];
-    await this.store.begin(account, messages);
-    await this.store.write(account, withoutPersonalData(rows, redacted), deliveries.some(mayBeStored));
-    // Older snapshots last: a redelivery after a crash here redacts them then.
-    if (options.redact) await this.store.redactCustomers(account, options.redact);
-    await this.store.commit(account, messages);
+    try {
+      await this.store.begin(account, messages);
+      await this.store.write(account, withoutPersonalData(rows, redacted), deliveries.some(mayBeStored));
+      // Older snapshots last: a redelivery after a crash here redacts them then.
+      if (options.redact) await this.store.redactCustomers(account, options.redact);
+      await this.store.commit(account, messages);
+    } catch (err) {
+      // Part of the events may be stored: audience lookups stop counting from what they kept.
+      this.segmentCounts?.uncertain(account);
+      throw err;
+    }
+    // Once stored: audience lookups count these events from now on (kept per customer, in memory).
+    if (rows.events.length) this.segmentCounts?.stored(account, rows.events);
     this.pruner?.afterCommit(account);
     // Once stored: recommendations leave these products out from now on, not from the next refresh.
     const purchases = this.notices && purchasesOf(rows);

@@ -117,7 +117,22 @@ function truthy(v: string | number | boolean): boolean {
   return v === true || v === 1 || v === 'true' || v === '1';
 }
 
+/** Compiled LIKE patterns: a lookup evaluates every asked segment's filter, the same patterns each time. */
+const likePatterns = new Map<string, RegExp>();
+const MAX_LIKE_PATTERNS = 1_000;
+
 function likePattern(pattern: string, insensitive: boolean): RegExp {
+  const key = `${insensitive ? 'i' : 's'}${pattern}`;
+  let re = likePatterns.get(key);
+  if (!re) {
+    if (likePatterns.size >= MAX_LIKE_PATTERNS) likePatterns.clear();
+    re = compileLike(pattern, insensitive);
+    likePatterns.set(key, re);
+  }
+  return re;
+}
+
+function compileLike(pattern: string, insensitive: boolean): RegExp {
   const body = pattern
     .split('%')
     .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))

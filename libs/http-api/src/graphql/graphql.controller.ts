@@ -22,6 +22,7 @@ import { CurrentPrincipal } from '../auth/principal.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 import { boundedQuery } from './graphql-limits.js';
 import { buildSchema, type GraphqlContext, type ResolvedCustomer } from './graphql-schema.js';
+import { ValidatedQueries } from './validated-queries.js';
 
 /** A query longer than this is refused before parsing. */
 const MAX_QUERY_LENGTH = 20_000;
@@ -49,6 +50,7 @@ function formatted(err: GraphQLError, classification: string): GraphQLFormattedE
 @Controller('v3/graphql')
 export class GraphqlController {
   private readonly schemas = new Map<string, GraphQLSchema>();
+  private readonly validated = new ValidatedQueries();
 
   constructor(
     private readonly identity: IdentityIndex,
@@ -68,15 +70,19 @@ export class GraphqlController {
   async query(@Body() body: unknown, @CurrentPrincipal() principal: Principal): Promise<GraphqlAnswer> {
     const { query, variables, operationName } = requestOf(body);
     const custom = [...(await this.schema.read(principal.account)).identifierNames].sort();
-    const schema = this.schemaFor(custom);
+    const schemaKey = custom.join(',');
+    const schema = this.schemaFor(schemaKey, custom);
     let document: DocumentNode;
     try {
       document = parse(query, { maxTokens: 5_000 });
     } catch (err) {
       return { errors: [formatted(err as GraphQLError, 'InvalidSyntax')] };
     }
-    const invalid = validate(schema, document, RULES, { maxErrors: 10 });
-    if (invalid.length) return { errors: invalid.map((e) => formatted(e, 'ValidationError')) };
+    if (!this.validated.has(schemaKey, query)) {
+      const invalid = validate(schema, document, RULES, { maxErrors: 10 });
+      if (invalid.length) return { errors: invalid.map((e) => formatted(e, 'ValidationError')) };
+      this.validated.remember(schemaKey, query);
+    }
     const result = await execute({
       schema,
       document,
@@ -92,8 +98,7 @@ export class GraphqlController {
     };
   }
 
-  private schemaFor(custom: string[]): GraphQLSchema {
-    const key = custom.join(',');
+  private schemaFor(key: string, custom: string[]): GraphQLSchema {
     let schema = this.schemas.get(key);
     if (!schema) {
       schema = buildSchema(custom);
