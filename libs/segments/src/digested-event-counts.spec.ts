@@ -153,5 +153,33 @@ describe('DigestedSegmentEventCounts on chDB', () => {
     // Its lookups query the store.
     const request = { account: 'acc5', customers: ['z'], conditions: CONDITIONS, now };
     expect(await bounded.count(request)).toEqual(await query.count(request));
+    // Events stored later count against the bound of every account too: past it, their account goes.
+    expect(bounded.digests.size()).toBe(2);
+    bounded.stored(
+      'acc2',
+      [1, 2, 3].map(() => row('y', 'order', 'purchase', now)),
+    );
+    expect(bounded.digests.usable('acc2', CONDITIONS, now)).toBeUndefined();
+    expect(bounded.digests.size()).toBe(0);
+  });
+
+  it('drops digests no lookup reads for an hour; a rebuild slides their window instead of widening it', async () => {
+    let time = now;
+    const idle = new DigestedSegmentEventCounts(
+      store,
+      query,
+      (err) => errors.push(err),
+      {},
+      () => time,
+    );
+    await idle.startBuild('acc2', idle.digests.scopeFor('acc2', CONDITIONS, now));
+    const built = idle.digests.usable('acc2', CONDITIONS, now)!;
+    const width = now - built.scope.from;
+    // An hour later the same conditions ask for a window that starts an hour later.
+    expect(idle.digests.scopeFor('acc2', CONDITIONS, now + 3_600_000).from).toBe(now + 3_600_000 - width);
+    time = now + 3_600_001;
+    idle.stored('acc2', [row('y', 'order', 'purchase', time)]);
+    expect(idle.digests.usable('acc2', CONDITIONS, time)).toBeUndefined();
+    expect(idle.digests.size()).toBe(0);
   });
 });

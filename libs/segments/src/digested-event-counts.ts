@@ -57,7 +57,7 @@ export class DigestedSegmentEventCounts extends SegmentEventCounts {
   }
 
   override stored(account: string, events: readonly StoredEvent[]): void {
-    this.digests.stored(account, events.map(entryOf));
+    this.digests.stored(account, events.map(entryOf), this.now());
   }
 
   override uncertain(account: string): void {

@@ -27,18 +27,25 @@ export interface DigestScope {
 class AccountDigests {
   readonly customers = new Map<string, Map<string, DigestEntry>>();
   entries = 0;
+  /** When a lookup last read them: digests nobody reads are dropped rather than kept growing. */
+  usedAt: number;
 
   constructor(
     readonly scope: DigestScope,
     readonly builtAt: number,
-  ) {}
+  ) {
+    this.usedAt = builtAt;
+  }
 
-  add(customer: string, eventId: string, entry: DigestEntry): void {
-    if (!this.scope.types.has(entry.type) || entry.ts < this.scope.from) return;
+  /** Adds an event in scope; 1 when it is new (not a redelivered one), else 0. */
+  add(customer: string, eventId: string, entry: DigestEntry): number {
+    if (!this.scope.types.has(entry.type) || entry.ts < this.scope.from) return 0;
     let events = this.customers.get(customer);
     if (!events) this.customers.set(customer, (events = new Map<string, DigestEntry>()));
-    if (!events.has(eventId)) this.entries++;
+    const added = events.has(eventId) ? 0 : 1;
+    this.entries += added;
     events.set(eventId, entry);
+    return added;
   }
 
   covers(conditions: readonly EventCondition[], now: number): boolean {
@@ -66,38 +73,56 @@ interface Building {
 export class EventDigests {
   private readonly accounts = new Map<string, AccountDigests>();
   private readonly building = new Map<string, Building>();
+  /** Events held over every account (the sum of their `entries`). */
+  private held = 0;
 
   constructor(
     /** An account with more events in scope than this is not digested (its lookups query the store). */
     readonly maxEntriesPerAccount = 2_000_000,
-    /** Every account's together: past it, no further account is built (those built stay). */
+    /**
+     * Every account's together. A build that would pass it is not kept, and an account whose stored
+     * events take the total past it is dropped (its lookups query the store until it is built again).
+     */
     readonly maxEntries = 10_000_000,
+    /** Digests no lookup read for this long are dropped when their next events are stored. */
+    readonly idleMs = 3_600_000,
   ) {}
 
   /** Events held over every account. */
-  private held(): number {
-    let n = 0;
-    for (const digests of this.accounts.values()) n += digests.entries;
-    return n;
+  size(): number {
+    return this.held;
   }
 
   /** The account's digests if they cover every condition at `now`; undefined otherwise. */
   usable(account: string, conditions: readonly EventCondition[], now: number): AccountDigests | undefined {
     const digests = this.accounts.get(account);
+    if (digests) digests.usedAt = now;
     return digests?.covers(conditions, now) ? digests : undefined;
+  }
+
+  private drop(account: string): void {
+    const digests = this.accounts.get(account);
+    if (!digests) return;
+    this.held -= digests.entries;
+    this.accounts.delete(account);
   }
 
   builtAt(account: string): number | undefined {
     return this.accounts.get(account)?.builtAt;
   }
 
-  /** The scope a build for these conditions takes: theirs and the current digests' together. */
+  /**
+   * The scope a build for these conditions takes: theirs and the current digests' together. The current
+   * window keeps its width, not its start: a rebuild an hour later starts an hour later, so the digests
+   * hold the widest window asked, not everything since the first build.
+   */
   scopeFor(account: string, conditions: readonly EventCondition[], now: number): DigestScope {
-    const current = this.accounts.get(account)?.scope;
+    const current = this.accounts.get(account);
     const widest = Math.max(...conditions.map((c) => c.within_days));
+    const currentFrom = current ? now - (current.builtAt - current.scope.from) : Infinity;
     return {
-      types: new Set([...(current?.types ?? []), ...conditions.map((c) => c.type)]),
-      from: Math.min(now - widest * DAY_MS, current?.from ?? Infinity),
+      types: new Set([...(current?.scope.types ?? []), ...conditions.map((c) => c.type)]),
+      from: Math.min(now - widest * DAY_MS, currentFrom),
     };
   }
 
@@ -118,27 +143,32 @@ export class EventDigests {
     try {
       const rows = await load();
       const size = rows.length + building.stored.length;
-      const others = this.held() - (this.accounts.get(account)?.entries ?? 0);
-      if (building.failed || size > this.maxEntriesPerAccount || others + size > this.maxEntries) {
-        this.accounts.delete(account);
-        return;
-      }
+      const usedAt = this.accounts.get(account)?.usedAt ?? now;
+      this.drop(account);
+      if (building.failed || size > this.maxEntriesPerAccount || this.held + size > this.maxEntries) return;
       const digests = new AccountDigests(scope, now);
+      digests.usedAt = usedAt;
       for (const [customer, eventId, entry] of rows) digests.add(customer, eventId, entry);
       for (const [customer, eventId, entry] of building.stored) digests.add(customer, eventId, entry);
       this.accounts.set(account, digests);
+      this.held += digests.entries;
     } finally {
       this.building.delete(account);
     }
   }
 
   /** Events whose store write committed: added to their customers' digests (idempotent by event id). */
-  stored(account: string, events: readonly [string, string, DigestEntry][]): void {
+  stored(account: string, events: readonly [string, string, DigestEntry][], now = Date.now()): void {
     this.building.get(account)?.stored.push(...events);
     const digests = this.accounts.get(account);
     if (!digests) return;
-    for (const [customer, eventId, entry] of events) digests.add(customer, eventId, entry);
-    if (digests.entries > this.maxEntriesPerAccount) this.accounts.delete(account);
+    for (const [customer, eventId, entry] of events) this.held += digests.add(customer, eventId, entry);
+    if (
+      digests.entries > this.maxEntriesPerAccount ||
+      this.held > this.maxEntries ||
+      now - digests.usedAt > this.idleMs
+    )
+      this.drop(account);
   }
 
   /**
@@ -146,7 +176,7 @@ export class EventDigests {
    * longer say which, so they go (and a build under way is dropped); the next lookup builds them again.
    */
   uncertain(account: string): void {
-    this.accounts.delete(account);
+    this.drop(account);
     const building = this.building.get(account);
     if (building) building.failed = true;
   }

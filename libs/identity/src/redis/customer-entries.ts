@@ -5,7 +5,8 @@
  * written `<length>:<text>` (identity keys may hold any character, so no separator would do), born first.
  *
  * The same rules exist twice, in Lua (CUSTOMER_ENTRIES_LUA, for the functions and rebuild scripts) and in
- * TypeScript (for reads); redis-customer-entries.spec.ts checks that both agree.
+ * TypeScript (for reads); redis.adapters.spec.ts checks that both agree (identifiers with separators,
+ * newlines, NUL and non-ASCII written by the Lua, read back by `identifiersOf`, merged and read again).
  */
 
 /** Customer ids made by cdp_resolve (`c_` + 24 hex digits) spread over 65,536 buckets by their first 4 digits. */

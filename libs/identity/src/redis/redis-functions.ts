@@ -9,8 +9,10 @@
  */
 export const LIBRARY_VERSION = '20';
 /**
- * The version is part of the library's and the functions' names, so processors of two releases can
- * share one Redis during a rolling upgrade: each calls the functions it was written against.
+ * The version is part of the library's and the functions' names: each release calls the functions it was
+ * written against, never another's with its arguments. A release that changes the key layout (layout 2,
+ * v20) still needs the old processors stopped before it starts (docs/operations.md): they would write the
+ * old layout into an account the new one rebuilds.
  */
 export const LIBRARY_NAME = `cdp_v${LIBRARY_VERSION}`;
 /**

@@ -133,13 +133,17 @@ export class RedisProfileState extends ProfileState {
   private async forget(account: string): Promise<void> {
     let customers: string[] = [];
     let lists: string[] = [];
-    /** A thousand profiles (or list buckets) a round trip; `force` the rest. */
+    /**
+     * A thousand profiles (or list buckets) a round trip; `force` the rest. A list goes only after every
+     * profile read from it: a crash in between leaves profiles a list still names, for the next rebuild.
+     */
     const flush = async (force = false) => {
-      if (customers.length >= 1000 || (force && customers.length)) {
+      const listsDue = lists.length >= 1000 || (force && lists.length > 0);
+      if (customers.length >= 1000 || ((force || listsDue) && customers.length)) {
         await this.forgetProfiles(account, customers);
         customers = [];
       }
-      if (lists.length >= 1000 || (force && lists.length)) {
+      if (listsDue) {
         await this.redis.unlink(lists);
         lists = [];
       }

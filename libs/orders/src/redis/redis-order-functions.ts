@@ -17,8 +17,13 @@ import type { RedisLibrary } from '@cdp/redis';
  * the keys to delete from it (no keyspace scan); every call drops the members already expired.
  * An order's keys expire `retention` ms after its last applied change (CDP_ORDER_RETENTION_DAYS).
  */
-export const ORDER_LIBRARY_NAME = 'cdp_orders';
 export const ORDER_LIBRARY_VERSION = '3';
+/**
+ * The version is in the library's and the function's names, as the identity library's is: a processor of
+ * the release before calls its own code, never this one with its arguments (v3 takes a third key).
+ */
+export const ORDER_LIBRARY_NAME = `cdp_orders_v${ORDER_LIBRARY_VERSION}`;
+export const ORDER_APPLY_FN = `${ORDER_LIBRARY_NAME}_apply`;
 export const ORDER_LIBRARY: RedisLibrary = {
   name: ORDER_LIBRARY_NAME,
   code: `#!lua name=${ORDER_LIBRARY_NAME}
@@ -160,6 +165,6 @@ local function cdp_orders_apply(keys, args)
   for i, _ in pairs(touched) do orders[#orders + 1] = {i, redis.call('HGETALL', keys[3 + i * 3])} end
   return cjson.encode({out, orders})
 end
-redis.register_function('cdp_orders_apply', cdp_orders_apply)
+redis.register_function('${ORDER_APPLY_FN}', cdp_orders_apply)
 `,
 };

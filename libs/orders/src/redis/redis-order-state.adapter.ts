@@ -2,7 +2,7 @@ import type { DriverHealth } from '@cdp/contracts';
 import { RebuildLocks, type RedisCommands, type RedisConnection } from '@cdp/redis';
 import type { OrderChange, OrderSnapshot, OrderValue } from '@cdp/domain';
 import { OrdersNotWarmError, OrderState, type ApplyResult } from '../order-state.port.js';
-import { ORDER_LIBRARY } from './redis-order-functions.js';
+import { ORDER_APPLY_FN, ORDER_LIBRARY } from './redis-order-functions.js';
 
 /** Every key carries `{<account>}`, so an account's orders share one cluster slot with its identities. */
 export const orderKeys = {
@@ -70,7 +70,7 @@ export class RedisOrderState extends OrderState {
     ];
     let raw: string;
     try {
-      raw = await this.connection.fcall(ORDER_LIBRARY, 'cdp_orders_apply', keys, args);
+      raw = await this.connection.fcall(ORDER_LIBRARY, ORDER_APPLY_FN, keys, args);
     } catch (err) {
       if (/CDP_ORDERS_NOT_WARM/.test(String(err))) throw new OrdersNotWarmError(account);
       throw err;
