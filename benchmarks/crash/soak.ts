@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, openSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from '../lib/free-port.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { allFaultPoints } from '@cdp/faults';
@@ -42,17 +42,6 @@ export interface SoakResult {
 }
 
 const ADMIN = 'soak-admin-token';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** A deterministic generator, so a failing run can be repeated. */
 function rng(seed: number): () => number {

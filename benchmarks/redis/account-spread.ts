@@ -1,6 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from '../lib/free-port.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RedisIdempotencyStore } from '@cdp/idempotency/redis';
@@ -35,17 +35,6 @@ const FAMILIES = ['profiles', 'events', 'exports', 'subscriptions', 'lists', 'or
 interface Node {
   port: number;
   proc: ChildProcess;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 const cli = (port: number, ...a: string[]) =>
