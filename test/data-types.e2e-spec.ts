@@ -5,6 +5,7 @@ import type { ActivityRecord } from '@cdp/loader';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import type { ScaledPlatform } from './support/scaled.js';
+import { storeQuery } from './support/store-checks.js';
 import { WIRINGS, exportDirOnDisk } from './support/wirings.js';
 
 /**
@@ -462,9 +463,7 @@ describe.each(WIRINGS)('data types (%s)', (_wiring, start) => {
     ]
       .map((q) => `${q} WHERE c_num IS NOT NULL`)
       .join(' UNION ALL ');
-    const rows = await (p instanceof EmbeddedPlatform
-      ? p.query<Row>(acc.id, sql)
-      : p.withStore((store) => store.query<Row>(acc.id, sql)));
+    const rows = await storeQuery(p, acc.id)<Row>(sql);
     const stored = new Map(rows.map((r) => [`${r.object}:${r.id}`, r.v]));
     // Decimal text with its scale's trailing zeros left out, as the sent value reads.
     const plain = (t: string | undefined) => t?.replace(/(\.\d*?)0+$/, '$1').replace(/\.$/, '');

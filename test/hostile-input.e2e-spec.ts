@@ -2,6 +2,7 @@ import { connect } from 'node:net';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import type { ScaledPlatform } from './support/scaled.js';
+import { storeQuery } from './support/store-checks.js';
 import { WIRINGS } from './support/wirings.js';
 
 const MiB = 1024 * 1024;
@@ -291,8 +292,7 @@ describe.each(WIRINGS)('hostile input (%s)', (_wiring, start) => {
 
   /** Rows of the account's database: in this process, or with the processor stopped (scaled). */
   function storeRows<T>(sql: string): Promise<T[]> {
-    if (p instanceof EmbeddedPlatform) return p.query<T>(acc.id, sql);
-    return p.withStore((store) => store.query<T>(acc.id, sql));
+    return storeQuery(p, acc.id)<T>(sql);
   }
 
   it('answers 413 to every 9 MiB body, never a reset, on each route (20 times each)', async () => {

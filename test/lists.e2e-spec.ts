@@ -2,6 +2,7 @@ import { createClient } from 'redis';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import type { ScaledPlatform } from './support/scaled.js';
+import { drainedStoreQuery } from './support/store-checks.js';
 import { WIRINGS } from './support/wirings.js';
 
 interface Status {
@@ -303,12 +304,7 @@ describe.each(WIRINGS)('lists, subscriptions and consent (%s)', (_wiring, start)
         return membership(got).promo === false && !got.opted_in;
       });
       // Scaled out, the store is read with the processor stopped: first let it finish its work.
-      const scaled = p instanceof EmbeddedPlatform ? undefined : p;
-      if (scaled) await eventually(async () => (await scaled.pending()) === 0);
-      const read = async <T>(sql: string): Promise<T[]> =>
-        p instanceof EmbeddedPlatform
-          ? p.query<T>(acc.id, sql)
-          : p.withStore((store) => store.query<T>(acc.id, sql));
+      const read = await drainedStoreQuery(p, acc.id);
       const history = await eventually(async () => {
         const rows = await read<Record<string, unknown>>(
           "SELECT list_id, subscribed, identifier_kind, identifier_value, api_key, source, toUnixTimestamp64Milli(changed_at) AS ms FROM {db}.consent_history WHERE identifier_value = 'hist@x.com' ORDER BY version",

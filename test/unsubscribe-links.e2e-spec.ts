@@ -2,6 +2,7 @@ import { signUnsubscribeToken } from '@cdp/lists';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import type { ScaledPlatform } from './support/scaled.js';
+import { drainedStoreQuery } from './support/store-checks.js';
 import { WIRINGS } from './support/wirings.js';
 
 const SECRET = 'unsubscribe-links-e2e-secret-0123456789abcdef';
@@ -145,12 +146,7 @@ describe.each(WIRINGS)('email unsubscribe links (%s)', (_wiring, start) => {
     expect(membership(after).promo).toBe(true);
 
     // Scaled out, the store is read with the processor stopped: first let it finish its work.
-    const scaled = p instanceof EmbeddedPlatform ? undefined : p;
-    if (scaled) await eventually(async () => (await scaled.pending()) === 0);
-    const read = async <T>(sql: string): Promise<T[]> =>
-      p instanceof EmbeddedPlatform
-        ? p.query<T>(acc.id, sql)
-        : p.withStore((store) => store.query<T>(acc.id, sql));
+    const read = await drainedStoreQuery(p, acc.id);
     const history = await eventually(async () => {
       const rows = await read<Record<string, unknown>>(
         "SELECT list_id, subscribed, identifier_kind, identifier_value, api_key, source FROM {db}.consent_history WHERE identifier_value = 'bob@x.com' AND api_key = 'unsubscribe-link'",

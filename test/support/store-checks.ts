@@ -7,6 +7,24 @@ export type StoreQuery = <T>(sql: string, params?: Record<string, unknown>) => P
 export type StoreCheck = (query: StoreQuery) => Promise<void>;
 
 /**
+ * Reads of one account's store made now, on either wiring: in this process embedded; scaled out, with the
+ * processor stopped for each read (ScaledPlatform.withStore), so a test polls with it sparingly.
+ */
+export function storeQuery(p: EmbeddedPlatform | ScaledPlatform, account: string): StoreQuery {
+  if (p instanceof EmbeddedPlatform) return (sql, params) => p.query(account, sql, params);
+  return (sql, params) => p.withStore((store) => store.query(account, sql, params));
+}
+
+/** `storeQuery` once the processor has nothing left to do (scaled out: a read stops it). */
+export async function drainedStoreQuery(
+  p: EmbeddedPlatform | ScaledPlatform,
+  account: string,
+): Promise<StoreQuery> {
+  if (!(p instanceof EmbeddedPlatform)) await eventually(async () => (await p.pending()) === 0);
+  return storeQuery(p, account);
+}
+
+/**
  * Checks of the store, on both wirings. Embedded, a check runs at once (polled until it holds: the
  * store is written a moment after the API answered). Scaled out, chDB belongs to the processor and
  * reading it means stopping the processor (ScaledPlatform.withStore), so the checks are kept and run
