@@ -1,65 +1,12 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from './api.js';
-
-interface Identifier {
-  kind: string;
-  value: string;
-}
-type Unavailable = { unavailable: string };
-interface Link {
-  kind: string;
-  value: string;
-  first_customer: string;
-  first_seen: string;
-}
-interface Merge {
-  loser: string;
-  survivor: string;
-  seq: number;
-  cause: string[];
-  msg_id: string;
-  at: string;
-}
-interface ConsentChange {
-  list_id: string;
-  subscribed: boolean;
-  identifier_kind: string;
-  identifier_value: string;
-  source: string;
-  api_key: string;
-  changed_at: string;
-}
-interface CustomerView {
-  customer: string;
-  found_by: Identifier;
-  redacted: boolean;
-  attributes: Record<string, unknown>;
-  custom_fields: string[];
-  identifiers: Identifier[];
-  merged: string[];
-  history: { links: Link[]; merges: Merge[]; consent: ConsentChange[] } | Unavailable;
-  opted_in: boolean;
-  lists: { list_id: string; name: string; subscribed: boolean }[];
-  recommendations: Record<string, unknown>[] | Unavailable;
-  segments: { id: string; name: string; state: 'qualified' | 'not_qualified' }[] | Unavailable;
-}
-interface TimelineEvent {
-  event_id: string;
-  ts: string;
-  received_at: string;
-  type: string;
-  action: string;
-  channel: string;
-  identifiers: Record<string, string>;
-  data: Record<string, unknown>;
-  order?: Record<string, unknown> & { items?: Record<string, unknown>[] };
-  tally?: number;
-}
-interface Kinds {
-  named: string[];
-  alias_prefix: string;
-  custom: string[];
-}
+import type {
+  CustomerPageView as CustomerView,
+  IdentifierKindsView as Kinds,
+  TimelineEvent,
+  TimelinePage,
+  Unavailable,
+} from '../../libs/console-api/src/console-views.js';
 
 const ALIAS = 'alias';
 const text = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
@@ -295,7 +242,7 @@ function Timeline({ customer }: { customer: string }) {
   const [error, setError] = useState<string>();
   const load = async (before?: string) => {
     try {
-      const page = await call<{ events: TimelineEvent[]; next?: string }>(
+      const page = await call<TimelinePage>(
         'GET',
         `customers/${encodeURIComponent(customer)}/events${before ? `?before=${encodeURIComponent(before)}` : ''}`,
       );

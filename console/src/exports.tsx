@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
-import { call, CallError } from './api.js';
+import { call } from './api.js';
+import { FormAnswerView, refusal, type FormAnswer } from './form-answer.js';
 
 interface ExportView {
   id: string;
@@ -130,7 +131,7 @@ function StartExport({ onStarted }: { onStarted: () => void }) {
   const [filter, setFilter] = useState('');
   const [sort, setSort] = useState('');
   const [order, setOrder] = useState('asc');
-  const [answer, setAnswer] = useState<{ ok: boolean; text: string; invalids?: string[] }>();
+  const [answer, setAnswer] = useState<FormAnswer>();
   useEffect(() => {
     call<ObjectView[]>('GET', 'objects').then(setObjects, () => undefined);
   }, []);
@@ -147,7 +148,7 @@ function StartExport({ onStarted }: { onStarted: () => void }) {
         try {
           parsed = JSON.parse(filter);
         } catch {
-          setAnswer({ ok: false, text: 'the filter is not JSON' });
+          setAnswer({ ok: false, text: 'the filter is not JSON', invalids: [] });
           return;
         }
       }
@@ -166,12 +167,10 @@ function StartExport({ onStarted }: { onStarted: () => void }) {
     }
     try {
       const record = await call<ExportView>('POST', 'exports', body);
-      setAnswer({ ok: true, text: `Export ${record.id} started.` });
+      setAnswer({ ok: true, text: `Export ${record.id} started.`, invalids: [] });
       onStarted();
     } catch (err) {
-      const invalids =
-        err instanceof CallError ? err.invalids.map((i) => `${String(i.field)}: ${i.reason}`) : [];
-      setAnswer({ ok: false, text: (err as Error).message, invalids });
+      setAnswer(refusal(err));
     }
   };
   return (
@@ -246,18 +245,7 @@ function StartExport({ onStarted }: { onStarted: () => void }) {
         </select>
       </label>
       <button type="submit">Start export</button>
-      {answer && (
-        <div class={answer.ok ? 'ok' : 'error'} role="status" data-testid="export-answer">
-          {answer.text}
-          {answer.invalids?.length ? (
-            <ul>
-              {answer.invalids.map((i) => (
-                <li key={i}>{i}</li>
-              ))}
-            </ul>
-          ) : null}
-        </div>
-      )}
+      {answer && <FormAnswerView answer={answer} role="status" testId="export-answer" />}
     </form>
   );
 }

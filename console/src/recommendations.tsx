@@ -1,15 +1,8 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from './api.js';
 import { SubmitWithAnswer } from './new-object.js';
+import type { RecommendationRules as Rules } from '../../libs/recommendations/src/recommendation-rules.shape.js';
 
-interface Rules {
-  exclude_categories?: string[];
-  require_image?: boolean;
-  require_price?: boolean;
-  min_price?: number;
-  max_price?: number;
-  require_true?: string[];
-}
 interface RulesView {
   rules: Rules;
   boolean_fields: string[];

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
-import { call, CallError } from './api.js';
+import { call } from './api.js';
+import { FormAnswerView, refusal, type FormAnswer } from './form-answer.js';
 
 interface SegmentView {
   id: string;
@@ -164,7 +165,7 @@ export function SegmentsPage() {
 /** Creates or replaces a segment; the server's answer (the API's status, message and invalids) is shown as sent. */
 function SegmentForm(props: { draft: Draft; onDone: () => void; onCancel: () => void }) {
   const [draft, setDraft] = useState(props.draft);
-  const [answer, setAnswer] = useState<{ text: string; invalids: string[] }>();
+  const [answer, setAnswer] = useState<FormAnswer>();
   const set = (k: keyof Draft) => (e: { currentTarget: { value: string } }) =>
     setDraft((d) => ({ ...d, [k]: e.currentTarget.value }));
   const submit = async (e: Event) => {
@@ -173,7 +174,7 @@ function SegmentForm(props: { draft: Draft; onDone: () => void; onCancel: () => 
     try {
       definition = JSON.parse(draft.definition);
     } catch {
-      setAnswer({ text: 'definition: not JSON', invalids: [] });
+      setAnswer({ ok: false, text: 'definition: not JSON', invalids: [] });
       return;
     }
     const body = {
@@ -186,9 +187,7 @@ function SegmentForm(props: { draft: Draft; onDone: () => void; onCancel: () => 
       else await call('POST', 'segments', { id: draft.id, ...body });
       props.onDone();
     } catch (err) {
-      const invalids =
-        err instanceof CallError ? err.invalids.map((i) => `${String(i.field)}: ${i.reason}`) : [];
-      setAnswer({ text: (err as Error).message, invalids });
+      setAnswer(refusal(err));
     }
   };
   return (
@@ -223,18 +222,7 @@ function SegmentForm(props: { draft: Draft; onDone: () => void; onCancel: () => 
           Cancel
         </button>
       </div>
-      {answer && (
-        <div class="error" role="alert" data-testid="segment-answer">
-          {answer.text}
-          {answer.invalids.length ? (
-            <ul>
-              {answer.invalids.map((i) => (
-                <li key={i}>{i}</li>
-              ))}
-            </ul>
-          ) : null}
-        </div>
-      )}
+      {answer && <FormAnswerView answer={answer} role="alert" testId="segment-answer" />}
     </form>
   );
 }

@@ -6,14 +6,17 @@ import { eventually } from '../../../test/support/eventually.js';
  * The behaviour every EventBus driver owes the API and the processor. A driver's spec calls this
  * with a factory; `open` may be called again on the same `place` to model a restart.
  */
+/** The limits a test may set when it opens a bus (each driver's own defaults otherwise). */
+export interface BusTestOptions {
+  maxPendingBytes?: number;
+  maxBatchRecords?: number;
+  maxDeliveries?: number;
+  retryBaseMs?: number;
+  retryCapMs?: number;
+}
+
 export interface BusHarness {
-  open(options?: {
-    maxPendingBytes?: number;
-    maxBatchRecords?: number;
-    maxDeliveries?: number;
-    retryBaseMs?: number;
-    retryCapMs?: number;
-  }): Promise<EventBus>;
+  open(options?: BusTestOptions): Promise<EventBus>;
   /** Removes what the harness created (streams, files); called after each test. */
   cleanup?(): Promise<void>;
 }

@@ -1,7 +1,7 @@
 import { Controller, Get, Param, Query, Req, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { ConsentState } from '@cdp/consent';
-import { ALIAS_PREFIX, NAMED_IDENTIFIERS, SVC_ALL, type Identifier } from '@cdp/domain';
+import { ALIAS_PREFIX, NAMED_IDENTIFIERS, SVC_ALL } from '@cdp/domain';
 import { Auth } from '@cdp/http-common';
 import { ProfileLookup } from '@cdp/http-api/profiles';
 import { IdentityIndex } from '@cdp/identity';
@@ -10,49 +10,19 @@ import { RecommendationRulesService, Recommender, type RecommendedProduct } from
 import { SchemaRegistry } from '@cdp/schema';
 import { evaluateAudiences, SegmentEventCounts, SegmentsService } from '@cdp/segments';
 import { ConsoleSessionGuard, type ConsoleRequest } from './console-session.guard.js';
-import {
-  ConsoleStoreReads,
-  type ConsentChangeView,
-  type LinkView,
-  type MergeView,
-  type TimelinePage,
-} from './reads/console-store-reads.js';
+import type {
+  CustomerPageView,
+  IdentifierKindsView,
+  SegmentStateView,
+  TimelinePage,
+  Unavailable,
+} from './console-views.js';
+import { ConsoleStoreReads } from './reads/console-store-reads.js';
 
 /** Events a timeline page shows. */
 const TIMELINE_PAGE = 20;
 /** Recommendations shown for a customer. */
 const RECOMMENDATIONS = 8;
-
-/** A part of the page that could not be read, with why; the rest of the page still shows. */
-export interface Unavailable {
-  unavailable: string;
-}
-
-export interface CustomerPageView {
-  /** The platform's id of the customer (the survivor of every merge). */
-  customer: string;
-  found_by: Identifier;
-  redacted: boolean;
-  attributes: Record<string, unknown>;
-  /** Which attributes are the account's custom customer fields. */
-  custom_fields: string[];
-  identifiers: Identifier[];
-  /** The customers merged into this one. */
-  merged: string[];
-  /** Where each identifier was first seen, and the merges that joined the customers (the store's record). */
-  history: { links: LinkView[]; merges: MergeView[]; consent: ConsentChangeView[] } | Unavailable;
-  opted_in: boolean;
-  lists: { list_id: string; name: string; subscribed: boolean }[];
-  recommendations: RecommendedProduct[] | Unavailable;
-  /** Every segment of the account and whether the customer qualifies now, as GraphQL's `audiences` answers. */
-  segments: SegmentStateView[] | Unavailable;
-}
-
-export interface SegmentStateView {
-  id: string;
-  name: string;
-  state: 'qualified' | 'not_qualified';
-}
 
 const reason = (err: unknown): Unavailable => ({
   unavailable: err instanceof Error ? err.message : String(err),
@@ -84,9 +54,7 @@ export class ConsoleCustomersController {
 
   /** What the search form offers: the identifier kinds of the account (built-in, alias, custom). */
   @Get('identifier-kinds')
-  async kinds(
-    @Req() request: ConsoleRequest,
-  ): Promise<{ named: string[]; alias_prefix: string; custom: string[] }> {
+  async kinds(@Req() request: ConsoleRequest): Promise<IdentifierKindsView> {
     const schema = await this.schema.read(request.consoleSession!.account.id);
     return { named: [...NAMED_IDENTIFIERS], alias_prefix: ALIAS_PREFIX, custom: [...schema.identifierNames] };
   }

@@ -1,9 +1,9 @@
 import { EVENT_DATA_FIELDS, ORDER_FIELDS, PRODUCT_FIELDS } from '@cdp/domain';
 import {
   MAX_STRING,
+  eventHeadProperties,
   fieldsOf,
   identifierProperties,
-  identifiersSchema,
   nullable,
   orderSchema,
   profileAttributesSchema,
@@ -59,9 +59,7 @@ export const v2EventSchema: Schema = {
   type: 'object',
   required: ['type', 'data'],
   properties: {
-    type: { type: 'string', minLength: 1, maxLength: MAX_STRING },
-    action: nullable(str),
-    identifiers: identifiersSchema,
+    ...eventHeadProperties,
     data: {
       type: 'object',
       properties: {

@@ -83,13 +83,18 @@ export const orderSchema: Schema = {
   },
 };
 
+/** What an event has beside its data fields, in v3 and (where v2 accepts it there too) in v2. */
+export const eventHeadProperties = {
+  type: { type: 'string', minLength: 1, maxLength: MAX_STRING },
+  action: nullable(str),
+  identifiers: identifiersSchema,
+};
+
 export const eventSchema: Schema = {
   type: 'object',
   required: ['type', 'identifiers'],
   properties: {
-    type: { type: 'string', minLength: 1, maxLength: MAX_STRING },
-    action: nullable(str),
-    identifiers: identifiersSchema,
+    ...eventHeadProperties,
     data: {
       type: 'object',
       properties: { ...fieldsOf(EVENT_DATA_FIELDS), order: nullable(orderSchema) },

@@ -71,42 +71,28 @@ export interface ExportObject {
   declared?: DeclaredColumns;
 }
 
+/** A relation of one field each side: `parentObject.parent` = `childObject.child`. */
+function joinedBy(
+  parentObject: string,
+  name: string,
+  childObject: string,
+  parent: string,
+  child: string,
+): ExportRelation & { parentObject: string } {
+  return { parentObject, name, childObject, joinFields: [{ parent, child }] };
+}
+
 /**
  * The built-in relations (spec/NOTES.md "Built-in relations"). Each holds only when both objects
  * exist in the catalog, so adding products, orders or line items brings their relations along.
  */
 export const BUILT_IN_RELATIONS: readonly (ExportRelation & { parentObject: string })[] = [
-  {
-    parentObject: 'events',
-    name: 'product',
-    childObject: 'products',
-    joinFields: [{ parent: 'product_id', child: 'product_id' }],
-  },
-  {
-    parentObject: 'line_items',
-    name: 'product',
-    childObject: 'products',
-    joinFields: [{ parent: 'product_id', child: 'product_id' }],
-  },
-  {
-    parentObject: 'products',
-    name: 'parent_product',
-    childObject: 'products',
-    joinFields: [{ parent: 'parent_product_id', child: 'product_id' }],
-  },
+  joinedBy('events', 'product', 'products', 'product_id', 'product_id'),
+  joinedBy('line_items', 'product', 'products', 'product_id', 'product_id'),
+  joinedBy('products', 'parent_product', 'products', 'parent_product_id', 'product_id'),
   // Through the customer a record belongs to now, so a merged customer's history reaches its survivor.
-  {
-    parentObject: 'events',
-    name: 'customer',
-    childObject: 'customers',
-    joinFields: [{ parent: 'customer_svc_id', child: 'svc_id' }],
-  },
-  {
-    parentObject: 'orders',
-    name: 'customer',
-    childObject: 'customers',
-    joinFields: [{ parent: 'customer_svc_id', child: 'svc_id' }],
-  },
+  joinedBy('events', 'customer', 'customers', 'customer_svc_id', 'svc_id'),
+  joinedBy('orders', 'customer', 'customers', 'customer_svc_id', 'svc_id'),
 ];
 
 /** The objects one account can export, with the relations between them. */

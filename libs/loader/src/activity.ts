@@ -1,5 +1,11 @@
 import { ApiError } from '@cdp/contracts';
-import { MetadataConflictError, NewestFirstIndex, type MetadataStore, type Versioned } from '@cdp/metadata';
+import {
+  LEAVE_AS_IS,
+  NewestFirstIndex,
+  updateWithRetry,
+  type MetadataStore,
+  type Versioned,
+} from '@cdp/metadata';
 import type { DataType } from './file-names.js';
 
 /** Metadata bucket of the activity log: one entry per file, keyed by the file's id. */
@@ -126,22 +132,14 @@ export async function indexEntriesWithoutSlot(metadata: MetadataStore): Promise<
     .filter((e) => e.value.slot === undefined)
     .sort((a, b) => a.value.receivedAt - b.value.receivedAt);
   let indexed = 0;
-  for (let entry of unindexed) {
+  for (const entry of unindexed) {
     const created = Date.parse(entry.value.record.created_at);
     const { slot } = await index.append(entry.value.account, entry.key, created || entry.value.receivedAt);
-    for (;;) {
-      try {
-        await metadata.update(ACTIVITY_BUCKET, entry.key, { ...entry.value, slot }, entry.revision);
-        indexed += 1;
-        break;
-      } catch (err) {
-        if (!(err instanceof MetadataConflictError)) throw err;
-        // A loader moved the entry on meanwhile: name the slot in what it wrote, unless another did.
-        const current = await metadata.get<ActivityEntry>(ACTIVITY_BUCKET, entry.key);
-        if (!current || current.value.slot !== undefined) break;
-        entry = current;
-      }
-    }
+    // A loader may move the entry on meanwhile: name the slot in what it wrote, unless another did.
+    const named = await updateWithRetry<ActivityEntry>(metadata, ACTIVITY_BUCKET, entry.key, (current) =>
+      current && current.value.slot === undefined ? { ...current.value, slot } : LEAVE_AS_IS,
+    );
+    if (named) indexed += 1;
   }
   return indexed;
 }

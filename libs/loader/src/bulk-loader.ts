@@ -71,6 +71,16 @@ const MAX_AHEAD_RECORDS = 20_000;
 /** Attempts of a file that fail for a reason outside the file before it is marked failed. */
 const MAX_ATTEMPTS = 3;
 
+/** A file found in the incoming bucket: its id (by content), whose it is, and where. */
+interface FileSeen {
+  id: string;
+  account: string;
+  trackerId: string;
+  key: string;
+  name: string;
+  stat: ObjectStat;
+}
+
 /**
  * The bulk-file loader (spec "Bulk file ingestion"): watches `{incoming_bucket}/<tracker_id>/`, and
  * loads each complete file exactly once through the bus, as the equivalent API calls would.
@@ -143,7 +153,14 @@ export class BulkLoader {
       const account = await this.accounts.byTrackerId(parts[0]!);
       if (!account) continue;
       const id = await this.fileId(key, version, stat);
-      const claimed = await this.claim(id, account.id, parts[0]!, key, parts[1]!, stat);
+      const claimed = await this.claim({
+        id,
+        account: account.id,
+        trackerId: parts[0]!,
+        key,
+        name: parts[1]!,
+        stat,
+      });
       if (claimed === 'done') {
         this.finished.set(key, version);
         continue;
@@ -182,14 +199,8 @@ export class BulkLoader {
     return id;
   }
 
-  private async claim(
-    id: string,
-    account: string,
-    trackerId: string,
-    key: string,
-    name: string,
-    stat: ObjectStat,
-  ): Promise<Versioned<ActivityEntry> | 'done' | undefined> {
+  private async claim(file: FileSeen): Promise<Versioned<ActivityEntry> | 'done' | undefined> {
+    const { id, account } = file;
     const now = this.now();
     let current = await this.metadata.get<ActivityEntry>(ACTIVITY_BUCKET, id);
     if (!current) {
@@ -197,7 +208,7 @@ export class BulkLoader {
       // the file, still without an entry, gets a new slot at the next look.
       const { slot, at } = await this.index.append(account, id, now);
       try {
-        const entry = this.newEntry(id, account, trackerId, key, name, stat, now, slot, at);
+        const entry = this.newEntry(file, now, slot, at);
         current = { key: id, value: entry, revision: await this.metadata.create(ACTIVITY_BUCKET, id, entry) };
       } catch (err) {
         if (!(err instanceof MetadataConflictError)) throw err;
@@ -232,12 +243,7 @@ export class BulkLoader {
   }
 
   private newEntry(
-    id: string,
-    account: string,
-    trackerId: string,
-    key: string,
-    name: string,
-    stat: ObjectStat,
+    { id, account, trackerId, key, name, stat }: FileSeen,
     now: number,
     slot: number,
     /** When the entry was created, as its slot in the account's index says (never before the previous one's). */

@@ -1,4 +1,10 @@
-import { MetadataConflictError, updateWithRetry, type MetadataStore } from './metadata-store.port.js';
+import {
+  LEAVE_AS_IS,
+  MetadataConflictError,
+  updateWithRetry,
+  type MetadataStore,
+  type Versioned,
+} from './metadata-store.port.js';
 import { NewestFirstIndex, type IndexSlot } from './newest-first-index.js';
 
 /** The store with its reads counted: what a page of an index costs. */
@@ -66,6 +72,36 @@ export function metadataStoreContract(
         }),
       ).rejects.toThrow('refused');
       expect((await store.get('counters', 'c'))?.value).toEqual({ n: 11 });
+    });
+
+    it('updateWithRetry writes nothing when told to leave the record, and gives up after its attempts', async () => {
+      const { store } = open();
+      await store.create('counters', 'd', { n: 1 });
+      const left = await updateWithRetry<{ n: number }>(store, 'counters', 'd', (cur) =>
+        cur && cur.value.n >= 1 ? LEAVE_AS_IS : { n: 1 },
+      );
+      expect(left).toBeUndefined();
+      expect((await store.get('counters', 'd'))?.revision).toBe(1);
+      // Another writer changes the record between every read and write: two conflicts, then the error.
+      const raced: MetadataStore = Object.create(store);
+      raced.get = async <T>(bucket: string, key: string) => {
+        const read = await store.get<{ n: number }>(bucket, key);
+        if (read) await store.update(bucket, key, { n: read.value.n + 10 }, read.revision);
+        return read as Versioned<T> | undefined;
+      };
+      let computed = 0;
+      const racing = updateWithRetry<{ n: number }>(
+        raced,
+        'counters',
+        'd',
+        (cur) => {
+          computed += 1;
+          return { n: cur!.value.n + 1 };
+        },
+        { attempts: 2 },
+      );
+      await expect(racing).rejects.toBeInstanceOf(MetadataConflictError);
+      expect(computed).toBe(2);
     });
 
     it('of many concurrent creates of one key, exactly one wins', async () => {

@@ -29,28 +29,53 @@ export abstract class MetadataStore {
   abstract close(): Promise<void>;
 }
 
+/** What `updateWithRetry`'s `compute` answers to write nothing: the record is left as it was read. */
+export const LEAVE_AS_IS: unique symbol = Symbol('leave the record as it is');
+
+export interface UpdateRetryOptions {
+  /** How many conflicts to meet before giving up with the last MetadataConflictError (default: no limit). */
+  attempts?: number;
+}
+
 /**
  * The compare-and-set loop every read-modify-write on one record needs: reads the record, computes
  * the value to write from it (`undefined` when absent: then it is created), writes it against the
  * revision read, and on MetadataConflictError (another writer came between) starts again on what that
- * writer left. `compute` may therefore run more than once; an error it throws ends the loop.
+ * writer left. `compute` may therefore run more than once; an error it throws ends the loop. A
+ * `compute` that answers LEAVE_AS_IS writes nothing, and the call answers undefined.
  */
-export async function updateWithRetry<T>(
+export function updateWithRetry<T>(
   store: MetadataStore,
   bucket: string,
   key: string,
   compute: (current: Versioned<T> | undefined) => T,
-): Promise<Versioned<T>> {
-  for (;;) {
+  options?: UpdateRetryOptions,
+): Promise<Versioned<T>>;
+export function updateWithRetry<T>(
+  store: MetadataStore,
+  bucket: string,
+  key: string,
+  compute: (current: Versioned<T> | undefined) => T | typeof LEAVE_AS_IS,
+  options?: UpdateRetryOptions,
+): Promise<Versioned<T> | undefined>;
+export async function updateWithRetry<T>(
+  store: MetadataStore,
+  bucket: string,
+  key: string,
+  compute: (current: Versioned<T> | undefined) => T | typeof LEAVE_AS_IS,
+  { attempts = Infinity }: UpdateRetryOptions = {},
+): Promise<Versioned<T> | undefined> {
+  for (let conflicts = 1; ; conflicts++) {
     const found = await store.get<T>(bucket, key);
     const value = compute(found);
+    if (value === LEAVE_AS_IS) return undefined;
     try {
       const revision = found
         ? await store.update(bucket, key, value, found.revision)
         : await store.create(bucket, key, value);
       return { key, value, revision };
     } catch (err) {
-      if (!(err instanceof MetadataConflictError)) throw err;
+      if (!(err instanceof MetadataConflictError) || conflicts >= attempts) throw err;
     }
   }
 }

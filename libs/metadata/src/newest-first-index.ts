@@ -1,4 +1,9 @@
-import { MetadataConflictError, type MetadataStore } from './metadata-store.port.js';
+import {
+  LEAVE_AS_IS,
+  MetadataConflictError,
+  updateWithRetry,
+  type MetadataStore,
+} from './metadata-store.port.js';
 
 /** Slot `n` of a group: the id appended there, and when (never earlier than the slot before it). */
 export interface IndexSlot {
@@ -110,18 +115,13 @@ export class NewestFirstIndex {
    * slots past it anyway, so a failure here must not fail an append that is already durable.
    */
   private async advance(group: string, n: number): Promise<void> {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      try {
-        const head = await this.metadata.get<IndexHead>(this.bucket, headKey(group));
-        if (head && head.value.slot >= n) return;
-        if (head)
-          await this.metadata.update<IndexHead>(this.bucket, headKey(group), { slot: n }, head.revision);
-        else await this.metadata.create<IndexHead>(this.bucket, headKey(group), { slot: n });
-        return;
-      } catch (err) {
-        if (!(err instanceof MetadataConflictError)) return;
-      }
-    }
+    await updateWithRetry<IndexHead>(
+      this.metadata,
+      this.bucket,
+      headKey(group),
+      (head) => (head && head.value.slot >= n ? LEAVE_AS_IS : { slot: n }),
+      { attempts: 5 },
+    ).catch(() => undefined);
   }
 }
 

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChdbTransport } from '@cdp/store/chdb';
 import { tableSql } from '@cdp/store';
+import { databaseShape } from '@cdp/store/testing';
 import { REC_TABLES } from './recommendations.sql.js';
 
 /** The statements the recommendation tables were written as before they were declared, `;;` apart. */
@@ -18,19 +19,7 @@ describe('recommendation table declarations on chDB', () => {
   });
   afterAll(() => transport.close());
 
-  /** Every table's engine and settings, and every column's type, as the engine reports them. */
-  async function shape(db: string): Promise<string> {
-    const tables = await transport.query(
-      `SELECT name, engine_full FROM system.tables WHERE database = {db:String} ORDER BY name`,
-      { db },
-    );
-    const columns = await transport.query(
-      `SELECT table, position, name, type, default_expression FROM system.columns
-       WHERE database = {db:String} ORDER BY table, position`,
-      { db },
-    );
-    return JSON.stringify([...tables, ...columns]).replaceAll(db, 'DB');
-  }
+  const shape = (db: string) => databaseShape(transport, db);
 
   it('make the same tables the hand-written statements made, and open those', async () => {
     for (const db of ['rec_before', 'rec_after']) await transport.exec(`CREATE DATABASE ${db}`);

@@ -16,40 +16,32 @@ const identifier: Schema = {
 const updateTs: Schema = nullable({ anyOf: [{ type: 'number' }, { type: 'string', maxLength: 64 }] });
 const eventData: Schema = nullable({ type: 'object' });
 
-export const consentUpdateSchema: Schema = {
+/** An update of one identifier: the identifier, then `field` (required) and the fields that go with it. */
+const identifierUpdate = (field: string, properties: Schema): Schema => ({
   type: 'object',
-  required: ['identifier_field_name', 'identifier_value', 'consent'],
-  properties: {
-    ...identifier,
-    consent: { type: 'boolean' },
-    consent_update_reason: nullable(str),
-    consent_update_ts: updateTs,
-    event_data: eventData,
-  },
-};
+  required: ['identifier_field_name', 'identifier_value', field],
+  properties: { ...identifier, ...properties },
+});
 
-export const reachabilityUpdateSchema: Schema = {
-  type: 'object',
-  required: ['identifier_field_name', 'identifier_value', 'reachable'],
-  properties: {
-    ...identifier,
-    reachable: { type: 'boolean' },
-    reachable_update_type: nullable({ type: 'string', enum: [...REACHABILITY_UPDATE_TYPES] }),
-    reachable_update_reason: nullable(str),
-    reachable_update_ts: updateTs,
-    event_data: eventData,
-  },
-};
+export const consentUpdateSchema = identifierUpdate('consent', {
+  consent: { type: 'boolean' },
+  consent_update_reason: nullable(str),
+  consent_update_ts: updateTs,
+  event_data: eventData,
+});
 
-export const metadataUpdateSchema: Schema = {
-  type: 'object',
-  required: ['identifier_field_name', 'identifier_value', 'metadata'],
-  properties: {
-    ...identifier,
-    metadata: {
-      type: 'object',
-      minProperties: 1,
-      additionalProperties: nullable({ type: ['string', 'number', 'boolean'] }),
-    },
+export const reachabilityUpdateSchema = identifierUpdate('reachable', {
+  reachable: { type: 'boolean' },
+  reachable_update_type: nullable({ type: 'string', enum: [...REACHABILITY_UPDATE_TYPES] }),
+  reachable_update_reason: nullable(str),
+  reachable_update_ts: updateTs,
+  event_data: eventData,
+});
+
+export const metadataUpdateSchema = identifierUpdate('metadata', {
+  metadata: {
+    type: 'object',
+    minProperties: 1,
+    additionalProperties: nullable({ type: ['string', 'number', 'boolean'] }),
   },
-};
+});

@@ -83,6 +83,12 @@ export interface RedisLibrary {
 const REPLICA_CHECK_MS = 5000;
 /** Items per SSCAN/HSCAN page: one round trip each, and each page a short command on the server. */
 const PAGE = 1000;
+/** Items a writeInBatches round trip carries. */
+const WRITE_BATCH = 1000;
+
+/** The commands queued for one round trip (MULTI, or a pipeline). */
+export type RedisBatch = ReturnType<typeof newBatch>;
+const newBatch = (commands: RedisCommands) => commands.multi();
 
 /**
  * One Redis deployment as every Redis driver sees it: a single server, or a Redis Cluster found from
@@ -269,6 +275,41 @@ export class RedisConnection {
       cursor = String(page.cursor);
       if (page.members.length) yield page.members;
     } while (cursor !== '0');
+  }
+
+  /**
+   * Removes the keys a set indexes and the set's members with them, a page at a time (an account's state
+   * cleared before a rebuild writes it again); `keyOf` names a member's key.
+   */
+  async clearIndexed(index: string, keyOf: (member: string) => string): Promise<void> {
+    for await (const members of this.setMembers(index)) {
+      await this.commands.multi().unlink(members.map(keyOf)).sRem(index, members).exec();
+    }
+  }
+
+  /**
+   * Writes what `write` queues for each item, WRITE_BATCH items a round trip, so a rebuild of millions of
+   * records holds neither them nor their replies in memory; `finish` queues what follows the last item.
+   * Each round trip is a MULTI (applied whole), or with `pipeline` a plain pipeline. Answers how many items.
+   */
+  async writeInBatches<T>(
+    items: AsyncIterable<T>,
+    write: (batch: RedisBatch, item: T) => void,
+    { finish, pipeline = false }: { finish?: (batch: RedisBatch) => void; pipeline?: boolean } = {},
+  ): Promise<number> {
+    const send = (batch: RedisBatch) => (pipeline ? batch.execAsPipeline() : batch.exec());
+    let count = 0;
+    let batch = newBatch(this.commands);
+    for await (const item of items) {
+      write(batch, item);
+      if (++count % WRITE_BATCH === 0) {
+        await send(batch);
+        batch = newBatch(this.commands);
+      }
+    }
+    finish?.(batch);
+    await send(batch);
+    return count;
   }
 
   /** Every field and value of a hash, a page at a time (HSCAN). */

@@ -38,7 +38,7 @@ export function clickHouseTransportContract(
         { id: 'a', n: 1, note: 'ünïcødé "quoted"\nnewline' },
         { id: 'b', n: -2, note: null },
       ];
-      await t.insert(`${db}.rows`, rows.map((r) => JSON.stringify(r)).join('\n'));
+      await t.insert({ table: `${db}.rows`, rows: rows.map((r) => JSON.stringify(r)).join('\n') });
       const back = await t.query<{ id: string; n: string | number; note: string | null }>(
         `SELECT id, n, note FROM ${db}.rows ORDER BY id`,
       );
@@ -49,7 +49,7 @@ export function clickHouseTransportContract(
       const lines = Array.from({ length: 20_000 }, (_, i) =>
         JSON.stringify({ id: `s${String(i).padStart(6, '0')}`, n: i }),
       );
-      await t.insert(`${db}.rows`, lines.join('\n'));
+      await t.insert({ table: `${db}.rows`, rows: lines.join('\n') });
       let count = 0;
       let sum = 0;
       for await (const row of t.stream<{ n: string | number }>(
@@ -74,7 +74,7 @@ export function clickHouseTransportContract(
       it('marks rows the engine cannot parse as a deterministic failure, and an outage as transient', async () => {
         // A lone surrogate (what a client once got past the API) and a number that is not one.
         for (const rows of ['{"id":"s","n":1,"note":"\\ud800"}\n', '{"id":"s","n":"abc","note":null}\n']) {
-          const err = await t.insert(`${db}.rows`, rows).catch((e: unknown) => e);
+          const err = await t.insert({ table: `${db}.rows`, rows }).catch((e: unknown) => e);
           expect(err).toBeInstanceOf(StoreError);
           expect((err as StoreError).deterministic).toBe(true);
         }
@@ -96,7 +96,11 @@ export function clickHouseTransportContract(
       });
 
       it('inserts JSONCompactEachRow rows in the order of the columns named', async () => {
-        await t.insert(`${db}.rows`, '["c1", 7, null]\n["c2", -7, "x"]', {}, ['id', 'n', 'note']);
+        await t.insert({
+          table: `${db}.rows`,
+          rows: '["c1", 7, null]\n["c2", -7, "x"]',
+          columns: ['id', 'n', 'note'],
+        });
         const back = await t.query<{ id: string; n: number; note: string | null }>(
           `SELECT id, n, note FROM ${db}.rows WHERE id IN ('c1', 'c2') ORDER BY id`,
         );
@@ -133,7 +137,11 @@ export function clickHouseTransportContract(
           `CREATE TABLE ${db}.dedup (id String) ENGINE = MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 100`,
         );
         for (let i = 0; i < 2; i++) {
-          await t.insert(`${db}.dedup`, '{"id":"x"}\n{"id":"y"}', { insert_deduplication_token: 'batch-1' });
+          await t.insert({
+            table: `${db}.dedup`,
+            rows: '{"id":"x"}\n{"id":"y"}',
+            settings: { insert_deduplication_token: 'batch-1' },
+          });
         }
         const rows = await t.query<{ c: string | number }>(`SELECT count() AS c FROM ${db}.dedup`);
         expect(Number(rows[0]!.c)).toBe(2);

@@ -1,4 +1,15 @@
 /**
+ * One insert: JSONEachRow text (objects), or with `columns`, JSONCompactEachRow text (one array per row,
+ * in the order of the columns); `settings` apply to this insert alone.
+ */
+export interface InsertBlock {
+  table: string;
+  rows: string;
+  settings?: Record<string, string | number>;
+  columns?: readonly string[];
+}
+
+/**
  * How ClickHouse SQL reaches an engine: in-process (chDB) or over HTTP (a ClickHouse server).
  * Everything above this interface is shared, so both run exactly the same SQL.
  */
@@ -6,16 +17,8 @@ export interface ClickHouseTransport {
   readonly name: string;
   /** Runs a statement that returns nothing (DDL). */
   exec(sql: string): Promise<void>;
-  /**
-   * Inserts rows as one block, with per-insert settings: JSONEachRow text (objects), or with `columns`,
-   * JSONCompactEachRow text (one array per row, in the order of the columns).
-   */
-  insert(
-    table: string,
-    rows: string,
-    settings?: Record<string, string | number>,
-    columns?: readonly string[],
-  ): Promise<void>;
+  /** Inserts rows as one block. */
+  insert(block: InsertBlock): Promise<void>;
   /** Runs a select with `{name:Type}` parameters bound by the engine, returning all rows. */
   query<T>(sql: string, params?: Record<string, unknown>): Promise<T[]>;
   /** Runs a select and yields its rows as they come, without holding the whole result. */

@@ -196,7 +196,12 @@ export class ClickHouseStore extends AnalyticStore {
       if (rows.length === 0) continue;
       const { body, columns } = encode(rows);
       faultPoint(storeInsertPoint(table.name));
-      await this.transport.insert(target, body, this.insertSettings(target, rows), columns);
+      await this.transport.insert({
+        table: target,
+        rows: body,
+        settings: this.insertSettings(target, rows),
+        columns,
+      });
     }
   }
 
@@ -205,7 +210,12 @@ export class ClickHouseStore extends AnalyticStore {
     await this.ensureAccount(account);
     const target = `${databaseName(account)}.${INGEST_REJECTIONS.name}`;
     const { body, columns } = encodeRejections(rows);
-    await this.transport.insert(target, body, this.insertSettings(target, rows), columns);
+    await this.transport.insert({
+      table: target,
+      rows: body,
+      settings: this.insertSettings(target, rows),
+      columns,
+    });
   }
 
   /**
@@ -237,14 +247,14 @@ export class ClickHouseStore extends AnalyticStore {
     const table = `${databaseName(account)}.${COMMITS_TABLE}`;
     const at = toStoreTime(Date.now());
     faultPoint(done ? storeInsertPoint(COMMITS_TABLE) : FAULT_POINTS.storeBegin);
-    await this.transport.insert(
+    await this.transport.insert({
       table,
-      ids.map((msg_id) => JSON.stringify({ msg_id, done, at })).join('\n'),
-      this.insertSettings(
+      rows: ids.map((msg_id) => JSON.stringify({ msg_id, done, at })).join('\n'),
+      settings: this.insertSettings(
         `${table}:${done}`,
         ids.map((msg_id) => ({ msg_id })),
       ),
-    );
+    });
   }
 
   async unfinishedMessages(account: string): Promise<string[]> {
@@ -311,14 +321,14 @@ export class ClickHouseStore extends AnalyticStore {
       : rows;
     if (pending.length === 0) return;
     faultPoint(storeInsertPoint('objects'));
-    await this.transport.insert(
-      target,
-      pending.map((r) => JSON.stringify(r)).join('\n'),
-      this.insertSettings(
+    await this.transport.insert({
+      table: target,
+      rows: pending.map((r) => JSON.stringify(r)).join('\n'),
+      settings: this.insertSettings(
         target,
         pending.map((r) => ({ msg_id: r._msg_id })),
       ),
-    );
+    });
   }
 
   identityGraph(account: string): {

@@ -17,9 +17,9 @@ describe('MeteredTransport', () => {
   afterAll(() => t.close());
 
   it('counts inserted rows and times each insert by table, without the account database', async () => {
-    await t.insert('acc_1.events', '{"id":"a"}\n{"id":"b\\nc"}\n{"id":"d"}');
-    await t.insert('acc_1.events', '["e"]\n', {}, ['id']);
-    const failed = await t.insert('acc_1.events', '{"id": [1, 2}').catch((e: unknown) => e);
+    await t.insert({ table: 'acc_1.events', rows: '{"id":"a"}\n{"id":"b\\nc"}\n{"id":"d"}' });
+    await t.insert({ table: 'acc_1.events', rows: '["e"]\n', columns: ['id'] });
+    const failed = await t.insert({ table: 'acc_1.events', rows: '{"id": [1, 2}' }).catch((e: unknown) => e);
     expect(failed).toBeInstanceOf(Error);
 
     const samples = parseExposition(await metrics.exposition());

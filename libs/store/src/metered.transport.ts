@@ -1,5 +1,5 @@
 import type { Metrics } from '@cdp/metrics';
-import type { ClickHouseTransport } from './clickhouse-transport.js';
+import type { ClickHouseTransport, InsertBlock } from './clickhouse-transport.js';
 
 /**
  * A transport that counts what goes through it: rows and latency of every insert, by table
@@ -16,16 +16,12 @@ export class MeteredTransport implements ClickHouseTransport {
     return this.inner.name;
   }
 
-  async insert(
-    table: string,
-    rows: string,
-    settings?: Record<string, string | number>,
-    columns?: readonly string[],
-  ): Promise<void> {
+  async insert(block: InsertBlock): Promise<void> {
+    const { table, rows } = block;
     const labels = { table: table.slice(table.lastIndexOf('.') + 1) };
     const stop = this.metrics.storeInsertDuration.startTimer(labels);
     try {
-      await this.inner.insert(table, rows, settings, columns);
+      await this.inner.insert(block);
     } catch (err) {
       stop({ outcome: 'error' });
       throw err;

@@ -1,7 +1,7 @@
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { collector, eventBusContract, message } from '../event-bus.contract.js';
+import { collector, eventBusContract, message, type BusTestOptions } from '../event-bus.contract.js';
 import { eventually } from '../../../../test/support/eventually.js';
 import { LocalLogEventBus } from './local-log-event-bus.adapter.js';
 
@@ -9,15 +9,7 @@ function harness() {
   const dir = mkdtempSync(join(tmpdir(), 'cdp-bus-'));
   return {
     dir,
-    open: (
-      o: {
-        maxPendingBytes?: number;
-        maxBatchRecords?: number;
-        maxDeliveries?: number;
-        retryBaseMs?: number;
-        retryCapMs?: number;
-      } = {},
-    ) => LocalLogEventBus.open(dir, { maxPendingBytes: 1 << 30, ...o }),
+    open: (o: BusTestOptions = {}) => LocalLogEventBus.open(dir, { maxPendingBytes: 1 << 30, ...o }),
   };
 }
 

@@ -4,7 +4,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { INGEST_PATTERN, type EventsMessage } from '@cdp/contracts';
 import { loadConfig } from '@cdp/config';
 import { BusTransport } from '../bus.transport.js';
-import { collector, eventBusContract, message } from '../event-bus.contract.js';
+import { collector, eventBusContract, message, type BusTestOptions } from '../event-bus.contract.js';
 import { eventually } from '../../../../test/support/eventually.js';
 import { BusUnavailableError, type Delivery, type EventBus } from '../event-bus.port.js';
 import { failureOf, ok, type DeliveryResult } from '../step-result.js';
@@ -23,15 +23,7 @@ function harness() {
   const buses: EventBus[] = [];
   return {
     prefix,
-    async open(
-      o: {
-        maxPendingBytes?: number;
-        maxBatchRecords?: number;
-        maxDeliveries?: number;
-        retryBaseMs?: number;
-        retryCapMs?: number;
-      } = {},
-    ) {
+    async open(o: BusTestOptions = {}) {
       const nc = await connect({ servers: url });
       connections.push(nc);
       const bus = await NatsEventBus.open(nc, {

@@ -1,5 +1,5 @@
 import type { DriverHealth } from '@cdp/contracts';
-import type { RedisCommands, RedisConnection } from '@cdp/redis';
+import type { RedisBatch, RedisCommands, RedisConnection } from '@cdp/redis';
 import {
   ConsentState,
   type AppliedConsentChange,
@@ -98,30 +98,27 @@ export class RedisConsentState extends ConsentState {
 
   async load(account: string, states: AsyncIterable<StoredConsent>): Promise<number> {
     const index = consentKeys.index(account);
-    for await (const customers of this.connection.setMembers(index)) {
-      const doomed = customers.map((c) => consentKeys.customer(account, c));
-      await this.redis.multi().unlink(doomed).sRem(index, customers).exec();
-    }
+    await this.connection.clearIndexed(index, (c) => consentKeys.customer(account, c));
     // The store gives a customer's memberships together (ordered by customer): its version is known
     // once the next customer starts, so nothing is held per customer.
-    let count = 0;
     let current: { key: string; version: number } | undefined;
-    let pipeline = this.redis.multi();
-    for await (const s of states) {
-      const key = consentKeys.customer(account, s.svc_id);
-      if (current && current.key !== key) pipeline.hSet(current.key, VERSION_FIELD, String(current.version));
-      if (current?.key !== key) current = { key, version: 0 };
-      current.version = Math.max(current.version, s.version);
-      pipeline.hSet(key, s.list_id, stored(s.subscribed, s.at));
-      pipeline.sAdd(index, s.svc_id);
-      if (++count % 1000 === 0) {
-        await pipeline.exec();
-        pipeline = this.redis.multi();
-      }
-    }
-    if (current) pipeline.hSet(current.key, VERSION_FIELD, String(current.version));
-    await pipeline.exec();
-    return count;
+    const writeVersion = (batch: RedisBatch) => {
+      if (current) batch.hSet(current.key, VERSION_FIELD, String(current.version));
+    };
+    return this.connection.writeInBatches(
+      states,
+      (batch, s) => {
+        const key = consentKeys.customer(account, s.svc_id);
+        if (current?.key !== key) {
+          writeVersion(batch);
+          current = { key, version: 0 };
+        }
+        current.version = Math.max(current.version, s.version);
+        batch.hSet(key, s.list_id, stored(s.subscribed, s.at));
+        batch.sAdd(index, s.svc_id);
+      },
+      { finish: writeVersion },
+    );
   }
 
   health(): Promise<DriverHealth> {

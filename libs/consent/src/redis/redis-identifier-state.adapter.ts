@@ -106,26 +106,15 @@ export class RedisIdentifierState extends IdentifierState {
   async load(account: string, changes: AsyncIterable<StoredIdentifierChange>): Promise<number> {
     const index = identifierStateKeys.index(account);
     const prefix = identifierStateKeys.identifier(account, '', '').slice(0, -1);
-    for await (const members of this.connection.setMembers(index)) {
-      await this.redis
-        .multi()
-        .unlink(members.map((m) => prefix + m))
-        .sRem(index, members)
-        .exec();
-    }
-    let count = 0;
-    let pipeline = this.redis.multi();
-    for await (const { field, value, status } of replayIdentifierChanges(changes)) {
-      const key = identifierStateKeys.identifier(account, field, value);
-      pipeline.hSet(key, { [VERSION]: String(status.version), ...statusFields(status) });
-      pipeline.sAdd(index, `${field}:${value}`);
-      if (++count % 1000 === 0) {
-        await pipeline.exec();
-        pipeline = this.redis.multi();
-      }
-    }
-    await pipeline.exec();
-    return count;
+    await this.connection.clearIndexed(index, (m) => prefix + m);
+    return this.connection.writeInBatches(
+      replayIdentifierChanges(changes),
+      (batch, { field, value, status }) => {
+        const key = identifierStateKeys.identifier(account, field, value);
+        batch.hSet(key, { [VERSION]: String(status.version), ...statusFields(status) });
+        batch.sAdd(index, `${field}:${value}`);
+      },
+    );
   }
 
   health(): Promise<DriverHealth> {

@@ -1,6 +1,13 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { EngineUnavailableError } from '@cdp/contracts';
 import { AnalyticStore, COMMITS_TABLE, INGEST_REJECTIONS, type RejectionRow } from '@cdp/store';
+import type {
+  ConsentChangeView,
+  LinkView,
+  MergeView,
+  TimelineEvent,
+  TimelinePage,
+} from '../console-views.js';
 
 /**
  * Asks the store's owner for one of the reads below (ConsoleReadsResponder answers): how an API process
@@ -34,59 +41,6 @@ export type ConsoleReadName = (typeof CONSOLE_READS)[number];
 
 /** Columns of an event row that are bookkeeping, not what the customer did. */
 const EVENT_BOOKKEEPING = new Set(['msg_id', 'svc_id', 'identifiers', 'order']);
-
-export interface MergeView {
-  /** The customer merged away, and the one that holds its history since. */
-  loser: string;
-  survivor: string;
-  /** The account's merge counter. */
-  seq: number;
-  /** The identifiers of the record that joined them (`kind:value`). */
-  cause: string[];
-  /** The bus message that carried that record. */
-  msg_id: string;
-  at: string;
-}
-
-export interface LinkView {
-  kind: string;
-  value: string;
-  /** The customer the identifier was first linked to (a merged one, for an identifier it brought along). */
-  first_customer: string;
-  first_seen: string;
-}
-
-export interface ConsentChangeView {
-  list_id: string;
-  subscribed: boolean;
-  identifier_kind: string;
-  identifier_value: string;
-  source: string;
-  api_key: string;
-  changed_at: string;
-}
-
-export interface TimelineEvent {
-  event_id: string;
-  ts: string;
-  received_at: string;
-  type: string;
-  action: string;
-  channel: string;
-  identifiers: Record<string, string>;
-  /** The event's data fields (custom ones included) that have a value. */
-  data: Record<string, unknown>;
-  /** The event's order (with its items) when it carried one. */
-  order?: Record<string, unknown>;
-  /** The customer's order total so far: every order event up to and including this one. */
-  tally?: number;
-}
-
-export interface TimelinePage {
-  events: TimelineEvent[];
-  /** Pass as `before` for the next (older) page; absent on the last one. */
-  next?: string;
-}
 
 export interface MinuteCount {
   minute: string;

@@ -2,7 +2,7 @@ import { Controller, Req } from '@nestjs/common';
 import { ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
-import { accepted, batchOf, orderUpdateSchema, productSchema, type AcceptedBody } from '@cdp/contracts';
+import { batchOf, orderUpdateSchema, productSchema, type AcceptedBody } from '@cdp/contracts';
 import type { OrderUpdateRecord, ProductRecord } from '@cdp/domain';
 import { OrderState } from '@cdp/orders';
 import { CurrentPrincipal } from '../auth/principal.js';
@@ -30,40 +30,23 @@ export class CommerceObjectsController {
   /** The product feed: additive, no history (an updated value replaces the old one). */
   @IngestRoute({ path: 'products', body: { schema: batchOf(productSchema) } })
   async products(
-    @BatchBody(ProductsBatch) { records, receivedAt }: ValidatedBatch<ProductRecord>,
+    @BatchBody(ProductsBatch) batch: ValidatedBatch<ProductRecord>,
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<AcceptedBody> {
-    await this.publisher.publish({
-      id: request.id,
-      account: principal.account,
-      kind: 'products',
-      receivedAt,
-      records,
-    });
-    return accepted(records);
+    return this.publisher.acceptBatch('products', batch, { id: request.id, account: principal.account });
   }
 
   /** Field updates of existing orders, as `POST /v2/entities` type order: no event is produced. */
   @IngestRoute({ path: 'orders', body: { schema: batchOf(orderUpdateSchema) } })
   @ApiResponse({ status: 404, description: 'an order that does not exist' })
   async orderUpdates(
-    @BatchBody(OrderUpdatesBatch) { records, receivedAt }: ValidatedBatch<OrderUpdateRecord>,
+    @BatchBody(OrderUpdatesBatch) batch: ValidatedBatch<OrderUpdateRecord>,
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<AcceptedBody> {
-    await requireExistingOrders(
-      this.orders,
-      principal.account,
-      records.map((r) => r.order_id),
-    );
-    await this.publisher.publish({
-      id: request.id,
-      account: principal.account,
-      kind: 'order-updates',
-      receivedAt,
-      records,
-    });
-    return accepted(records);
+    const ids = batch.records.map((r) => r.order_id);
+    await requireExistingOrders(this.orders, principal.account, ids);
+    return this.publisher.acceptBatch('order-updates', batch, { id: request.id, account: principal.account });
   }
 }

@@ -15,12 +15,11 @@ export class EventsIngest {
   constructor(private readonly publisher: IngestPublisher) {}
 
   async accept(
-    { records, receivedAt }: ValidatedBatch<EventRecord>,
+    batch: ValidatedBatch<EventRecord>,
     requestId: string,
     account: string,
   ): Promise<AcceptedBody> {
-    await this.publisher.publish({ id: requestId, account, kind: 'events', receivedAt, records });
-    return accepted(records);
+    return this.publisher.acceptBatch('events', batch, { id: requestId, account });
   }
 
   /** The same for records encoded already (EventsBodyPipe): the bus writes their JSON as it is. */

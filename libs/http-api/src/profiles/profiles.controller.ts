@@ -2,7 +2,7 @@ import { Controller, Get, Query, Req, Res } from '@nestjs/common';
 import { ApiHeader, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '@cdp/accounts';
-import { accepted, batchOf, exactJson, profileSchema, type AcceptedBody } from '@cdp/contracts';
+import { batchOf, exactJson, profileSchema, type AcceptedBody } from '@cdp/contracts';
 import type { ProfileRecord } from '@cdp/domain';
 import { Auth } from '@cdp/http-common';
 import { CurrentPrincipal } from '../auth/principal.js';
@@ -25,18 +25,11 @@ export class ProfilesController {
 
   @IngestRoute({ body: { schema: batchOf(profileSchema) } })
   async upsert(
-    @BatchBody(ProfilesBatch) { records, receivedAt }: ValidatedBatch<ProfileRecord>,
+    @BatchBody(ProfilesBatch) batch: ValidatedBatch<ProfileRecord>,
     @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ): Promise<AcceptedBody> {
-    await this.publisher.publish({
-      id: request.id,
-      account: principal.account,
-      kind: 'profiles',
-      receivedAt,
-      records,
-    });
-    return accepted(records);
+    return this.publisher.acceptBatch('profiles', batch, { id: request.id, account: principal.account });
   }
 
   @Get()

@@ -86,6 +86,18 @@ local function entry_set(p, c, strings)
   for i, s in ipairs(strings) do parts[i] = #s .. ':' .. s end
   if redis.call('HSET', key, field, table.concat(parts)) == 1 then redis.call('SADD', p .. 'cb', bucket) end
 end
+-- cmd (SADD, or HSET with extra as every field's value) of all items on key, 500 a call: unpack has a
+-- limit on how many values it returns, and a customer may own more identifiers than that.
+local function add_all(cmd, key, items, extra)
+  for i = 1, #items, 500 do
+    local chunk = {}
+    for j = i, math.min(i + 499, #items) do
+      chunk[#chunk + 1] = items[j]
+      if extra then chunk[#chunk + 1] = extra end
+    end
+    redis.call(cmd, key, unpack(chunk))
+  end
+end
 `;
 
 /** The customer id an entry's bucket and field name (entrySlot reversed). */

@@ -84,16 +84,6 @@ local function cdp_resolve(keys, args)
     if x ~= y then return x < y end
     return a < b
   end
-  local function add_all(cmd, key, items, extra)
-    for i = 1, #items, 500 do
-      local chunk = {}
-      for j = i, math.min(i + 499, #items) do
-        chunk[#chunk + 1] = items[j]
-        if extra then chunk[#chunk + 1] = extra end
-      end
-      redis.call(cmd, key, unpack(chunk))
-    end
-  end
   local function merge(loser, survivor, merged)
     local le = entry_of(loser)
     if le and #le > 1 then

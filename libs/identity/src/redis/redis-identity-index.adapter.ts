@@ -82,15 +82,12 @@ for i = 2, #ARGV, 2 do
   local loser, survivor = survivor_of(ARGV[i]), survivor_of(ARGV[i + 1])
   if loser ~= survivor then
     local le, se = entry_of(loser), entry_of(survivor)
-    for j = 2, #le, 500 do
-      local pairs_ = {}
-      for k = j, math.min(j + 499, #le) do
-        pairs_[#pairs_ + 1] = le[k]
-        pairs_[#pairs_ + 1] = survivor
-        se[#se + 1] = le[k]
-      end
-      redis.call('HSET', ids, unpack(pairs_))
+    local members = {}
+    for k = 2, #le do
+      members[k - 1] = le[k]
+      se[#se + 1] = le[k]
     end
+    add_all('HSET', ids, members, survivor)
     entries[loser] = {le[1]}
     dirty[loser], dirty[survivor] = true, true
     local lc = redis.call('HGET', p .. 'cids', loser)
@@ -98,16 +95,8 @@ for i = 2, #ARGV, 2 do
     local moved = redis.call('SMEMBERS', p .. 'a:' .. loser)
     table.insert(moved, 1, loser)
     redis.call('DEL', p .. 'a:' .. loser)
-    for j = 1, #moved, 500 do
-      local pairs_, keys_ = {}, {}
-      for k = j, math.min(j + 499, #moved) do
-        pairs_[#pairs_ + 1] = moved[k]
-        pairs_[#pairs_ + 1] = survivor
-        keys_[#keys_ + 1] = moved[k]
-      end
-      redis.call('HSET', merged, unpack(pairs_))
-      redis.call('SADD', p .. 'a:' .. survivor, unpack(keys_))
-    end
+    add_all('HSET', merged, moved, survivor)
+    add_all('SADD', p .. 'a:' .. survivor, moved)
   end
 end
 for c in pairs(dirty) do entry_set(p, c, entries[c]) end

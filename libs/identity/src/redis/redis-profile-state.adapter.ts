@@ -7,7 +7,7 @@ import {
   type StoredProfile,
 } from '../profile-state.port.js';
 import { IdentityNotWarmError } from '../identity-index.port.js';
-import type { RedisCommands, RedisConnection } from '@cdp/redis';
+import type { RedisBatch, RedisCommands, RedisConnection } from '@cdp/redis';
 import { foldedProfile } from '../profile-fold.js';
 import type { FieldTimes } from '../field-order.js';
 import { fcall } from './redis-functions-loader.js';
@@ -104,25 +104,18 @@ export class RedisProfileState extends ProfileState {
 
   async load(account: string, profiles: AsyncIterable<StoredProfile>): Promise<number> {
     await this.forget(account);
-    let count = 0;
-    let pipeline = this.redis.multi();
-    for await (const p of profiles) {
+    const write = (batch: RedisBatch, p: StoredProfile) => {
       const fields: Record<string, string> = { [VERSION_FIELD]: String(p.version) };
       for (const [f, v] of Object.entries(p.attributes)) fields[f] = JSON.stringify(v);
       if (p.redacted) fields[REDACTED_FIELD] = '1';
       for (const [f, at] of Object.entries(p.times ?? {})) fields[TIME_PREFIX + f] = String(at);
-      pipeline.hSet(keys.profile(account, p.svc_id), fields);
+      batch.hSet(keys.profile(account, p.svc_id), fields);
       const { bucket, field } = entrySlot(p.svc_id);
-      pipeline.hSet(keys.profileList(account, bucket), field, '');
-      pipeline.sAdd(keys.profileBuckets(account), bucket);
-      if (typeof p.attributes.phone === 'string') pipeline.sAdd(keys.phone(account, fields.phone!), p.svc_id);
-      if (++count % 1000 === 0) {
-        await pipeline.execAsPipeline();
-        pipeline = this.redis.multi();
-      }
-    }
-    await pipeline.execAsPipeline();
-    return count;
+      batch.hSet(keys.profileList(account, bucket), field, '');
+      batch.sAdd(keys.profileBuckets(account), bucket);
+      if (typeof p.attributes.phone === 'string') batch.sAdd(keys.phone(account, fields.phone!), p.svc_id);
+    };
+    return this.connection.writeInBatches(profiles, write, { pipeline: true });
   }
 
   /**

@@ -32,7 +32,7 @@ describe('ChdbTransport', () => {
         if (row.number === 10) side.push(transport.query('SELECT 1 AS x'));
         if (row.number === 20)
           side.push(transport.exec('CREATE TABLE IF NOT EXISTS side (a UInt8) ENGINE = Memory'));
-        if (row.number === 30) side.push(transport.insert('side', '{"a":1}\n'));
+        if (row.number === 30) side.push(transport.insert({ table: 'side', rows: '{"a":1}\n' }));
       }
       expect(rows).toBe(300000);
       await expect(Promise.all(side)).resolves.toEqual([[{ n: 3000000 }], [{ x: 1 }], undefined, undefined]);

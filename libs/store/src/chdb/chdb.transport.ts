@@ -7,6 +7,7 @@ import {
   storeCall,
   toStoreError,
   type ClickHouseTransport,
+  type InsertBlock,
 } from '../clickhouse-transport.js';
 import { SessionGate } from './session-gate.js';
 
@@ -47,12 +48,7 @@ export class ChdbTransport implements ClickHouseTransport {
     await this.gate.shared(() => storeCall(() => this.db.queryAsync(sql)));
   }
 
-  async insert(
-    table: string,
-    rows: string,
-    settings: Record<string, string | number> = {},
-    columns?: readonly string[],
-  ): Promise<void> {
+  async insert({ table, rows, settings = {}, columns }: InsertBlock): Promise<void> {
     // A test makes the store refuse every write a while here (`store.transport.insert:throw~MS`).
     faultPoint('store.transport.insert');
     const format = columns ? 'JSONCompactEachRow' : 'JSONEachRow';

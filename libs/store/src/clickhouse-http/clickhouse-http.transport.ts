@@ -8,6 +8,7 @@ import {
   storeCall,
   toStoreError,
   type ClickHouseTransport,
+  type InsertBlock,
 } from '../clickhouse-transport.js';
 import { HostRing, hostUrls } from './host-ring.js';
 
@@ -41,12 +42,7 @@ export class ClickHouseHttpTransport implements ClickHouseTransport {
     await storeCall(() => this.clients.call((client) => client.command({ query: sql })));
   }
 
-  async insert(
-    table: string,
-    rows: string,
-    settings: Record<string, string | number> = {},
-    columns?: readonly string[],
-  ): Promise<void> {
+  async insert({ table, rows, settings = {}, columns }: InsertBlock): Promise<void> {
     // A test makes the store refuse every write a while here (`store.transport.insert:throw~MS`).
     faultPoint('store.transport.insert');
     const base = await (this.insertSettings ??= this.decideInsertSettings());

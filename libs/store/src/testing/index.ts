@@ -1,6 +1,8 @@
 import type { ClickHouseTransport } from '../clickhouse-transport.js';
 import { CO_SHARDED_SETTING, shardLocalJoins } from '../tables/distributed-reads.js';
 
+export { databaseShape } from './database-shape.js';
+
 /** DDL and mutations: on a cluster they go to every node (ON CLUSTER); here they are only parsed. */
 const CLUSTER_STATEMENT = /^\s*(CREATE|ALTER|DROP|OPTIMIZE|RENAME|EXCHANGE|TRUNCATE)\b/i;
 
