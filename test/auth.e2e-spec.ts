@@ -1,23 +1,18 @@
 import { ADMIN_TOKEN, EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import type { ScaledPlatform } from './support/scaled.js';
 import { StoreChecks } from './support/store-checks.js';
-import { WIRINGS } from './support/wirings.js';
+import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 
 /** The same suite on both wirings: all in one process, and API + processor on NATS and Redis. */
 describe.each(WIRINGS)('authentication, keys and the error envelope (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let a: TestAccount;
   let b: TestAccount;
   // The other account's store: what one account sends never lands there.
-  const storeOfB = new StoreChecks(
-    () => p,
-    () => b.id,
-  );
+  const storeOfB = new StoreChecks(() => ({ platform: p, account: b.id }));
 
   beforeAll(async () => {
-    p = await start();
-    a = await p.createAccount('a');
+    ({ p, acc: a } = await startWithAccount(start, 'a'));
     b = await p.createAccount('b');
   }, 60_000);
   afterAll(() => p.close(), 30_000);

@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { createClient } from 'redis';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import type { ScaledPlatform } from './support/scaled.js';
-import { exportDirOnDisk, WIRINGS } from './support/wirings.js';
+import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { runExport } from './support/exports.js';
 
 type Attributes = Record<string, unknown>;
 
@@ -15,13 +15,10 @@ type Attributes = Record<string, unknown>;
  * work in events, profiles, lookups and exports, and survive a rebuild of the identity index.
  */
 describe.each(WIRINGS)('custom identifiers (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
 
-  beforeAll(async () => {
-    p = await start();
-    acc = await p.createAccount('custom-ids');
-  }, 60_000);
+  beforeAll(async () => ({ p, acc } = await startWithAccount(start, 'custom-ids')), 60_000);
   afterAll(() => p.close(), 30_000);
 
   const createIdentifier = (body: unknown, key = acc.privateKey) =>
@@ -213,32 +210,17 @@ describe.each(WIRINGS)('custom identifiers (%s)', (_wiring, start) => {
   });
 
   it('exports carry the identifiers: the customer field and the event field', async () => {
-    const res = await p
-      .http()
-      .post('/v3/exports')
-      .set('x-api-key', acc.privateKey)
-      .send({
-        select: {
-          object: 'events',
-          fields: ['loyalty_id', 'customer.email', 'customer.loyalty_id'],
-          filter: { field: 'loyalty_id', operator: '=', value: 'L-1' },
-        },
-      });
-    expect(res.status).toBe(202);
-    const record = await eventually(async () => {
-      const got = await p.http().get(`/v3/exports/${res.body.id}`).set('x-api-key', acc.privateKey);
-      return got.body.state === 'completed' ? got.body : false;
-    }, 30_000);
-    const dir = exportDirOnDisk(p, record.path as string);
-    const manifest = JSON.parse(readFileSync(join(dir, 'complete.json'), 'utf8')) as {
-      files: { path: string }[];
-    };
-    const rows = parse<Record<string, string>>(
-      readFileSync(join(dir, manifest.files[0]!.path.split('/').pop()!)),
-      {
-        columns: true,
+    const exported = await runExport(p, acc.privateKey, {
+      select: {
+        object: 'events',
+        fields: ['loyalty_id', 'customer.email', 'customer.loyalty_id'],
+        filter: { field: 'loyalty_id', operator: '=', value: 'L-1' },
       },
-    );
+    });
+    expect(exported.record.state).toBe('completed');
+    const rows = parse<Record<string, string>>(readFileSync(exported.fileOf(exported.manifest().files[0]!)), {
+      columns: true,
+    });
     expect(rows).toEqual([
       { loyalty_id: 'L-1', 'customer.email': 'ann@x.com', 'customer.loyalty_id': 'L-1' },
     ]);

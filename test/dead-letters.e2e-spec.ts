@@ -1,8 +1,7 @@
 import { configureFaults, parseFaults } from '@cdp/faults';
 import { ADMIN_TOKEN, EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import { ScaledPlatform } from './support/scaled.js';
-import { WIRINGS } from './support/wirings.js';
+import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 
 /**
  * Poison does not slow anyone else down: one account's messages fail deterministically in the processor
@@ -12,14 +11,13 @@ import { WIRINGS } from './support/wirings.js';
  * the cause is gone.
  */
 describe.each(WIRINGS)('dead letters (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let quiet: TestAccount;
   let poisoned: TestAccount;
   const POISON_REQUESTS = 30;
 
   beforeAll(async () => {
-    p = await start();
-    quiet = await p.createAccount('quiet');
+    ({ p, acc: quiet } = await startWithAccount(start, 'quiet'));
     poisoned = await p.createAccount('poisoned');
     await arm(`processor.message[${poisoned.id}]:reject~3600000`);
   });

@@ -8,7 +8,8 @@ import { ExportWorkerLifecycle } from '@cdp/exports/worker';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { ScaledPlatform } from './support/scaled.js';
-import { exportDirOnDisk, WIRINGS } from './support/wirings.js';
+import { exportDirOnDisk, type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { finishedExport, type Manifest, type ManifestFile, runExport } from './support/exports.js';
 
 /** Small files, so that a few dozen rows already span several (spec: sorts apply per file). */
 const ROWS_PER_FILE = 4;
@@ -45,27 +46,12 @@ const PRODUCTS = [
   { product_id: 'p2', name: 'Lamp, blue', parent_product_id: 'p0', price: 32 },
 ];
 
-interface ManifestFile {
-  path: string;
-  object: string;
-  rows: number;
-  bytes: number;
-  sha256: string;
-}
-interface Manifest {
-  export_id: string;
-  state: string;
-  files: ManifestFile[];
-  columns: Record<string, Record<string, string>>;
-}
-
 describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
 
   beforeAll(async () => {
-    p = await start(ENV);
-    acc = await p.createAccount();
+    ({ p, acc } = await startWithAccount(start, undefined, ENV));
     await p
       .http()
       .post('/v3/profiles')
@@ -102,22 +88,19 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
       .post('/v3/exports')
       .set('x-api-key', key)
       .send(body as object);
-  const get = (id: string, key = acc.privateKey) => p.http().get(`/v3/exports/${id}`).set('x-api-key', key);
   const onDisk = (path: string): string => exportDirOnDisk(p, path);
 
   /** Waits for the export to finish and returns its manifest, checking each file's size and hash. */
-  async function finished(id: string, key?: string): Promise<{ manifest: Manifest; dir: string }> {
-    const record = await eventually(async () => {
-      const res = await get(id, key);
-      return res.body.state === 'completed' || res.body.state === 'completed_with_errors' ? res.body : false;
-    }, 30_000);
+  async function finished(id: string, key = acc.privateKey): Promise<{ manifest: Manifest; dir: string }> {
+    const exported = await finishedExport(p, key, id);
+    const { record, dir } = exported;
+    expect(['completed', 'completed_with_errors']).toContain(record.state);
     expect(record.path).toMatch(new RegExp(`^export/[^/]+/data-exports/${id}$`));
-    const dir = onDisk(record.path as string);
-    const manifest = JSON.parse(readFileSync(join(dir, 'complete.json'), 'utf8')) as Manifest;
+    const manifest = exported.manifest();
     expect(manifest.export_id).toBe(id);
     expect(manifest.state).toBe(record.state);
     for (const f of manifest.files) {
-      const bytes = readFileSync(join(dir, f.path.split('/').pop()!));
+      const bytes = readFileSync(exported.fileOf(f));
       expect(bytes.length).toBe(f.bytes);
       expect(createHash('sha256').update(bytes).digest('hex')).toBe(f.sha256);
     }
@@ -448,16 +431,9 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
     ).expect(202);
 
     const exportOf = async (body: unknown) => {
-      const res = await send('post', '/v3/exports', body);
-      expect(res.status).toBe(202);
-      const record = await eventually(async () => {
-        const r = await p.http().get(`/v3/exports/${res.body.id}`).set('x-api-key', own.privateKey);
-        if (r.body.state !== 'completed') throw new Error(`export ${r.body.state}`);
-        return r.body as { path: string };
-      }, 30_000);
-      const dir = onDisk(record.path);
-      const manifest = JSON.parse(readFileSync(join(dir, 'complete.json'), 'utf8')) as Manifest;
-      return manifest.files.flatMap((f) => csvRows(dir, f));
+      const exported = await runExport(p, own.privateKey, body as object);
+      expect(exported.record.state).toBe('completed');
+      return exported.manifest().files.flatMap((f) => csvRows(exported.dir, f));
     };
     const rows = await eventually(async () => {
       const got = await exportOf({

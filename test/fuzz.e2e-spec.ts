@@ -5,6 +5,7 @@ import { connect } from '@nats-io/transport-node';
 import { EmbeddedPlatform, ADMIN_TOKEN, type TestAccount } from './support/embedded.js';
 import { ScaledPlatform } from './support/scaled.js';
 import { eventually } from './support/eventually.js';
+import type { Platform } from './support/wirings.js';
 import { envelopeProblem, messageOf, sendAll, type FuzzResponse } from './support/fuzz-runner.js';
 import {
   documentGaps,
@@ -30,8 +31,6 @@ const SCALED_TOTAL = Math.ceil(TOTAL / 5);
 const CONCURRENCY = 8;
 const MB = 1024 * 1024;
 const RSS_HEADROOM_MB = 400;
-
-type Platform = EmbeddedPlatform | ScaledPlatform;
 
 /** Resident memory of the process serving the API: this one (embedded), or the API child (scaled). */
 function apiRss(p: Platform): number {

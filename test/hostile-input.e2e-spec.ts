@@ -1,9 +1,8 @@
 import { connect } from 'node:net';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import type { ScaledPlatform } from './support/scaled.js';
 import { storeQuery } from './support/store-checks.js';
-import { WIRINGS } from './support/wirings.js';
+import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 
 const MiB = 1024 * 1024;
 
@@ -19,12 +18,11 @@ interface Answer {
  * exactly. Bodies are sent as raw bytes: JSON.stringify would turn 1e400 into null.
  */
 describe.each(WIRINGS)('hostile input (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
 
   beforeAll(async () => {
-    p = await start();
-    acc = await p.createAccount();
+    ({ p, acc } = await startWithAccount(start));
     const object = await send('/v3/schema/objects', {
       name: 'stores',
       display_name: 'Stores',

@@ -1,8 +1,7 @@
-import { ADMIN_TOKEN, EmbeddedPlatform, type TestAccount } from './support/embedded.js';
+import { ADMIN_TOKEN, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import type { ScaledPlatform } from './support/scaled.js';
 import { StoreChecks } from './support/store-checks.js';
-import { WIRINGS } from './support/wirings.js';
+import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 
 /**
  * The original API's per-identifier surface on both wirings (issue 20): consent (`/v3/consent`, one
@@ -10,17 +9,13 @@ import { WIRINGS } from './support/wirings.js';
  * gating custom objects.
  */
 describe.each(WIRINGS)('consent, reachability, identifier metadata and schema modules (%s)', (_w, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
   let store: StoreChecks;
 
   beforeAll(async () => {
-    p = await start();
-    acc = await p.createAccount('surface');
-    store = new StoreChecks(
-      () => p,
-      () => acc.id,
-    );
+    ({ p, acc } = await startWithAccount(start, 'surface'));
+    store = new StoreChecks(() => ({ platform: p, account: acc.id }));
     const field = (name: string, type: string) =>
       p
         .http()

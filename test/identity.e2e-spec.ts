@@ -1,26 +1,19 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import type { ScaledPlatform } from './support/scaled.js';
 import { StoreChecks } from './support/store-checks.js';
-import { exportDirOnDisk, WIRINGS } from './support/wirings.js';
+import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { runExport } from './support/exports.js';
 
 /** Identity resolution through the API, on both wirings: merges, conflicts, field rules. */
 describe.each(WIRINGS)('customers and identity (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
 
-  beforeAll(async () => {
-    p = await start();
-    acc = await p.createAccount();
-  }, 60_000);
+  beforeAll(async () => ({ p, acc } = await startWithAccount(start)), 60_000);
   afterAll(() => p.close(), 30_000);
   // Embedded, store checks run at once; scaled out, together in the last test (processor stopped).
-  const store = new StoreChecks(
-    () => p,
-    () => acc.id,
-  );
+  const store = new StoreChecks(() => ({ platform: p, account: acc.id }));
 
   const post = (path: string, body: unknown) =>
     p
@@ -64,32 +57,15 @@ describe.each(WIRINGS)('customers and identity (%s)', (_wiring, start) => {
     expect((await profile('email=old@x.com')).body.attributes).toEqual(merged);
 
     // An export attributes the merged customer's earlier pageview to the survivor.
-    const exp = await p
-      .http()
-      .post('/v3/exports')
-      .set('x-api-key', acc.privateKey)
-      .send({
-        select: {
-          object: 'events',
-          fields: ['page', 'customer.email', 'customer.city'],
-          filter: { field: 'page', operator: '=', value: '/a' },
-        },
-      });
-    expect(exp.status).toBe(202);
-    const done = await eventually(async () => {
-      const r = await p.http().get(`/v3/exports/${exp.body.id}`).set('x-api-key', acc.privateKey);
-      if (r.body.state !== 'completed') throw new Error(`export ${r.body.state}`);
-      return r.body as { path: string };
-    }, 30_000);
-    const manifest = JSON.parse(
-      readFileSync(join(exportDirOnDisk(p, done.path), 'complete.json'), 'utf8'),
-    ) as {
-      files: { path: string }[];
-    };
-    const csv = readFileSync(
-      join(exportDirOnDisk(p, done.path), manifest.files[0]!.path.split('/').pop()!),
-      'utf8',
-    );
+    const exported = await runExport(p, acc.privateKey, {
+      select: {
+        object: 'events',
+        fields: ['page', 'customer.email', 'customer.city'],
+        filter: { field: 'page', operator: '=', value: '/a' },
+      },
+    });
+    expect(exported.record.state).toBe('completed');
+    const csv = readFileSync(exported.fileOf(exported.manifest().files[0]!), 'utf8');
     expect(csv.trim().split('\n')).toEqual(['page,customer.email,customer.city', '/a,old@x.com,Rome']);
 
     await store.check(async (query) => {

@@ -2,9 +2,8 @@ import { gzipSync } from 'node:zlib';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { pageviews } from './support/generators.js';
-import type { ScaledPlatform } from './support/scaled.js';
 import { StoreChecks, type StoreQuery } from './support/store-checks.js';
-import { WIRINGS } from './support/wirings.js';
+import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 
 const MiB = 1024 * 1024;
 
@@ -14,18 +13,12 @@ const MiB = 1024 * 1024;
  * processor stopped for the read (test/support/store-checks.ts).
  */
 describe.each(WIRINGS)('the first write path: events and profiles (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
 
-  beforeAll(async () => {
-    p = await start();
-    acc = await p.createAccount();
-  }, 60_000);
+  beforeAll(async () => ({ p, acc } = await startWithAccount(start)), 60_000);
   afterAll(() => p.close(), 30_000);
-  const store = new StoreChecks(
-    () => p,
-    () => acc.id,
-  );
+  const store = new StoreChecks(() => ({ platform: p, account: acc.id }));
 
   const events = (body: unknown, key = acc.publicKey) =>
     p

@@ -1,9 +1,8 @@
 import { createClient } from 'redis';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import type { ScaledPlatform } from './support/scaled.js';
 import { drainedStoreQuery } from './support/store-checks.js';
-import { WIRINGS } from './support/wirings.js';
+import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 
 interface Status {
   customer: Record<string, string>;
@@ -13,13 +12,12 @@ interface Status {
 
 /** Lists, subscriptions and consent on both wirings (spec "Lists and subscriptions"). */
 describe.each(WIRINGS)('lists, subscriptions and consent (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
   let other: TestAccount;
 
   beforeAll(async () => {
-    p = await start();
-    acc = await p.createAccount('lists');
+    ({ p, acc } = await startWithAccount(start, 'lists'));
     other = await p.createAccount('other');
   }, 60_000);
   afterAll(() => p.close(), 30_000);

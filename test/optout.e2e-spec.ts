@@ -1,10 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import type { ScaledPlatform } from './support/scaled.js';
 import { StoreChecks } from './support/store-checks.js';
-import { exportDirOnDisk, WIRINGS } from './support/wirings.js';
+import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { runExport } from './support/exports.js';
 
 interface OptOutBody {
   title: string;
@@ -23,17 +22,11 @@ const REDACTED = { opted_in: false };
 
 /** Compliance opt-out on both wirings (spec "Compliance opt-out", consent table, errors, limits). */
 describe.each(WIRINGS)('compliance opt-out (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
-  const store = new StoreChecks(
-    () => p,
-    () => acc.id,
-  );
+  const store = new StoreChecks(() => ({ platform: p, account: acc.id }));
 
-  beforeAll(async () => {
-    p = await start();
-    acc = await p.createAccount('optout');
-  }, 60_000);
+  beforeAll(async () => ({ p, acc } = await startWithAccount(start, 'optout')), 60_000);
   afterAll(() => p.close(), 30_000);
 
   const optout = (body: unknown, key = acc.privateKey) =>
@@ -348,21 +341,13 @@ describe.each(WIRINGS)('compliance opt-out (%s)', (_wiring, start) => {
 
     /** Exports every object (no `objects`: all of them) and returns the text of every file. */
     const exportAll = async (): Promise<string> => {
-      const res = await send('/v3/exports', {}, acc.privateKey);
-      expect(res.status).toBe(202);
-      const record = await eventually(async () => {
-        const r = await p.http().get(`/v3/exports/${res.body.id}`).set('x-api-key', acc.privateKey);
-        if (r.body.state !== 'completed') throw new Error(`export ${r.body.state}`);
-        return r.body as { path: string };
-      }, 60_000);
-      const dir = exportDirOnDisk(p, record.path);
-      const manifest = JSON.parse(readFileSync(join(dir, 'complete.json'), 'utf8')) as {
-        files: { path: string; object: string }[];
-      };
+      const exported = await runExport(p, acc.privateKey, {}, 60_000);
+      expect(exported.record.state).toBe('completed');
+      const manifest = exported.manifest();
       expect(new Set(manifest.files.map((f) => f.object))).toEqual(
         new Set(['customers', 'events', 'products', 'orders', 'line_items']),
       );
-      return manifest.files.map((f) => readFileSync(join(dir, f.path.split('/').pop()!), 'utf8')).join('\n');
+      return manifest.files.map((f) => readFileSync(exported.fileOf(f), 'utf8')).join('\n');
     };
     const found = (text: string, values: Record<string, string>) =>
       Object.entries(values).filter(([, v]) => text.toLowerCase().includes(v.toLowerCase()));

@@ -5,8 +5,7 @@ import { IngestPipeline } from '@cdp/processor';
 import { AnalyticStore } from '@cdp/store';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import type { ScaledPlatform } from './support/scaled.js';
-import { WIRINGS } from './support/wirings.js';
+import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 
 type Row = Record<string, unknown>;
 
@@ -25,7 +24,7 @@ interface Snapshot {
  * out, chDB belongs to the processor, which is stopped for the read) and each case checks its rows.
  */
 describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
   let store: Snapshot;
 
@@ -113,8 +112,7 @@ describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
   }
 
   beforeAll(async () => {
-    p = await start();
-    acc = await p.createAccount();
+    ({ p, acc } = await startWithAccount(start));
     const ok = async (res: Promise<{ status: number; body: unknown }>) => {
       const r = await res;
       if (r.status !== 202) throw new Error(`expected 202, got ${r.status}: ${JSON.stringify(r.body)}`);

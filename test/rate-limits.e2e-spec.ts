@@ -1,10 +1,10 @@
 import { connectRedis } from '@cdp/redis';
 import { RedisRateLimiter } from '@cdp/rate-limits/redis';
 import { ChildApp } from './support/child-process.js';
-import { ADMIN_TOKEN, type EmbeddedPlatform, type TestAccount } from './support/embedded.js';
+import { ADMIN_TOKEN, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { ScaledPlatform } from './support/scaled.js';
-import { WIRINGS } from './support/wirings.js';
+import { type Platform, WIRINGS } from './support/wirings.js';
 
 interface Answer {
   status: number;
@@ -57,7 +57,7 @@ function expectEdge(answers: Answer[], limit: number): void {
 }
 
 describe.each(WIRINGS)('rate limits per account and API family (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
 
   beforeAll(async () => {
     p = await start();

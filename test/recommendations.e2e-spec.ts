@@ -1,7 +1,6 @@
-import { ADMIN_TOKEN, EmbeddedPlatform, type TestAccount } from './support/embedded.js';
+import { ADMIN_TOKEN, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import type { ScaledPlatform } from './support/scaled.js';
-import { WIRINGS } from './support/wirings.js';
+import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 
 type Product = Record<string, unknown> & { product_id: string; recommendation_type: string };
 
@@ -27,7 +26,7 @@ const PRODUCTS = [
  * identifier, the page's products, exclusions, the operator's rules, sorting and the 400s.
  */
 describe.each(WIRINGS)('recommendations (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
   let other: TestAccount;
 
@@ -69,8 +68,7 @@ describe.each(WIRINGS)('recommendations (%s)', (_wiring, start) => {
   });
 
   beforeAll(async () => {
-    p = await start();
-    acc = await p.createAccount('recs');
+    ({ p, acc } = await startWithAccount(start, 'recs'));
     for (const field of [
       { name: 'in_stock', type: 'boolean', display_name: 'In stock' },
       { name: 'rating', type: 'number', display_name: 'Rating' },

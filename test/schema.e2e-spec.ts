@@ -1,8 +1,7 @@
 import { ChildApp } from './support/child-process.js';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import type { ScaledPlatform } from './support/scaled.js';
-import { WIRINGS } from './support/wirings.js';
+import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 
 type Query = <T>(sql: string) => Promise<T[]>;
 
@@ -12,13 +11,12 @@ type Query = <T>(sql: string) => Promise<T[]>;
  * processor stopped for the read (ScaledPlatform.withStore) after the API showed everything processed.
  */
 describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
   let other: TestAccount;
 
   beforeAll(async () => {
-    p = await start();
-    acc = await p.createAccount('schema');
+    ({ p, acc } = await startWithAccount(start, 'schema'));
     other = await p.createAccount('other');
   }, 60_000);
   afterAll(() => p.close(), 30_000);
