@@ -8,6 +8,7 @@ import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { type Platform, WIRINGS } from './support/wirings.js';
 import { runExport } from './support/exports.js';
+import { postWithKey } from './support/api-calls.js';
 
 /** The connection the browser and the test use is trusted as a proxy, so X-Forwarded-For can be tested. */
 const ENV = { CDP_TRUSTED_PROXIES: '127.0.0.1', CDP_EXPORT_POLL_MS: '50' };
@@ -85,12 +86,7 @@ describe.each(WIRINGS)('browser SDK (%s)', (_wiring, start) => {
     [p, browser] = await Promise.all([start(ENV), launchChromium()]);
     acc = await p.createAccount();
     api = await baseUrl(p);
-    await p
-      .http()
-      .post('/v3/lists')
-      .set('x-api-key', acc.privateKey)
-      .send({ name: 'Newsletter' })
-      .expect(201);
+    await postWithKey(p, acc.privateKey, '/v3/lists', { name: 'Newsletter' }).expect(201);
     shop = createServer((req, res) => {
       const path = (req.url ?? '/').split('?')[0];
       const pages: Record<string, () => string> = {

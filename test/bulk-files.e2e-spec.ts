@@ -13,6 +13,7 @@ import { eventually } from './support/eventually.js';
 import { S3Server } from './support/s3-server.js';
 import { type Platform, WIRINGS } from './support/wirings.js';
 import { runExport } from './support/exports.js';
+import { postWithKey } from './support/api-calls.js';
 
 type Row = Record<string, unknown>;
 
@@ -260,18 +261,18 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
       ['events', 'gift_note', 'string'],
       ['products', 'in_stock', 'boolean'],
     ]) {
-      const res = await p
-        .http()
-        .post(`/v3/schema/objects/${object}/fields`)
-        .set('x-api-key', acc.privateKey)
-        .send({ name, type, display_name: name });
+      const res = await postWithKey(p, acc.privateKey, `/v3/schema/objects/${object}/fields`, {
+        name,
+        type,
+        display_name: name,
+      });
       expect(res.status).toBe(201);
     }
-    const member = await p
-      .http()
-      .post('/v3/schema/identifiers')
-      .set('x-api-key', acc.privateKey)
-      .send({ name: 'member_id', display_name: 'Member ID', merge_confidence: 'high' });
+    const member = await postWithKey(p, acc.privateKey, '/v3/schema/identifiers', {
+      name: 'member_id',
+      display_name: 'Member ID',
+      merge_confidence: 'high',
+    });
     expect(member.status).toBe(201);
     if (p instanceof EmbeddedPlatform) {
       const app = p.app;

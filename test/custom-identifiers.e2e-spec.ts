@@ -6,6 +6,7 @@ import { eventually } from './support/eventually.js';
 import type { ScaledPlatform } from './support/scaled.js';
 import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 import { runExport } from './support/exports.js';
+import { postWithKey } from './support/api-calls.js';
 
 type Attributes = Record<string, unknown>;
 
@@ -22,23 +23,9 @@ describe.each(WIRINGS)('custom identifiers (%s)', (_wiring, start) => {
   afterAll(() => p.close(), 30_000);
 
   const createIdentifier = (body: unknown, key = acc.privateKey) =>
-    p
-      .http()
-      .post('/v3/schema/identifiers')
-      .set('x-api-key', key)
-      .send(body as object);
-  const events = (body: unknown) =>
-    p
-      .http()
-      .post('/v3/events')
-      .set('x-api-key', acc.publicKey)
-      .send(body as object);
-  const profiles = (body: unknown) =>
-    p
-      .http()
-      .post('/v3/profiles')
-      .set('x-api-key', acc.publicKey)
-      .send(body as object);
+    postWithKey(p, key, '/v3/schema/identifiers', body);
+  const events = (body: unknown) => postWithKey(p, acc.publicKey, '/v3/events', body);
+  const profiles = (body: unknown) => postWithKey(p, acc.publicKey, '/v3/profiles', body);
   const lookup = (query: string) => p.http().get(`/v3/profiles?${query}`).set('x-api-key', acc.privateKey);
   /** The profile a query finds once `ready` holds for it. */
   const profileWhen = (query: string, ready: (a: Attributes) => boolean) =>
@@ -227,12 +214,7 @@ describe.each(WIRINGS)('custom identifiers (%s)', (_wiring, start) => {
   });
 
   it('per-identifier state: reachability and metadata of any custom identifier, consent of a messaging one', async () => {
-    const send = (path: string, body: unknown) =>
-      p
-        .http()
-        .post(path)
-        .set('x-api-key', acc.privateKey)
-        .send(body as object);
+    const send = (path: string, body: unknown) => postWithKey(p, acc.privateKey, path, body);
     const read = (path: string) => p.http().get(path).set('x-api-key', acc.privateKey);
     expect(
       (

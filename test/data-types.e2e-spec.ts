@@ -6,6 +6,7 @@ import { eventually } from './support/eventually.js';
 import { storeQuery } from './support/store-checks.js';
 import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 import { runExport } from './support/exports.js';
+import { postWithKey } from './support/api-calls.js';
 
 /**
  * The spec's data types table (string, number, boolean, timestamp, email; null as empty) and the
@@ -229,8 +230,7 @@ describe.each(WIRINGS)('data types (%s)', (_wiring, start) => {
     else headers['x-api-key'] = route.startsWith('/v3/files') ? acc.privateKey : acc.publicKey;
     return p.raw(route, Buffer.from(body), headers);
   }
-  const control = (route: string, body: object) =>
-    p.http().post(route).set('x-api-key', acc.privateKey).send(body);
+  const control = (route: string, body: object) => postWithKey(p, acc.privateKey, route, body);
 
   async function upload(name: string, text: string): Promise<void> {
     const issued = await send('/v3/files/uploads', JSON.stringify({ name }));

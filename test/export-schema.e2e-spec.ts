@@ -6,6 +6,7 @@ import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { exportDirOnDisk, type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 import { type ExportRecord, type Manifest, type ManifestFile, runExport } from './support/exports.js';
+import { postWithKey } from './support/api-calls.js';
 
 /**
  * Exports follow the schema, not the data: a declared field is a column from the moment it exists
@@ -34,12 +35,7 @@ describe.each(WIRINGS)('exports follow the schema (%s)', (wiring, start) => {
   beforeAll(async () => ({ p, acc } = await startWithAccount(start, undefined, ENV)), 90_000);
   afterAll(() => p.close(), 30_000);
 
-  const send = (path: string, body: unknown, key = acc.privateKey) =>
-    p
-      .http()
-      .post(path)
-      .set('x-api-key', key)
-      .send(body as object);
+  const send = (path: string, body: unknown, key = acc.privateKey) => postWithKey(p, key, path, body);
 
   async function exportOf(body: unknown, account = acc): Promise<Finished> {
     const exported = await runExport(p, account.privateKey, body as object);

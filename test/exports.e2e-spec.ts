@@ -10,6 +10,7 @@ import { eventually } from './support/eventually.js';
 import { ScaledPlatform } from './support/scaled.js';
 import { exportDirOnDisk, type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 import { finishedExport, type Manifest, type ManifestFile, runExport } from './support/exports.js';
+import { postWithKey } from './support/api-calls.js';
 
 /** Small files, so that a few dozen rows already span several (spec: sorts apply per file). */
 const ROWS_PER_FILE = 4;
@@ -52,12 +53,12 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
 
   beforeAll(async () => {
     ({ p, acc } = await startWithAccount(start, undefined, ENV));
-    await p
-      .http()
-      .post('/v3/profiles')
-      .set('x-api-key', acc.publicKey)
-      .send(PEOPLE.map((email, i) => ({ attributes: { email, first_name: `P${i}`, opted_in: i !== 1 } })))
-      .expect(202);
+    await postWithKey(
+      p,
+      acc.publicKey,
+      '/v3/profiles',
+      PEOPLE.map((email, i) => ({ attributes: { email, first_name: `P${i}`, opted_in: i !== 1 } })),
+    ).expect(202);
     const events = SOURCE.map((e) => ({
       type: e.type,
       ...(e.action ? { action: e.action } : {}),
@@ -70,8 +71,8 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
         ...(e.product !== null ? { product_id: e.product } : {}),
       },
     }));
-    await p.http().post('/v3/objects/products').set('x-api-key', acc.publicKey).send(PRODUCTS).expect(202);
-    await p.http().post('/v3/events').set('x-api-key', acc.publicKey).send(events).expect(202);
+    await postWithKey(p, acc.publicKey, '/v3/objects/products', PRODUCTS).expect(202);
+    await postWithKey(p, acc.publicKey, '/v3/events', events).expect(202);
     // Everything sent is in the store: acknowledged by the processor (scaled) or counted (embedded).
     await eventually(async () =>
       p instanceof EmbeddedPlatform
@@ -82,12 +83,7 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
   }, 90_000);
   afterAll(() => p.close(), 30_000);
 
-  const post = (body: unknown, key = acc.privateKey) =>
-    p
-      .http()
-      .post('/v3/exports')
-      .set('x-api-key', key)
-      .send(body as object);
+  const post = (body: unknown, key = acc.privateKey) => postWithKey(p, key, '/v3/exports', body);
   const onDisk = (path: string): string => exportDirOnDisk(p, path);
 
   /** Waits for the export to finish and returns its manifest, checking each file's size and hash. */
@@ -537,12 +533,7 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
 
   it("exports a segment's members: the rows are who its size counts, narrowed by the filter", async () => {
     const shop = await p.createAccount('segment-exports');
-    const send = (path: string, body: unknown, key = shop.publicKey) =>
-      p
-        .http()
-        .post(path)
-        .set('x-api-key', key)
-        .send(body as object);
+    const send = (path: string, body: unknown, key = shop.publicKey) => postWithKey(p, key, path, body);
     const people = ['ada', 'bo', 'cy'].map((n, i) => ({ email: `${n}@shop.io`, first_name: `N${i}` }));
     await send(
       '/v3/profiles',

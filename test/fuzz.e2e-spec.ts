@@ -15,6 +15,7 @@ import {
   type FuzzRequest,
   type OpenApiDoc,
 } from './support/openapi-fuzz.js';
+import { postWithKey } from './support/api-calls.js';
 
 /**
  * Hostile input generated from the OpenAPI document (issue "A 202 is a promise"): at least 20,000
@@ -192,11 +193,10 @@ describe.each(WIRINGS)('hostile input generated from the OpenAPI document (%s)',
     // no row of the accounts holds the token of a refused request.
     const marker = `drain-${SEED}`;
     for (const account of [main, limited]) {
-      const sent = await p
-        .http()
-        .post('/v3/events')
-        .set('x-api-key', account.publicKey)
-        .send({ type: 'drain', identifiers: { vuid: marker } });
+      const sent = await postWithKey(p, account.publicKey, '/v3/events', {
+        type: 'drain',
+        identifiers: { vuid: marker },
+      });
       expect(sent.status).toBe(202);
     }
     const stored = await drainedTokens([main.id, limited.id], marker);

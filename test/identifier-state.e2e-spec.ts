@@ -2,6 +2,7 @@ import { ADMIN_TOKEN, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { StoreChecks } from './support/store-checks.js';
 import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { postWithKey } from './support/api-calls.js';
 
 /**
  * The original API's per-identifier surface on both wirings (issue 20): consent (`/v3/consent`, one
@@ -17,22 +18,17 @@ describe.each(WIRINGS)('consent, reachability, identifier metadata and schema mo
     ({ p, acc } = await startWithAccount(start, 'surface'));
     store = new StoreChecks(() => ({ platform: p, account: acc.id }));
     const field = (name: string, type: string) =>
-      p
-        .http()
-        .post('/v3/schema/objects/customers/fields')
-        .set('x-api-key', acc.privateKey)
-        .send({ name, type, display_name: name });
+      postWithKey(p, acc.privateKey, '/v3/schema/objects/customers/fields', {
+        name,
+        type,
+        display_name: name,
+      });
     expect((await field('tier', 'string')).status).toBe(201);
     expect((await field('score', 'number')).status).toBe(201);
   }, 60_000);
   afterAll(() => p.close(), 30_000);
 
-  const post = (path: string, body: unknown, key = acc.publicKey) =>
-    p
-      .http()
-      .post(path)
-      .set('x-api-key', key)
-      .send(body as object);
+  const post = (path: string, body: unknown, key = acc.publicKey) => postWithKey(p, key, path, body);
   const get = (path: string, key = acc.privateKey) => p.http().get(path).set('x-api-key', key);
   const consentOf = async (field: string, id: string) => {
     const res = await get(`/v3/consent/${field}?id=${encodeURIComponent(id)}`);

@@ -4,6 +4,7 @@ import { eventually } from './support/eventually.js';
 import { pageviews } from './support/generators.js';
 import { StoreChecks, type StoreQuery } from './support/store-checks.js';
 import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { postWithKey } from './support/api-calls.js';
 
 const MiB = 1024 * 1024;
 
@@ -20,18 +21,8 @@ describe.each(WIRINGS)('the first write path: events and profiles (%s)', (_wirin
   afterAll(() => p.close(), 30_000);
   const store = new StoreChecks(() => ({ platform: p, account: acc.id }));
 
-  const events = (body: unknown, key = acc.publicKey) =>
-    p
-      .http()
-      .post('/v3/events')
-      .set('x-api-key', key)
-      .send(body as object);
-  const profiles = (body: unknown) =>
-    p
-      .http()
-      .post('/v3/profiles')
-      .set('x-api-key', acc.publicKey)
-      .send(body as object);
+  const events = (body: unknown, key = acc.publicKey) => postWithKey(p, key, '/v3/events', body);
+  const profiles = (body: unknown) => postWithKey(p, acc.publicKey, '/v3/profiles', body);
   const profile = (query: string) => p.http().get(`/v3/profiles?${query}`).set('x-api-key', acc.privateKey);
   /** Events matching `where`, counted with a store check's query. */
   const count = async (query: StoreQuery, where: string) =>

@@ -3,6 +3,7 @@ import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { drainedStoreQuery } from './support/store-checks.js';
 import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { postWithKey } from './support/api-calls.js';
 
 interface Status {
   customer: Record<string, string>;
@@ -22,17 +23,12 @@ describe.each(WIRINGS)('lists, subscriptions and consent (%s)', (_wiring, start)
   }, 60_000);
   afterAll(() => p.close(), 30_000);
 
-  const createList = (name: unknown, key = acc.privateKey) =>
-    p.http().post('/v3/lists').set('x-api-key', key).send({ name });
+  const createList = (name: unknown, key = acc.privateKey) => postWithKey(p, key, '/v3/lists', { name });
   const renameList = (id: string, name: unknown, key = acc.privateKey) =>
     p.http().put(`/v3/lists/${id}`).set('x-api-key', key).send({ name });
   const getLists = (key = acc.publicKey) => p.http().get('/v3/lists').set('x-api-key', key);
   const subscribe = (body: unknown, key = acc.publicKey) =>
-    p
-      .http()
-      .post('/v3/lists/subscriptions')
-      .set('x-api-key', key)
-      .send(body as object);
+    postWithKey(p, key, '/v3/lists/subscriptions', body);
   const status = (query: string, key = acc.privateKey) =>
     p.http().get(`/v3/lists/subscriptions?${query}`).set('x-api-key', key);
   const statusOf = async (query: string): Promise<Status> => {
@@ -82,7 +78,7 @@ describe.each(WIRINGS)('lists, subscriptions and consent (%s)', (_wiring, start)
       const blank = await createList('   ');
       expect(blank.status).toBe(400);
       expect(blank.body.detail.invalids[0].field).toBe('name');
-      expect((await p.http().post('/v3/lists').set('x-api-key', acc.privateKey).send({})).status).toBe(400);
+      expect((await postWithKey(p, acc.privateKey, '/v3/lists', {})).status).toBe(400);
       expect((await createList('x'.repeat(1025))).status).toBe(400);
       expect((await createList('x'.repeat(1024))).status).toBe(201);
     });
@@ -204,11 +200,9 @@ describe.each(WIRINGS)('lists, subscriptions and consent (%s)', (_wiring, start)
     });
 
     it('looks a customer up by customer_id too', async () => {
-      await p
-        .http()
-        .post('/v3/profiles')
-        .set('x-api-key', acc.publicKey)
-        .send({ attributes: { customer_id: 'cust-9', email: 'dora@x.com' } });
+      await postWithKey(p, acc.publicKey, '/v3/profiles', {
+        attributes: { customer_id: 'cust-9', email: 'dora@x.com' },
+      });
       await eventually(
         async () =>
           (await p.http().get('/v3/profiles?customer_id=cust-9').set('x-api-key', acc.privateKey)).status ===
@@ -280,7 +274,7 @@ describe.each(WIRINGS)('lists, subscriptions and consent (%s)', (_wiring, start)
       expect(res.status).toBe(404);
       expect(res.body.detail.message).toMatch(/^list not found/);
       // Another account's list is no list of this one.
-      await p.http().post('/v3/lists').set('x-api-key', other.privateKey).send({ name: 'Theirs' });
+      await postWithKey(p, other.privateKey, '/v3/lists', { name: 'Theirs' });
       expect((await subscribe({ list_id: 'theirs', email: 'eve@x.com', subscribed: true })).status).toBe(404);
       // A later request for the same customer is applied, the refused one never was.
       await subscribe({ list_id: 'weekly_news_', email: 'eve@x.com', subscribed: true });
@@ -352,11 +346,10 @@ describe.each(WIRINGS)('lists, subscriptions and consent (%s)', (_wiring, start)
         await redis.flushAll();
         await redis.quit();
         expect(membership(await statusOf('email=bob@x.com')).weekly_news_).toBe(false);
-        await p
-          .http()
-          .post('/v3/events')
-          .set('x-api-key', acc.publicKey)
-          .send({ type: 'pageview', identifiers: { email: 'wake@x.com' } });
+        await postWithKey(p, acc.publicKey, '/v3/events', {
+          type: 'pageview',
+          identifiers: { email: 'wake@x.com' },
+        });
       }
       const after = await eventually(async () => {
         const got = await statusOf('email=bob@x.com');

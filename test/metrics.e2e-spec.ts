@@ -8,6 +8,7 @@ import { eventually } from './support/eventually.js';
 import { ScaledPlatform } from './support/scaled.js';
 import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 import { runExport } from './support/exports.js';
+import { postWithKey } from './support/api-calls.js';
 
 /**
  * What an operator's Prometheus sees: every role serves `GET /metrics` without a key, and its counters
@@ -164,11 +165,12 @@ describe.each(WIRINGS)('metrics and health probes (%s)', (_wiring, start) => {
     try {
       const before = await scrape(processorUrl());
       for (let r = 0; r < 2; r++) {
-        const res = await p
-          .http()
-          .post('/v3/events')
-          .set('x-api-key', poisoned.publicKey)
-          .send([1, 2, 3].map((i) => ({ type: 'poison', identifiers: { vuid: `p-${r}-${i}` } })));
+        const res = await postWithKey(
+          p,
+          poisoned.publicKey,
+          '/v3/events',
+          [1, 2, 3].map((i) => ({ type: 'poison', identifiers: { vuid: `p-${r}-${i}` } })),
+        );
         expect(res.status).toBe(202);
       }
       const after = await eventually(async () => {

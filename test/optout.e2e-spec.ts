@@ -4,6 +4,7 @@ import { eventually } from './support/eventually.js';
 import { StoreChecks } from './support/store-checks.js';
 import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 import { runExport } from './support/exports.js';
+import { postWithKey } from './support/api-calls.js';
 
 interface OptOutBody {
   title: string;
@@ -29,20 +30,11 @@ describe.each(WIRINGS)('compliance opt-out (%s)', (_wiring, start) => {
   beforeAll(async () => ({ p, acc } = await startWithAccount(start, 'optout')), 60_000);
   afterAll(() => p.close(), 30_000);
 
-  const optout = (body: unknown, key = acc.privateKey) =>
-    p
-      .http()
-      .post('/v3/optout')
-      .set('x-api-key', key)
-      .send(body as object);
+  const optout = (body: unknown, key = acc.privateKey) => postWithKey(p, key, '/v3/optout', body);
   const profile = (attributes: Record<string, unknown>) =>
-    p.http().post('/v3/profiles').set('x-api-key', acc.publicKey).send({ attributes });
+    postWithKey(p, acc.publicKey, '/v3/profiles', { attributes });
   const event = (identifiers: Record<string, string>) =>
-    p
-      .http()
-      .post('/v3/events')
-      .set('x-api-key', acc.publicKey)
-      .send({ type: 'account', action: 'login', identifiers });
+    postWithKey(p, acc.publicKey, '/v3/events', { type: 'account', action: 'login', identifiers });
   const get = (query: string) => p.http().get(`/v3/profiles?${query}`).set('x-api-key', acc.privateKey);
   const attributesOf = async (query: string): Promise<Record<string, unknown>> => {
     const res = await get(query);
@@ -135,11 +127,10 @@ describe.each(WIRINGS)('compliance opt-out (%s)', (_wiring, start) => {
   it('allows 1 request a second per account: the second within the second gets 429 with headers', async () => {
     const limited = await p.createAccount('compliance', {}); // the spec's default rates
     // An unlimited request first, so the key is known to the API and the pair below measures the limit only.
-    const warm = await p
-      .http()
-      .post('/v3/events')
-      .set('x-api-key', limited.privateKey)
-      .send({ type: 'warm', identifiers: { vuid: 'warm' } });
+    const warm = await postWithKey(p, limited.privateKey, '/v3/events', {
+      type: 'warm',
+      identifiers: { vuid: 'warm' },
+    });
     expect(warm.status).toBe(202);
     const body = { requester: 'dpo@x.com', email: 'edge@x.com' };
     // Until the first 429, by count: a run slow enough for a token to come back needs only more requests.

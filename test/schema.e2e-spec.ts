@@ -2,6 +2,7 @@ import { ChildApp } from './support/child-process.js';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { postWithKey } from './support/api-calls.js';
 
 type Query = <T>(sql: string) => Promise<T[]>;
 
@@ -21,12 +22,7 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
   }, 60_000);
   afterAll(() => p.close(), 30_000);
 
-  const post = (path: string, body: unknown, key = acc.privateKey) =>
-    p
-      .http()
-      .post(path)
-      .set('x-api-key', key)
-      .send(body as object);
+  const post = (path: string, body: unknown, key = acc.privateKey) => postWithKey(p, key, path, body);
   /** v2 calls take the key from Svc-Tracker-Id. */
   const postV2 = (path: string, body: unknown) =>
     p

@@ -6,6 +6,7 @@ import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { parquetRows } from './support/parquet.js';
 import { runExport } from './support/exports.js';
+import { postWithKey } from './support/api-calls.js';
 
 /**
  * "Accepted means storable", as a property: generated records with hostile values (lone surrogates,
@@ -170,11 +171,7 @@ describe('accepted means storable (property, embedded)', () => {
       { name: 'seen_at', type: 'timestamp', display_name: 'Seen at' },
       { name: 'vip', type: 'boolean', display_name: 'VIP' },
     ];
-    const res = await p
-      .http()
-      .post('/v3/schema/objects/customers/fields')
-      .set('x-api-key', acc.privateKey)
-      .send({ fields });
+    const res = await postWithKey(p, acc.privateKey, '/v3/schema/objects/customers/fields', { fields });
     expect(res.status).toBe(201);
     // A field's column is added with the first record that carries it; until then an export of the
     // object fails on the missing column (left as found: exports, not ingest). One record makes them.

@@ -3,6 +3,7 @@ import { type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { drainedStoreQuery } from './support/store-checks.js';
 import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { postWithKey } from './support/api-calls.js';
 
 const SECRET = 'unsubscribe-links-e2e-secret-0123456789abcdef';
 const PUBLIC_URL = 'https://mail.example.com';
@@ -27,18 +28,12 @@ describe.each(WIRINGS)('email unsubscribe links (%s)', (_wiring, start) => {
       CDP_PUBLIC_URL: PUBLIC_URL,
     }));
     for (const name of ['News <i>', 'Promo'])
-      expect((await p.http().post('/v3/lists').set('x-api-key', acc.privateKey).send({ name })).status).toBe(
-        201,
-      );
+      expect((await postWithKey(p, acc.privateKey, '/v3/lists', { name })).status).toBe(201);
   }, 60_000);
   afterAll(() => p.close(), 30_000);
 
   const makeLink = (body: unknown, key = acc.privateKey) =>
-    p
-      .http()
-      .post('/v3/lists/unsubscribe-links')
-      .set('x-api-key', key)
-      .send(body as object);
+    postWithKey(p, key, '/v3/lists/unsubscribe-links', body);
   /** The path and query of a link, to send to the platform under test. */
   const local = (url: string) => url.slice(PUBLIC_URL.length);
   const oneClick = (path: string) =>
