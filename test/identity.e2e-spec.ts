@@ -4,6 +4,7 @@ import { eventually } from './support/eventually.js';
 import { StoreChecks } from './support/store-checks.js';
 import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 import { runExport } from './support/exports.js';
+import { expectInvalids } from './support/answers.js';
 
 /** Identity resolution through the API, on both wirings: merges, conflicts, field rules. */
 describe.each(WIRINGS)('customers and identity (%s)', (_wiring, start) => {
@@ -180,38 +181,32 @@ describe.each(WIRINGS)('customers and identity (%s)', (_wiring, start) => {
       { attributes: { email: 'not-an-email' } },
       { attributes: { email: 'long@x.com', city: 'x'.repeat(1025) } },
     ]);
-    expect(res.status).toBe(400);
-    expect(res.body.detail.invalids).toEqual([
-      { event: 1, field: 'attributes.gender', reason: 'must be M or F', message: expect.any(String) },
+    expectInvalids(res, [
+      { event: 1, field: 'attributes.gender', reason: 'must be M or F' },
       {
         event: 1,
         field: 'attributes.country',
         reason: 'must be an ISO 3166-1 alpha-3 country code',
-        message: expect.any(String),
       },
       {
         event: 1,
         field: 'attributes.timezone',
         reason: expect.stringContaining('tz database'),
-        message: expect.any(String),
       },
       {
         event: 1,
         field: 'attributes.image_url',
         reason: 'must be a valid http or https URL',
-        message: expect.any(String),
       },
       {
         event: 2,
         field: 'attributes.email',
         reason: expect.stringContaining('email address'),
-        message: expect.any(String),
       },
       {
         event: 3,
         field: 'attributes.city',
         reason: expect.stringContaining('1024'),
-        message: expect.any(String),
       },
     ]);
     expect((await profile('email=fine@x.com')).status).toBe(404); // nothing of a refused request is stored

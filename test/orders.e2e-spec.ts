@@ -6,6 +6,7 @@ import { AnalyticStore } from '@cdp/store';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { expectInvalids } from './support/answers.js';
 
 type Row = Record<string, unknown>;
 
@@ -407,59 +408,51 @@ describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
       { type: 'order', action: 'purchase', identifiers: id, data: { order: { items: [{ price: '9' }] } } },
       { type: 'order', action: 'purchase', identifiers: id, data: { order: { order_id: 'y', ts: 'soon' } } },
     ]);
-    expect(res.status).toBe(400);
-    expect(res.body.detail.invalids).toEqual([
+    expectInvalids(res, [
       {
         event: 0,
         field: 'data.product_id',
         reason: expect.stringContaining('required'),
-        message: expect.any(String),
       },
       {
         event: 1,
         field: 'action',
         reason: expect.stringContaining('purchase, return, refund, cancel'),
-        message: expect.any(String),
       },
       {
         event: 2,
         field: 'data.order',
         reason: expect.stringContaining('required'),
-        message: expect.any(String),
       },
-      { event: 3, field: 'data.order.order_id', reason: 'is required', message: expect.any(String) },
+      { event: 3, field: 'data.order.order_id', reason: 'is required' },
       {
         event: 3,
         field: 'data.order.items.0.price',
         reason: expect.any(String),
-        message: expect.any(String),
       },
-      { event: 4, field: 'data.order.ts', reason: expect.any(String), message: expect.any(String) },
+      { event: 4, field: 'data.order.ts', reason: expect.any(String) },
     ]);
     const products = await post('/v3/objects/products', [
       { name: 'no id' },
       { product_id: 'p', price: 'cheap' },
     ]);
-    expect(products.status).toBe(400);
-    expect(products.body.detail.invalids).toEqual([
-      { event: 0, field: 'product_id', reason: 'is required', message: expect.any(String) },
-      { event: 1, field: 'price', reason: expect.any(String), message: expect.any(String) },
+    expectInvalids(products, [
+      { event: 0, field: 'product_id', reason: 'is required' },
+      { event: 1, field: 'price', reason: expect.any(String) },
     ]);
     const entity = await v2('/v2/entities', [
       { type: 'order', data: { order_id: 'oA', subtotal: 5 } },
       { type: 'shipment', data: {} },
       { type: 'customer', data: { first_name: 'no id' } },
     ]);
-    expect(entity.status).toBe(400);
-    expect(entity.body.detail.invalids).toEqual([
+    expectInvalids(entity, [
       {
         event: 0,
         field: 'data.subtotal',
         reason: expect.stringContaining('order events'),
-        message: expect.any(String),
       },
-      { event: 1, field: 'type', reason: expect.any(String), message: expect.any(String) },
-      { event: 2, field: 'data', reason: expect.stringContaining('identifier'), message: expect.any(String) },
+      { event: 1, field: 'type', reason: expect.any(String) },
+      { event: 2, field: 'data', reason: expect.stringContaining('identifier') },
     ]);
   });
 

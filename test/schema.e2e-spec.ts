@@ -3,6 +3,7 @@ import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 import { postWithKey } from './support/api-calls.js';
+import { expectInvalids } from './support/answers.js';
 
 type Query = <T>(sql: string) => Promise<T[]>;
 
@@ -311,31 +312,26 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
         ],
         acc.publicKey,
       );
-      expect(bad.status).toBe(400);
-      expect(bad.body.detail.invalids).toEqual([
+      expectInvalids(bad, [
         {
           event: 1,
           field: 'data.score',
           reason: expect.stringContaining('18 digits'),
-          message: expect.any(String),
         },
         {
           event: 2,
           field: 'data.score',
           reason: expect.stringContaining('4 digits after'),
-          message: expect.any(String),
         },
         {
           event: 2,
           field: 'data.promo',
           reason: 'must be one of 0, 1, true, false',
-          message: expect.any(String),
         },
         {
           event: 2,
           field: 'data.seen_at',
           reason: expect.stringContaining('ISO 8601 date and time or unix epoch seconds'),
-          message: expect.any(String),
         },
       ]);
       await eventually(async () => (await profile('vuid=decimals')).status === 200);
@@ -371,13 +367,11 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
         ],
         acc.publicKey,
       );
-      expect(bad.status).toBe(400);
-      expect(bad.body.detail.invalids).toEqual([
+      expectInvalids(bad, [
         {
           event: 1,
           field: 'attributes.loyalty_tier',
           reason: 'must be a number in standard decimal format',
-          message: expect.any(String),
         },
       ]);
     });
@@ -431,14 +425,12 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
         [{ store_id: 'ok' }, { city: 'Nowhere' }, { store_id: 's9', area: '1.23456' }],
         acc.publicKey,
       );
-      expect(bad.status).toBe(400);
-      expect(bad.body.detail.invalids).toEqual([
-        { event: 1, field: 'store_id', reason: 'is required (primary key)', message: expect.any(String) },
+      expectInvalids(bad, [
+        { event: 1, field: 'store_id', reason: 'is required (primary key)' },
         {
           event: 2,
           field: 'area',
           reason: expect.stringContaining('4 digits after'),
-          message: expect.any(String),
         },
       ]);
       const many = (n: number) => Array.from({ length: n }, (_, i) => ({ store_id: `bulk-${i}` }));
@@ -447,10 +439,7 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
       expect(over.status).toBe(400);
       expect(over.body.detail.invalids).toEqual([{ field: 'body', reason: expect.stringContaining('1000') }]);
       const customer = await post('/v3/objects/customers', { city: 'No identifier' }, acc.publicKey);
-      expect(customer.status).toBe(400);
-      expect(customer.body.detail.invalids).toEqual([
-        { event: 0, field: 'body', reason: expect.any(String), message: expect.any(String) },
-      ]);
+      expectInvalids(customer, [{ event: 0, field: 'body', reason: expect.any(String) }]);
     });
 
     it('custom product fields are taken in by type through /v3/objects/products and /v2/entities; undefined ones are reported as dropped', async () => {
@@ -486,25 +475,21 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
         (await post('/v3/objects/products', { product_id: 'cp1', price: 10 }, acc.publicKey)).status,
       ).toBe(202);
       const bad = await post('/v3/objects/products', [{ product_id: 'cp3', rating: 'high' }], acc.publicKey);
-      expect(bad.status).toBe(400);
-      expect(bad.body.detail.invalids).toEqual([
+      expectInvalids(bad, [
         {
           event: 0,
           field: 'rating',
           reason: 'must be a number in standard decimal format',
-          message: expect.any(String),
         },
       ]);
       const badEntity = await postV2('/v2/entities', [
         { type: 'product', data: { product_id: 'cp3', in_stock: 'maybe' } },
       ]);
-      expect(badEntity.status).toBe(400);
-      expect(badEntity.body.detail.invalids).toEqual([
+      expectInvalids(badEntity, [
         {
           event: 0,
           field: 'data.in_stock',
           reason: 'must be one of 0, 1, true, false',
-          message: expect.any(String),
         },
       ]);
     });
