@@ -1,10 +1,10 @@
-import { createClient } from 'redis';
-import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
-import { eventually } from './support/eventually.js';
-import { drainedStoreQuery } from './support/store-checks.js';
-import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 import { postWithKey } from './support/api-calls.js';
 import { expectInvalids } from './support/answers.js';
+import type { TestAccount } from './support/embedded.js';
+import { eventually } from './support/eventually.js';
+import { ScaledPlatform } from './support/scaled.js';
+import { drainedStoreQuery } from './support/store-checks.js';
+import { loseDerivedState, type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 
 interface Status {
   customer: Record<string, string>;
@@ -334,17 +334,9 @@ describe.each(WIRINGS)('lists, subscriptions and consent (%s)', (_wiring, start)
       const before = await statusOf('email=bob@x.com');
       expect(before.opted_in).toBe(false);
       expect(membership(before).weekly_news_).toBe(true);
-      if (p instanceof EmbeddedPlatform) {
-        // The embedded state lives in memory: a restart rebuilds it from the store.
-        const dataDir = p.config.dataDir;
-        await p.close();
-        p = await EmbeddedPlatform.start({}, dataDir);
-      } else {
+      p = await loseDerivedState(p);
+      if (p instanceof ScaledPlatform) {
         // Redis lost: the next batch of the account makes the processor rebuild it from the store.
-        const redis = createClient({ url: p.redis.url });
-        await redis.connect();
-        await redis.flushAll();
-        await redis.quit();
         expect(membership(await statusOf('email=bob@x.com')).weekly_news_).toBe(false);
         await postWithKey(p, acc.publicKey, '/v3/events', {
           type: 'pageview',

@@ -1,11 +1,10 @@
-import { createClient } from 'redis';
 import type { IngestMessage } from '@cdp/contracts';
 import { normalizeEvent, type EventRecord } from '@cdp/domain';
 import { IngestPipeline } from '@cdp/processor';
 import { AnalyticStore } from '@cdp/store';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { loseDerivedState, type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 import { expectInvalids } from './support/answers.js';
 
 type Row = Record<string, unknown>;
@@ -536,16 +535,7 @@ describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
   }
 
   it('rebuilds the order state from the store (embedded: a restart; scaled out: Redis flushed)', async () => {
-    if (p instanceof EmbeddedPlatform) {
-      const dataDir = p.config.dataDir;
-      await p.close();
-      p = await EmbeddedPlatform.start({}, dataDir);
-    } else {
-      const redis = createClient({ url: p.redis.url });
-      await redis.connect();
-      await redis.flushAll();
-      await redis.quit();
-    }
+    p = await loseDerivedState(p);
     // A return moves the rebuilt tally; a purchase of a known order is still a repeat after the rebuild.
     expect((await post('/v3/events', order('return', 'oC', { subtotal: 10, total: 10 }))).status).toBe(202);
     expect(

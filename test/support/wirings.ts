@@ -36,3 +36,19 @@ export function exportDirOnDisk(p: Platform, path: string): string {
     path,
   );
 }
+
+/**
+ * Loses the state the platform keeps beside its store (identity index, list and order state), so that
+ * it must be rebuilt from the store. Embedded it lives in memory: the platform is restarted on its data
+ * directory, which rebuilds it, and the new platform is returned. Scaled out it lives in Redis: Redis
+ * is flushed, and the next batch of an account makes the processor rebuild that account's state.
+ */
+export async function loseDerivedState(p: Platform): Promise<Platform> {
+  if (p instanceof ScaledPlatform) {
+    await p.redis.flush();
+    return p;
+  }
+  const dataDir = p.config.dataDir;
+  await p.close();
+  return EmbeddedPlatform.start({}, dataDir);
+}
