@@ -6,6 +6,7 @@ import { ScaledPlatform } from './support/scaled.js';
 import { loseDerivedState, type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 import { runExport } from './support/exports.js';
 import { postWithKey } from './support/api-calls.js';
+import { declareField } from './support/schema-objects.js';
 
 type Attributes = Record<string, unknown>;
 
@@ -225,15 +226,11 @@ describe.each(WIRINGS)('custom identifiers (%s)', (_wiring, start) => {
         })
       ).status,
     ).toBe(201);
-    expect(
-      (
-        await send('/v3/schema/objects/customers/fields', {
-          name: 'tier',
-          type: 'string',
-          display_name: 'Tier',
-        })
-      ).status,
-    ).toBe(201);
+    await declareField(p, acc.privateKey, 'customers', {
+      name: 'tier',
+      type: 'string',
+      display_name: 'Tier',
+    });
     const consent = await send('/v3/consent', [
       {
         identifier_field_name: 'pager_number',

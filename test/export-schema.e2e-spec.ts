@@ -7,6 +7,7 @@ import { eventually } from './support/eventually.js';
 import { exportDirOnDisk, type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 import { type ExportRecord, type Manifest, type ManifestFile, runExport } from './support/exports.js';
 import { postWithKey } from './support/api-calls.js';
+import { declareField, storesObject } from './support/schema-objects.js';
 
 /**
  * Exports follow the schema, not the data: a declared field is a column from the moment it exists
@@ -90,18 +91,15 @@ describe.each(WIRINGS)('exports follow the schema (%s)', (wiring, start) => {
           { name: 'amount', type: 'number', display_name: 'Amount' },
         ],
       }),
-      send('/v3/schema/objects', {
-        name: 'stores',
-        display_name: 'Stores',
-        alias: 'store',
-        fields: [
-          { name: 'store_id', type: 'string', display_name: 'Store ID', primary: true },
-          { name: 'city', type: 'string', display_name: 'City' },
+      send(
+        '/v3/schema/objects',
+        storesObject(
+          'string',
           { name: 'size', type: 'number', display_name: 'Size' },
           { name: 'opened', type: 'timestamp', display_name: 'Opened' },
           { name: 'open', type: 'boolean', display_name: 'Open' },
-        ],
-      }),
+        ),
+      ),
     ]);
     expect(created.map((r) => r.status)).toEqual([201, 201, 201]);
     const relation = await send('/v3/schema/objects/events/relations', {
@@ -189,15 +187,11 @@ describe.each(WIRINGS)('exports follow the schema (%s)', (wiring, start) => {
     ).expect(202);
 
     // Between writes: a field declared now is a column of the rows already there, empty.
-    expect(
-      (
-        await send('/v3/schema/objects/customers/fields', {
-          name: 'tier',
-          type: 'string',
-          display_name: 'Tier',
-        })
-      ).status,
-    ).toBe(201);
+    await declareField(p, acc.privateKey, 'customers', {
+      name: 'tier',
+      type: 'string',
+      display_name: 'Tier',
+    });
     const between = await eventually(async () => {
       const got = await exportOf({ objects: ['customers', 'stores'] });
       const budgets = csvRows(got.manifest, 'customers').filter((r) => r.budget !== '');

@@ -11,6 +11,7 @@ import { ScaledPlatform } from './support/scaled.js';
 import { exportDirOnDisk, type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 import { finishedExport, type Manifest, type ManifestFile, runExport } from './support/exports.js';
 import { postWithKey } from './support/api-calls.js';
+import { declareField, storesObject } from './support/schema-objects.js';
 
 /** Small files, so that a few dozen rows already span several (spec: sorts apply per file). */
 const ROWS_PER_FILE = 4;
@@ -361,35 +362,20 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
 
   it("exports an account's own objects and follows its own relations (schema API)", async () => {
     const own = await p.createAccount();
-    const send = (method: 'post', path: string, body: unknown, key = own.privateKey) =>
-      p
-        .http()
-        [method](path)
-        .set('x-api-key', key)
-        .send(body as object);
-    const created = await send('post', '/v3/schema/objects', {
-      name: 'stores',
-      display_name: 'Stores',
-      alias: 'store',
-      fields: [
-        { name: 'store_id', type: 'string', display_name: 'Store ID', primary: true },
-        { name: 'city', type: 'string', display_name: 'City' },
-        { name: 'size', type: 'number', display_name: 'Size' },
-      ],
-    });
+    const send = (path: string, body: unknown, key = own.privateKey) => postWithKey(p, key, path, body);
+    const created = await send(
+      '/v3/schema/objects',
+      storesObject('string', { name: 'size', type: 'number', display_name: 'Size' }),
+    );
     expect(created.status).toBe(201);
+    await declareField(p, own.privateKey, 'events', {
+      name: 'store_id',
+      type: 'string',
+      display_name: 'Store',
+    });
     expect(
       (
-        await send('post', '/v3/schema/objects/events/fields', {
-          name: 'store_id',
-          type: 'string',
-          display_name: 'Store',
-        })
-      ).status,
-    ).toBe(201);
-    expect(
-      (
-        await send('post', '/v3/schema/objects/events/relations', {
+        await send('/v3/schema/objects/events/relations', {
           name: 'store',
           display_name: 'Store',
           child_object: 'stores',
@@ -400,7 +386,6 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
     // The API may cache the schema a moment (2 s): wait until a field value is kept, not dropped.
     await eventually(async () => {
       const r = await send(
-        'post',
         '/v3/events',
         { type: 'visit', identifiers: { vuid: 'v-probe' }, data: { store_id: 's0' } },
         own.publicKey,
@@ -408,7 +393,6 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
       return r.status === 202 && r.body.dropped === undefined;
     });
     await send(
-      'post',
       '/v3/objects/stores',
       [
         { store_id: 's1', city: 'Oslo', size: 120.5 },
@@ -417,7 +401,6 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
       own.publicKey,
     ).expect(202);
     await send(
-      'post',
       '/v3/events',
       [
         { type: 'visit', identifiers: { vuid: 'v1' }, data: { store_id: 's1' } },

@@ -3,6 +3,7 @@ import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { storeQuery } from './support/store-checks.js';
 import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { storesObject } from './support/schema-objects.js';
 
 const MiB = 1024 * 1024;
 
@@ -23,14 +24,7 @@ describe.each(WIRINGS)('hostile input (%s)', (_wiring, start) => {
 
   beforeAll(async () => {
     ({ p, acc } = await startWithAccount(start));
-    const object = await send('/v3/schema/objects', {
-      name: 'stores',
-      display_name: 'Stores',
-      fields: [
-        { name: 'store_id', type: 'string', display_name: 'Store ID', primary: true },
-        { name: 'city', type: 'text', display_name: 'City' },
-      ],
-    });
+    const object = await send('/v3/schema/objects', storesObject('text'));
     expect(object.status).toBe(201);
   }, 60_000);
   afterAll(() => p.close(), 30_000);

@@ -4,6 +4,7 @@ import { eventually } from './support/eventually.js';
 import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 import { postWithKey } from './support/api-calls.js';
 import { expectInvalids } from './support/answers.js';
+import { storesObject } from './support/schema-objects.js';
 
 type Query = <T>(sql: string) => Promise<T[]>;
 
@@ -43,17 +44,13 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
   };
 
   const stores = {
-    name: 'stores',
-    display_name: 'Stores',
-    alias: 'store',
-    fields: [
-      { name: 'store_id', type: 'string', display_name: 'Store ID', primary: true },
-      { name: 'city', type: 'text', display_name: 'City' },
+    ...storesObject(
+      'text',
       { name: 'area', type: 'number', display_name: 'Area', description: 'square metres' },
       { name: 'opened', type: 'timestamp', display_name: 'Opened' },
       { name: 'flagship', type: 'boolean', display_name: 'Flagship' },
       { name: 'featured_product', type: 'string', display_name: 'Featured product' },
-    ],
+    ),
     relations: [
       {
         name: 'featured',
