@@ -78,19 +78,8 @@ export class EngineProcess {
  * settings), nothing persisted, its files in `dir`.
  */
 export function redisServerArgs(port: number, dir: string, ...more: string[]): string[] {
-  return [
-    '--bind',
-    '127.0.0.1',
-    '--port',
-    String(port),
-    ...more,
-    '--save',
-    '',
-    '--appendonly',
-    'no',
-    '--dir',
-    dir,
-  ];
+  const persistNothing = ['--save', '', '--appendonly', 'no'];
+  return ['--bind', '127.0.0.1', '--port', String(port), ...more, ...persistNothing, '--dir', dir];
 }
 
 function reachable(port: number): Promise<boolean> {
