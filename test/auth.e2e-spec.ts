@@ -1,23 +1,19 @@
 import { ADMIN_TOKEN, EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import type { ScaledPlatform } from './support/scaled.js';
 import { StoreChecks } from './support/store-checks.js';
-import { WIRINGS } from './support/wirings.js';
+import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { postWithKey } from './support/api-calls.js';
 
 /** The same suite on both wirings: all in one process, and API + processor on NATS and Redis. */
 describe.each(WIRINGS)('authentication, keys and the error envelope (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let a: TestAccount;
   let b: TestAccount;
   // The other account's store: what one account sends never lands there.
-  const storeOfB = new StoreChecks(
-    () => p,
-    () => b.id,
-  );
+  const storeOfB = new StoreChecks(() => ({ platform: p, account: b.id }));
 
   beforeAll(async () => {
-    p = await start();
-    a = await p.createAccount('a');
+    ({ p, acc: a } = await startWithAccount(start, 'a'));
     b = await p.createAccount('b');
   }, 60_000);
   afterAll(() => p.close(), 30_000);
@@ -55,16 +51,10 @@ describe.each(WIRINGS)('authentication, keys and the error envelope (%s)', (_wir
   });
 
   it('lets the public key send data but not read profiles (403), and the private key do both', async () => {
-    expect((await p.http().post('/v3/events').set('x-api-key', a.publicKey).send(event)).status).toBe(202);
-    expect((await p.http().post('/v3/events').set('x-api-key', a.privateKey).send(event)).status).toBe(202);
+    expect((await postWithKey(p, a.publicKey, '/v3/events', event)).status).toBe(202);
+    expect((await postWithKey(p, a.privateKey, '/v3/events', event)).status).toBe(202);
     expect(
-      (
-        await p
-          .http()
-          .post('/v3/profiles')
-          .set('x-api-key', a.publicKey)
-          .send({ attributes: { email: 'x@x.com' } })
-      ).status,
+      (await postWithKey(p, a.publicKey, '/v3/profiles', { attributes: { email: 'x@x.com' } })).status,
     ).toBe(202);
     const forbidden = await p.http().get('/v3/profiles?email=who@x.com').set('x-api-key', a.publicKey);
     expect(forbidden.status).toBe(403);
@@ -76,16 +66,12 @@ describe.each(WIRINGS)('authentication, keys and the error envelope (%s)', (_wir
   });
 
   it('keeps accounts apart: neither key reaches the other account', async () => {
-    await p
-      .http()
-      .post('/v3/profiles')
-      .set('x-api-key', a.publicKey)
-      .send({ attributes: { email: 'only-a@x.com', city: 'Oslo' } });
-    await p
-      .http()
-      .post('/v3/profiles')
-      .set('x-api-key', b.publicKey)
-      .send({ attributes: { email: 'only-b@x.com', city: 'Rome' } });
+    await postWithKey(p, a.publicKey, '/v3/profiles', {
+      attributes: { email: 'only-a@x.com', city: 'Oslo' },
+    });
+    await postWithKey(p, b.publicKey, '/v3/profiles', {
+      attributes: { email: 'only-b@x.com', city: 'Rome' },
+    });
     const seen = await eventually(async () => {
       const res = await p.http().get('/v3/profiles?email=only-a@x.com').set('x-api-key', a.privateKey);
       return res.status === 200 && res.body;
@@ -116,8 +102,8 @@ describe.each(WIRINGS)('authentication, keys and the error envelope (%s)', (_wir
     const answers = await Promise.all([
       p.http().get('/health'),
       p.http().get('/openapi.json'),
-      p.http().post('/v3/events').set('x-api-key', a.publicKey).send(event),
-      p.http().post('/v3/events').set('x-api-key', a.publicKey).send({}),
+      postWithKey(p, a.publicKey, '/v3/events', event),
+      postWithKey(p, a.publicKey, '/v3/events', {}),
       p.http().get('/no/such/route'),
       p
         .http()

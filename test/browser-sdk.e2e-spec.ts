@@ -1,14 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { parse } from 'csv-parse/sync';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium, screenshot } from './support/browser.js';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import type { ScaledPlatform } from './support/scaled.js';
-import { exportDirOnDisk, WIRINGS } from './support/wirings.js';
+import { type Platform, WIRINGS } from './support/wirings.js';
+import { runExport } from './support/exports.js';
+import { postWithKey } from './support/api-calls.js';
 
 /** The connection the browser and the test use is trusted as a proxy, so X-Forwarded-For can be tested. */
 const ENV = { CDP_TRUSTED_PROXIES: '127.0.0.1', CDP_EXPORT_POLL_MS: '50' };
@@ -20,7 +20,7 @@ const CONSENT_TS = 1_760_000_000;
 type Row = Record<string, string>;
 
 /** The platform's address as a browser reaches it: the embedded app listens on a port of its own. */
-async function baseUrl(p: EmbeddedPlatform | ScaledPlatform): Promise<string> {
+async function baseUrl(p: Platform): Promise<string> {
   if (!(p instanceof EmbeddedPlatform)) return p.api.baseUrl;
   if (!p.app.getHttpServer().address()) await p.app.listen({ port: 0, host: '127.0.0.1' });
   return `http://127.0.0.1:${(p.app.getHttpServer().address() as { port: number }).port}`;
@@ -75,7 +75,7 @@ window.svcModule = svc;
 }
 
 describe.each(WIRINGS)('browser SDK (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
   let api: string;
   let shop: Server;
@@ -86,12 +86,7 @@ describe.each(WIRINGS)('browser SDK (%s)', (_wiring, start) => {
     [p, browser] = await Promise.all([start(ENV), launchChromium()]);
     acc = await p.createAccount();
     api = await baseUrl(p);
-    await p
-      .http()
-      .post('/v3/lists')
-      .set('x-api-key', acc.privateKey)
-      .send({ name: 'Newsletter' })
-      .expect(201);
+    await postWithKey(p, acc.privateKey, '/v3/lists', { name: 'Newsletter' }).expect(201);
     shop = createServer((req, res) => {
       const path = (req.url ?? '/').split('?')[0];
       const pages: Record<string, () => string> = {
@@ -460,23 +455,11 @@ describe.each(WIRINGS)('browser SDK (%s)', (_wiring, start) => {
 
   /** Every event of the account, through an export (CSV), as a person checking the platform reads it. */
   async function exportEvents(): Promise<Row[]> {
-    const created = await p
-      .http()
-      .post('/v3/exports')
-      .set('x-api-key', acc.privateKey)
-      .send({ objects: ['events'] });
-    expect(created.status).toBe(202);
-    const record = await eventually(async () => {
-      const res = await p.http().get(`/v3/exports/${created.body.id}`).set('x-api-key', acc.privateKey);
-      return res.body.state === 'completed' ? res.body : false;
-    }, 30_000);
-    const dir = exportDirOnDisk(p, record.path as string);
-    const manifest = JSON.parse(readFileSync(join(dir, 'complete.json'), 'utf8')) as {
-      files: { path: string }[];
-    };
-    return manifest.files.flatMap((f) =>
-      parse<Row>(readFileSync(join(dir, f.path.split('/').pop()!)), { columns: true }),
-    );
+    const exported = await runExport(p, acc.privateKey, { objects: ['events'] });
+    expect(exported.record.state).toBe('completed');
+    return exported
+      .manifest()
+      .files.flatMap((f) => parse<Row>(readFileSync(exported.fileOf(f)), { columns: true }));
   }
 });
 

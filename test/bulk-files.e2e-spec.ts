@@ -11,8 +11,9 @@ import { SchemaRegistry } from '@cdp/schema';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { S3Server } from './support/s3-server.js';
-import type { ScaledPlatform } from './support/scaled.js';
-import { WIRINGS } from './support/wirings.js';
+import { type Platform, WIRINGS } from './support/wirings.js';
+import { runExport } from './support/exports.js';
+import { postWithKey } from './support/api-calls.js';
 
 type Row = Record<string, unknown>;
 
@@ -162,7 +163,7 @@ const RESTART = lines(
  * the scratch bucket, a file name that is no upload. Everything is dropped at once, then checked.
  */
 describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
   let buckets: Buckets;
   let second: BulkLoader | undefined;
@@ -260,18 +261,18 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
       ['events', 'gift_note', 'string'],
       ['products', 'in_stock', 'boolean'],
     ]) {
-      const res = await p
-        .http()
-        .post(`/v3/schema/objects/${object}/fields`)
-        .set('x-api-key', acc.privateKey)
-        .send({ name, type, display_name: name });
+      const res = await postWithKey(p, acc.privateKey, `/v3/schema/objects/${object}/fields`, {
+        name,
+        type,
+        display_name: name,
+      });
       expect(res.status).toBe(201);
     }
-    const member = await p
-      .http()
-      .post('/v3/schema/identifiers')
-      .set('x-api-key', acc.privateKey)
-      .send({ name: 'member_id', display_name: 'Member ID', merge_confidence: 'high' });
+    const member = await postWithKey(p, acc.privateKey, '/v3/schema/identifiers', {
+      name: 'member_id',
+      display_name: 'Member ID',
+      merge_confidence: 'high',
+    });
     expect(member.status).toBe(201);
     if (p instanceof EmbeddedPlatform) {
       const app = p.app;
@@ -655,17 +656,9 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
   });
 
   it('writes exports to the export bucket: object storage when scaled out, not a replica disk', async () => {
-    const res = await p
-      .http()
-      .post('/v3/exports')
-      .set('x-api-key', acc.privateKey)
-      .send({ objects: ['products'] });
-    expect(res.status).toBeLessThan(300);
-    const id = res.body.id as string;
-    const record = await eventually(async () => {
-      const got = await api(`/v3/exports/${id}`);
-      return got.body.state === 'completed' ? got.body : false;
-    }, 60_000);
+    const { record } = await runExport(p, acc.privateKey, { objects: ['products'] }, 60_000);
+    expect(record.state).toBe('completed');
+    const id = record.id;
     const bucket = wiring === 'scaled out' ? 'cdp-export' : 'export';
     expect(record.path).toBe(`${bucket}/${acc.publicKey}/data-exports/${id}`);
     const prefix = `${acc.publicKey}/data-exports/${id}`;

@@ -1,6 +1,7 @@
 import { ConsoleSessions, SESSIONS_BUCKET, signSession } from '@cdp/console-api';
 import { MetadataStore } from '@cdp/metadata';
 import { ADMIN_TOKEN, EmbeddedPlatform, type TestAccount } from './support/embedded.js';
+import { postWithKey } from './support/api-calls.js';
 
 /** The console's session security, on the HTTP level (the browser journey is console.e2e-spec.ts). */
 const SECRET = 'console-session-test-secret-0123456789abcdef';
@@ -232,11 +233,9 @@ describe('console sessions (embedded)', () => {
   });
 
   it('No Access: the operator sets a family’s plan, the API answers 403 saying so, the console shows it', async () => {
-    const ok = await p
-      .http()
-      .post('/v3/events')
-      .set('x-api-key', account.publicKey)
-      .send([{ type: 't', action: 'a', identifiers: { email: 'n@x.io' } }]);
+    const ok = await postWithKey(p, account.publicKey, '/v3/events', [
+      { type: 't', action: 'a', identifiers: { email: 'n@x.io' } },
+    ]);
     expect(ok.status).toBe(202);
     const set = await p
       .http()
@@ -245,11 +244,9 @@ describe('console sessions (embedded)', () => {
       .send({ events: 'no_access' });
     expect(set.status).toBe(200);
     expect(set.body.plans.events).toBe('No Access');
-    const refused = await p
-      .http()
-      .post('/v3/events')
-      .set('x-api-key', account.publicKey)
-      .send([{ type: 't', action: 'a', identifiers: { email: 'n@x.io' } }]);
+    const refused = await postWithKey(p, account.publicKey, '/v3/events', [
+      { type: 't', action: 'a', identifiers: { email: 'n@x.io' } },
+    ]);
     expect(refused.status).toBe(403);
     expect(refused.body.detail.message).toMatch(/events API .*No Access/);
     const cookie = cookieOf((await signIn()).headers['set-cookie']);
@@ -263,11 +260,9 @@ describe('console sessions (embedded)', () => {
       .patch(`/admin/v1/accounts/${account.id}/rate-limits`)
       .set('authorization', `Bearer ${ADMIN_TOKEN}`)
       .send({ events: null });
-    const back = await p
-      .http()
-      .post('/v3/events')
-      .set('x-api-key', account.publicKey)
-      .send([{ type: 't', action: 'a', identifiers: { email: 'n@x.io' } }]);
+    const back = await postWithKey(p, account.publicKey, '/v3/events', [
+      { type: 't', action: 'a', identifiers: { email: 'n@x.io' } },
+    ]);
     expect(back.status).toBe(202);
   });
 

@@ -3,6 +3,7 @@ import { allFaultPoints } from '@cdp/faults';
 import type { ClickHouseStore } from '@cdp/store';
 import { EmbeddedRig, ScaledRig, drained, get, post, type CrashRig } from './support/crash-rig.js';
 import { eventually } from './support/eventually.js';
+import { storesObject } from './support/schema-objects.js';
 
 /**
  * Crash consistency at every write boundary (issue "A 202 is a promise"): for each fault point of the
@@ -283,16 +284,7 @@ describe.each([
     rig = await create();
     const key = rig.account.privateKey;
     expect(await post(rig, '/v3/lists', { name: 'News' }, key)).toBe(201);
-    const stores = {
-      name: 'stores',
-      display_name: 'Stores',
-      alias: 'store',
-      fields: [
-        { name: 'store_id', type: 'string', display_name: 'Store ID', primary: true },
-        { name: 'city', type: 'text', display_name: 'City' },
-      ],
-    };
-    expect(await post(rig, '/v3/schema/objects', stores, key)).toBe(201);
+    expect(await post(rig, '/v3/schema/objects', storesObject('text'), key)).toBe(201);
   }, 120_000);
   afterAll(() => rig?.close(), 60_000);
 

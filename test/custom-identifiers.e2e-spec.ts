@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
-import { createClient } from 'redis';
-import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
+import { type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import type { ScaledPlatform } from './support/scaled.js';
-import { exportDirOnDisk, WIRINGS } from './support/wirings.js';
+import { ScaledPlatform } from './support/scaled.js';
+import { loseDerivedState, type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { runExport } from './support/exports.js';
+import { postWithKey } from './support/api-calls.js';
+import { declareField } from './support/schema-objects.js';
 
 type Attributes = Record<string, unknown>;
 
@@ -15,33 +16,16 @@ type Attributes = Record<string, unknown>;
  * work in events, profiles, lookups and exports, and survive a rebuild of the identity index.
  */
 describe.each(WIRINGS)('custom identifiers (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
 
-  beforeAll(async () => {
-    p = await start();
-    acc = await p.createAccount('custom-ids');
-  }, 60_000);
+  beforeAll(async () => ({ p, acc } = await startWithAccount(start, 'custom-ids')), 60_000);
   afterAll(() => p.close(), 30_000);
 
   const createIdentifier = (body: unknown, key = acc.privateKey) =>
-    p
-      .http()
-      .post('/v3/schema/identifiers')
-      .set('x-api-key', key)
-      .send(body as object);
-  const events = (body: unknown) =>
-    p
-      .http()
-      .post('/v3/events')
-      .set('x-api-key', acc.publicKey)
-      .send(body as object);
-  const profiles = (body: unknown) =>
-    p
-      .http()
-      .post('/v3/profiles')
-      .set('x-api-key', acc.publicKey)
-      .send(body as object);
+    postWithKey(p, key, '/v3/schema/identifiers', body);
+  const events = (body: unknown) => postWithKey(p, acc.publicKey, '/v3/events', body);
+  const profiles = (body: unknown) => postWithKey(p, acc.publicKey, '/v3/profiles', body);
   const lookup = (query: string) => p.http().get(`/v3/profiles?${query}`).set('x-api-key', acc.privateKey);
   /** The profile a query finds once `ready` holds for it. */
   const profileWhen = (query: string, ready: (a: Attributes) => boolean) =>
@@ -213,44 +197,24 @@ describe.each(WIRINGS)('custom identifiers (%s)', (_wiring, start) => {
   });
 
   it('exports carry the identifiers: the customer field and the event field', async () => {
-    const res = await p
-      .http()
-      .post('/v3/exports')
-      .set('x-api-key', acc.privateKey)
-      .send({
-        select: {
-          object: 'events',
-          fields: ['loyalty_id', 'customer.email', 'customer.loyalty_id'],
-          filter: { field: 'loyalty_id', operator: '=', value: 'L-1' },
-        },
-      });
-    expect(res.status).toBe(202);
-    const record = await eventually(async () => {
-      const got = await p.http().get(`/v3/exports/${res.body.id}`).set('x-api-key', acc.privateKey);
-      return got.body.state === 'completed' ? got.body : false;
-    }, 30_000);
-    const dir = exportDirOnDisk(p, record.path as string);
-    const manifest = JSON.parse(readFileSync(join(dir, 'complete.json'), 'utf8')) as {
-      files: { path: string }[];
-    };
-    const rows = parse<Record<string, string>>(
-      readFileSync(join(dir, manifest.files[0]!.path.split('/').pop()!)),
-      {
-        columns: true,
+    const exported = await runExport(p, acc.privateKey, {
+      select: {
+        object: 'events',
+        fields: ['loyalty_id', 'customer.email', 'customer.loyalty_id'],
+        filter: { field: 'loyalty_id', operator: '=', value: 'L-1' },
       },
-    );
+    });
+    expect(exported.record.state).toBe('completed');
+    const rows = parse<Record<string, string>>(readFileSync(exported.fileOf(exported.manifest().files[0]!)), {
+      columns: true,
+    });
     expect(rows).toEqual([
       { loyalty_id: 'L-1', 'customer.email': 'ann@x.com', 'customer.loyalty_id': 'L-1' },
     ]);
   });
 
   it('per-identifier state: reachability and metadata of any custom identifier, consent of a messaging one', async () => {
-    const send = (path: string, body: unknown) =>
-      p
-        .http()
-        .post(path)
-        .set('x-api-key', acc.privateKey)
-        .send(body as object);
+    const send = (path: string, body: unknown) => postWithKey(p, acc.privateKey, path, body);
     const read = (path: string) => p.http().get(path).set('x-api-key', acc.privateKey);
     expect(
       (
@@ -262,15 +226,11 @@ describe.each(WIRINGS)('custom identifiers (%s)', (_wiring, start) => {
         })
       ).status,
     ).toBe(201);
-    expect(
-      (
-        await send('/v3/schema/objects/customers/fields', {
-          name: 'tier',
-          type: 'string',
-          display_name: 'Tier',
-        })
-      ).status,
-    ).toBe(201);
+    await declareField(p, acc.privateKey, 'customers', {
+      name: 'tier',
+      type: 'string',
+      display_name: 'Tier',
+    });
     const consent = await send('/v3/consent', [
       {
         identifier_field_name: 'pager_number',
@@ -341,20 +301,12 @@ describe.each(WIRINGS)('custom identifiers (%s)', (_wiring, start) => {
   });
 
   it('keeps working after the identity index is rebuilt from the store', async () => {
-    if (p instanceof EmbeddedPlatform) {
-      // The embedded index lives in memory: a restart rebuilds it from the store.
-      const dataDir = p.config.dataDir;
-      await p.close();
-      p = await EmbeddedPlatform.start({}, dataDir);
-    } else {
-      // Redis lost: the next batch of the account makes the processor rebuild it from the store.
+    // Scaled out, what was sent is processed first: only the rebuild from the store can bring it back.
+    if (p instanceof ScaledPlatform)
       await eventually(async () => (await (p as ScaledPlatform).pending()) === 0, 30_000);
-      const redis = createClient({ url: p.redis.url });
-      await redis.connect();
-      await redis.flushAll();
-      await redis.quit();
-      await events({ type: 'pageview', identifiers: { email: 'wake@x.com' } });
-    }
+    p = await loseDerivedState(p);
+    // Redis lost: the next batch of the account makes the processor rebuild it from the store.
+    if (p instanceof ScaledPlatform) await events({ type: 'pageview', identifiers: { email: 'wake@x.com' } });
     expect(await profileWhen('loyalty_id=L-1', () => true)).toMatchObject({
       first_name: 'Ann',
       last_name: 'Lee',

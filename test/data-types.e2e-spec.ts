@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import type { ActivityRecord } from '@cdp/loader';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import type { ScaledPlatform } from './support/scaled.js';
 import { storeQuery } from './support/store-checks.js';
-import { WIRINGS, exportDirOnDisk } from './support/wirings.js';
+import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { runExport } from './support/exports.js';
+import { postWithKey } from './support/api-calls.js';
 
 /**
  * The spec's data types table (string, number, boolean, timestamp, email; null as empty) and the
@@ -220,7 +220,7 @@ const API_ROUTE: Partial<Record<Path, string>> = {
 type Row = Record<string, string>;
 
 describe.each(WIRINGS)('data types (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
 
   /** Sends a body as its exact bytes (supertest would re-serialise JSON numbers through doubles). */
@@ -230,8 +230,7 @@ describe.each(WIRINGS)('data types (%s)', (_wiring, start) => {
     else headers['x-api-key'] = route.startsWith('/v3/files') ? acc.privateKey : acc.publicKey;
     return p.raw(route, Buffer.from(body), headers);
   }
-  const control = (route: string, body: object) =>
-    p.http().post(route).set('x-api-key', acc.privateKey).send(body);
+  const control = (route: string, body: object) => postWithKey(p, acc.privateKey, route, body);
 
   async function upload(name: string, text: string): Promise<void> {
     const issued = await send('/v3/files/uploads', JSON.stringify({ name }));
@@ -271,8 +270,10 @@ describe.each(WIRINGS)('data types (%s)', (_wiring, start) => {
   let files: Map<string, ActivityRecord>;
 
   beforeAll(async () => {
-    p = await start({ CDP_LOADER_POLL_MS: '50', CDP_EXPORT_POLL_MS: '50' });
-    acc = await p.createAccount('types');
+    ({ p, acc } = await startWithAccount(start, 'types', {
+      CDP_LOADER_POLL_MS: '50',
+      CDP_EXPORT_POLL_MS: '50',
+    }));
     // Scaled out, bulk files are read by a loader process of their own.
     if (!(p instanceof EmbeddedPlatform)) await p.startLoader({ CDP_LOADER_POLL_MS: '50' });
     for (const object of ['customers', 'events'])
@@ -407,23 +408,13 @@ describe.each(WIRINGS)('data types (%s)', (_wiring, start) => {
     // Events reach the store after the profiles a read shows: the export is repeated until all are there.
     const rows = await eventually(
       async () => {
-        const res = await control('/v3/exports', { objects: ['customers', 'events', 'gadgets'] });
-        expect(res.status).toBe(202);
-        const record = await eventually(async () => {
-          const got = await p.http().get(`/v3/exports/${res.body.id}`).set('x-api-key', acc.privateKey);
-          return ['completed', 'completed_with_errors', 'failed'].includes(got.body.state as string)
-            ? got.body
-            : false;
-        }, 30_000);
-        expect(record).toMatchObject({ state: 'completed' });
-        const dir = exportDirOnDisk(p, record.path as string);
-        const manifest = JSON.parse(readFileSync(join(dir, 'complete.json'), 'utf8')) as {
-          files: { path: string; object: 'customers' | 'events' | 'gadgets' }[];
-        };
+        const exported = await runExport(p, acc.privateKey, { objects: ['customers', 'events', 'gadgets'] });
+        expect(exported.record).toMatchObject({ state: 'completed' });
         const byId = new Map<string, Row>();
-        for (const f of manifest.files) {
-          const read = parse<Row>(readFileSync(join(dir, f.path.split('/').pop()!)), { columns: true });
-          for (const row of read) byId.set(`${f.object}:${row[keyOf[f.object]]}`, row);
+        for (const f of exported.manifest().files) {
+          const read = parse<Row>(readFileSync(exported.fileOf(f)), { columns: true });
+          const object = f.object as keyof typeof keyOf;
+          for (const row of read) byId.set(`${object}:${row[keyOf[object]]}`, row);
         }
         return expected.every((e) => byId.has(`${e.object}:${e.id}`)) ? byId : false;
       },

@@ -1,8 +1,8 @@
 import { configureFaults, parseFaults } from '@cdp/faults';
 import { ADMIN_TOKEN, EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import { ScaledPlatform } from './support/scaled.js';
-import { WIRINGS } from './support/wirings.js';
+import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { postWithKey } from './support/api-calls.js';
 
 /**
  * Poison does not slow anyone else down: one account's messages fail deterministically in the processor
@@ -12,14 +12,13 @@ import { WIRINGS } from './support/wirings.js';
  * the cause is gone.
  */
 describe.each(WIRINGS)('dead letters (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let quiet: TestAccount;
   let poisoned: TestAccount;
   const POISON_REQUESTS = 30;
 
   beforeAll(async () => {
-    p = await start();
-    quiet = await p.createAccount('quiet');
+    ({ p, acc: quiet } = await startWithAccount(start, 'quiet'));
     poisoned = await p.createAccount('poisoned');
     await arm(`processor.message[${poisoned.id}]:reject~3600000`);
   });
@@ -46,11 +45,9 @@ describe.each(WIRINGS)('dead letters (%s)', (_wiring, start) => {
   /** Milliseconds from the 202 of a profile write until `GET /v3/profiles` returns the value. */
   async function writeToRead(account: TestAccount): Promise<number> {
     const id = `lat-${sample++}`;
-    const res = await p
-      .http()
-      .post('/v3/profiles')
-      .set('x-api-key', account.publicKey)
-      .send({ attributes: { customer_id: id, first_name: `n${id}` } });
+    const res = await postWithKey(p, account.publicKey, '/v3/profiles', {
+      attributes: { customer_id: id, first_name: `n${id}` },
+    });
     expect(res.status).toBe(202);
     const accepted = Date.now();
     await eventually(
@@ -78,11 +75,9 @@ describe.each(WIRINGS)('dead letters (%s)', (_wiring, start) => {
     let sending = true;
     const poison = (async () => {
       for (let i = 0; i < POISON_REQUESTS; i++) {
-        const res = await p
-          .http()
-          .post('/v3/profiles')
-          .set('x-api-key', poisoned.publicKey)
-          .send({ attributes: { customer_id: `poison-${i}`, first_name: 'P' } });
+        const res = await postWithKey(p, poisoned.publicKey, '/v3/profiles', {
+          attributes: { customer_id: `poison-${i}`, first_name: 'P' },
+        });
         expect(res.status).toBe(202);
         await new Promise((r) => setTimeout(r, 500));
       }

@@ -4,8 +4,10 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { parse } from 'csv-parse/sync';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import { ScaledPlatform } from './support/scaled.js';
-import { exportDirOnDisk, WIRINGS } from './support/wirings.js';
+import { exportDirOnDisk, type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { type ExportRecord, type Manifest, type ManifestFile, runExport } from './support/exports.js';
+import { postWithKey } from './support/api-calls.js';
+import { declareField, storesObject } from './support/schema-objects.js';
 
 /**
  * Exports follow the schema, not the data: a declared field is a column from the moment it exists
@@ -14,22 +16,6 @@ import { exportDirOnDisk, WIRINGS } from './support/wirings.js';
  */
 const ENV = { CDP_EXPORT_POLL_MS: '50' };
 
-interface ManifestFile {
-  path: string;
-  object: string;
-  rows: number;
-}
-interface Manifest {
-  state: string;
-  files: ManifestFile[];
-  columns: Record<string, Record<string, string>>;
-}
-interface ExportRecord {
-  id: string;
-  path: string;
-  state: string;
-  errors?: { object: string; reason: string }[];
-}
 interface Finished {
   record: ExportRecord;
   manifest: Manifest;
@@ -44,34 +30,18 @@ const STORES = [
 ];
 
 describe.each(WIRINGS)('exports follow the schema (%s)', (wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
 
-  beforeAll(async () => {
-    p = await start(ENV);
-    acc = await p.createAccount();
-  }, 90_000);
+  beforeAll(async () => ({ p, acc } = await startWithAccount(start, undefined, ENV)), 90_000);
   afterAll(() => p.close(), 30_000);
 
-  const send = (path: string, body: unknown, key = acc.privateKey) =>
-    p
-      .http()
-      .post(path)
-      .set('x-api-key', key)
-      .send(body as object);
+  const send = (path: string, body: unknown, key = acc.privateKey) => postWithKey(p, key, path, body);
 
   async function exportOf(body: unknown, account = acc): Promise<Finished> {
-    const res = await send('/v3/exports', body, account.privateKey);
-    expect(res.status).toBe(202);
-    const record = await eventually(async () => {
-      const r = await p.http().get(`/v3/exports/${res.body.id}`).set('x-api-key', account.privateKey);
-      if (r.body.state !== 'completed' && r.body.state !== 'completed_with_errors')
-        throw new Error(`export ${r.body.state}`);
-      return r.body as ExportRecord;
-    }, 30_000);
-    const dir = exportDirOnDisk(p, record.path);
-    const manifest = JSON.parse(readFileSync(join(dir, 'complete.json'), 'utf8')) as Manifest;
-    return { record, manifest, dir };
+    const exported = await runExport(p, account.privateKey, body as object);
+    expect(['completed', 'completed_with_errors']).toContain(exported.record.state);
+    return { record: exported.record, manifest: exported.manifest(), dir: exported.dir };
   }
 
   /** A file of the manifest, found through its path as written (the record's bucket first). */
@@ -121,18 +91,15 @@ describe.each(WIRINGS)('exports follow the schema (%s)', (wiring, start) => {
           { name: 'amount', type: 'number', display_name: 'Amount' },
         ],
       }),
-      send('/v3/schema/objects', {
-        name: 'stores',
-        display_name: 'Stores',
-        alias: 'store',
-        fields: [
-          { name: 'store_id', type: 'string', display_name: 'Store ID', primary: true },
-          { name: 'city', type: 'string', display_name: 'City' },
+      send(
+        '/v3/schema/objects',
+        storesObject(
+          'string',
           { name: 'size', type: 'number', display_name: 'Size' },
           { name: 'opened', type: 'timestamp', display_name: 'Opened' },
           { name: 'open', type: 'boolean', display_name: 'Open' },
-        ],
-      }),
+        ),
+      ),
     ]);
     expect(created.map((r) => r.status)).toEqual([201, 201, 201]);
     const relation = await send('/v3/schema/objects/events/relations', {
@@ -220,15 +187,11 @@ describe.each(WIRINGS)('exports follow the schema (%s)', (wiring, start) => {
     ).expect(202);
 
     // Between writes: a field declared now is a column of the rows already there, empty.
-    expect(
-      (
-        await send('/v3/schema/objects/customers/fields', {
-          name: 'tier',
-          type: 'string',
-          display_name: 'Tier',
-        })
-      ).status,
-    ).toBe(201);
+    await declareField(p, acc.privateKey, 'customers', {
+      name: 'tier',
+      type: 'string',
+      display_name: 'Tier',
+    });
     const between = await eventually(async () => {
       const got = await exportOf({ objects: ['customers', 'stores'] });
       const budgets = csvRows(got.manifest, 'customers').filter((r) => r.budget !== '');
@@ -282,13 +245,8 @@ describe.each(WIRINGS)('exports follow the schema (%s)', (wiring, start) => {
     const tracker = exportDirOnDisk(p, `export/${broken.publicKey}`);
     mkdirSync(tracker, { recursive: true });
     writeFileSync(join(tracker, 'data-exports'), 'not a folder');
-    const res = await send('/v3/exports', { objects: ['customers', 'events'] }, broken.privateKey);
-    expect(res.status).toBe(202);
-    const record = await eventually(async () => {
-      const r = await p.http().get(`/v3/exports/${res.body.id}`).set('x-api-key', broken.privateKey);
-      if (r.body.state !== 'completed_with_errors') throw new Error(`export ${r.body.state}`);
-      return r.body as ExportRecord;
-    }, 30_000);
+    const { record } = await runExport(p, broken.privateKey, { objects: ['customers', 'events'] });
+    expect(record.state).toBe('completed_with_errors');
     expect(record.errors).toEqual(
       ['customers', 'events'].map((object) => ({
         object,

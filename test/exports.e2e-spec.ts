@@ -8,7 +8,10 @@ import { ExportWorkerLifecycle } from '@cdp/exports/worker';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { ScaledPlatform } from './support/scaled.js';
-import { exportDirOnDisk, WIRINGS } from './support/wirings.js';
+import { exportDirOnDisk, type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { finishedExport, type Manifest, type ManifestFile, runExport } from './support/exports.js';
+import { postWithKey } from './support/api-calls.js';
+import { declareField, storesObject } from './support/schema-objects.js';
 
 /** Small files, so that a few dozen rows already span several (spec: sorts apply per file). */
 const ROWS_PER_FILE = 4;
@@ -45,33 +48,18 @@ const PRODUCTS = [
   { product_id: 'p2', name: 'Lamp, blue', parent_product_id: 'p0', price: 32 },
 ];
 
-interface ManifestFile {
-  path: string;
-  object: string;
-  rows: number;
-  bytes: number;
-  sha256: string;
-}
-interface Manifest {
-  export_id: string;
-  state: string;
-  files: ManifestFile[];
-  columns: Record<string, Record<string, string>>;
-}
-
 describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
 
   beforeAll(async () => {
-    p = await start(ENV);
-    acc = await p.createAccount();
-    await p
-      .http()
-      .post('/v3/profiles')
-      .set('x-api-key', acc.publicKey)
-      .send(PEOPLE.map((email, i) => ({ attributes: { email, first_name: `P${i}`, opted_in: i !== 1 } })))
-      .expect(202);
+    ({ p, acc } = await startWithAccount(start, undefined, ENV));
+    await postWithKey(
+      p,
+      acc.publicKey,
+      '/v3/profiles',
+      PEOPLE.map((email, i) => ({ attributes: { email, first_name: `P${i}`, opted_in: i !== 1 } })),
+    ).expect(202);
     const events = SOURCE.map((e) => ({
       type: e.type,
       ...(e.action ? { action: e.action } : {}),
@@ -84,8 +72,8 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
         ...(e.product !== null ? { product_id: e.product } : {}),
       },
     }));
-    await p.http().post('/v3/objects/products').set('x-api-key', acc.publicKey).send(PRODUCTS).expect(202);
-    await p.http().post('/v3/events').set('x-api-key', acc.publicKey).send(events).expect(202);
+    await postWithKey(p, acc.publicKey, '/v3/objects/products', PRODUCTS).expect(202);
+    await postWithKey(p, acc.publicKey, '/v3/events', events).expect(202);
     // Everything sent is in the store: acknowledged by the processor (scaled) or counted (embedded).
     await eventually(async () =>
       p instanceof EmbeddedPlatform
@@ -96,28 +84,20 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
   }, 90_000);
   afterAll(() => p.close(), 30_000);
 
-  const post = (body: unknown, key = acc.privateKey) =>
-    p
-      .http()
-      .post('/v3/exports')
-      .set('x-api-key', key)
-      .send(body as object);
-  const get = (id: string, key = acc.privateKey) => p.http().get(`/v3/exports/${id}`).set('x-api-key', key);
+  const post = (body: unknown, key = acc.privateKey) => postWithKey(p, key, '/v3/exports', body);
   const onDisk = (path: string): string => exportDirOnDisk(p, path);
 
   /** Waits for the export to finish and returns its manifest, checking each file's size and hash. */
-  async function finished(id: string, key?: string): Promise<{ manifest: Manifest; dir: string }> {
-    const record = await eventually(async () => {
-      const res = await get(id, key);
-      return res.body.state === 'completed' || res.body.state === 'completed_with_errors' ? res.body : false;
-    }, 30_000);
+  async function finished(id: string, key = acc.privateKey): Promise<{ manifest: Manifest; dir: string }> {
+    const exported = await finishedExport(p, key, id);
+    const { record, dir } = exported;
+    expect(['completed', 'completed_with_errors']).toContain(record.state);
     expect(record.path).toMatch(new RegExp(`^export/[^/]+/data-exports/${id}$`));
-    const dir = onDisk(record.path as string);
-    const manifest = JSON.parse(readFileSync(join(dir, 'complete.json'), 'utf8')) as Manifest;
+    const manifest = exported.manifest();
     expect(manifest.export_id).toBe(id);
     expect(manifest.state).toBe(record.state);
     for (const f of manifest.files) {
-      const bytes = readFileSync(join(dir, f.path.split('/').pop()!));
+      const bytes = readFileSync(exported.fileOf(f));
       expect(bytes.length).toBe(f.bytes);
       expect(createHash('sha256').update(bytes).digest('hex')).toBe(f.sha256);
     }
@@ -382,35 +362,20 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
 
   it("exports an account's own objects and follows its own relations (schema API)", async () => {
     const own = await p.createAccount();
-    const send = (method: 'post', path: string, body: unknown, key = own.privateKey) =>
-      p
-        .http()
-        [method](path)
-        .set('x-api-key', key)
-        .send(body as object);
-    const created = await send('post', '/v3/schema/objects', {
-      name: 'stores',
-      display_name: 'Stores',
-      alias: 'store',
-      fields: [
-        { name: 'store_id', type: 'string', display_name: 'Store ID', primary: true },
-        { name: 'city', type: 'string', display_name: 'City' },
-        { name: 'size', type: 'number', display_name: 'Size' },
-      ],
-    });
+    const send = (path: string, body: unknown, key = own.privateKey) => postWithKey(p, key, path, body);
+    const created = await send(
+      '/v3/schema/objects',
+      storesObject('string', { name: 'size', type: 'number', display_name: 'Size' }),
+    );
     expect(created.status).toBe(201);
+    await declareField(p, own.privateKey, 'events', {
+      name: 'store_id',
+      type: 'string',
+      display_name: 'Store',
+    });
     expect(
       (
-        await send('post', '/v3/schema/objects/events/fields', {
-          name: 'store_id',
-          type: 'string',
-          display_name: 'Store',
-        })
-      ).status,
-    ).toBe(201);
-    expect(
-      (
-        await send('post', '/v3/schema/objects/events/relations', {
+        await send('/v3/schema/objects/events/relations', {
           name: 'store',
           display_name: 'Store',
           child_object: 'stores',
@@ -421,7 +386,6 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
     // The API may cache the schema a moment (2 s): wait until a field value is kept, not dropped.
     await eventually(async () => {
       const r = await send(
-        'post',
         '/v3/events',
         { type: 'visit', identifiers: { vuid: 'v-probe' }, data: { store_id: 's0' } },
         own.publicKey,
@@ -429,7 +393,6 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
       return r.status === 202 && r.body.dropped === undefined;
     });
     await send(
-      'post',
       '/v3/objects/stores',
       [
         { store_id: 's1', city: 'Oslo', size: 120.5 },
@@ -438,7 +401,6 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
       own.publicKey,
     ).expect(202);
     await send(
-      'post',
       '/v3/events',
       [
         { type: 'visit', identifiers: { vuid: 'v1' }, data: { store_id: 's1' } },
@@ -448,16 +410,9 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
     ).expect(202);
 
     const exportOf = async (body: unknown) => {
-      const res = await send('post', '/v3/exports', body);
-      expect(res.status).toBe(202);
-      const record = await eventually(async () => {
-        const r = await p.http().get(`/v3/exports/${res.body.id}`).set('x-api-key', own.privateKey);
-        if (r.body.state !== 'completed') throw new Error(`export ${r.body.state}`);
-        return r.body as { path: string };
-      }, 30_000);
-      const dir = onDisk(record.path);
-      const manifest = JSON.parse(readFileSync(join(dir, 'complete.json'), 'utf8')) as Manifest;
-      return manifest.files.flatMap((f) => csvRows(dir, f));
+      const exported = await runExport(p, own.privateKey, body as object);
+      expect(exported.record.state).toBe('completed');
+      return exported.manifest().files.flatMap((f) => csvRows(exported.dir, f));
     };
     const rows = await eventually(async () => {
       const got = await exportOf({
@@ -561,12 +516,7 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
 
   it("exports a segment's members: the rows are who its size counts, narrowed by the filter", async () => {
     const shop = await p.createAccount('segment-exports');
-    const send = (path: string, body: unknown, key = shop.publicKey) =>
-      p
-        .http()
-        .post(path)
-        .set('x-api-key', key)
-        .send(body as object);
+    const send = (path: string, body: unknown, key = shop.publicKey) => postWithKey(p, key, path, body);
     const people = ['ada', 'bo', 'cy'].map((n, i) => ({ email: `${n}@shop.io`, first_name: `N${i}` }));
     await send(
       '/v3/profiles',

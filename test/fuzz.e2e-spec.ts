@@ -5,6 +5,7 @@ import { connect } from '@nats-io/transport-node';
 import { EmbeddedPlatform, ADMIN_TOKEN, type TestAccount } from './support/embedded.js';
 import { ScaledPlatform } from './support/scaled.js';
 import { eventually } from './support/eventually.js';
+import type { Platform } from './support/wirings.js';
 import { envelopeProblem, messageOf, sendAll, type FuzzResponse } from './support/fuzz-runner.js';
 import {
   documentGaps,
@@ -14,6 +15,7 @@ import {
   type FuzzRequest,
   type OpenApiDoc,
 } from './support/openapi-fuzz.js';
+import { postWithKey } from './support/api-calls.js';
 
 /**
  * Hostile input generated from the OpenAPI document (issue "A 202 is a promise"): at least 20,000
@@ -30,8 +32,6 @@ const SCALED_TOTAL = Math.ceil(TOTAL / 5);
 const CONCURRENCY = 8;
 const MB = 1024 * 1024;
 const RSS_HEADROOM_MB = 400;
-
-type Platform = EmbeddedPlatform | ScaledPlatform;
 
 /** Resident memory of the process serving the API: this one (embedded), or the API child (scaled). */
 function apiRss(p: Platform): number {
@@ -193,11 +193,10 @@ describe.each(WIRINGS)('hostile input generated from the OpenAPI document (%s)',
     // no row of the accounts holds the token of a refused request.
     const marker = `drain-${SEED}`;
     for (const account of [main, limited]) {
-      const sent = await p
-        .http()
-        .post('/v3/events')
-        .set('x-api-key', account.publicKey)
-        .send({ type: 'drain', identifiers: { vuid: marker } });
+      const sent = await postWithKey(p, account.publicKey, '/v3/events', {
+        type: 'drain',
+        identifiers: { vuid: marker },
+      });
       expect(sent.status).toBe(202);
     }
     const stored = await drainedTokens([main.id, limited.id], marker);

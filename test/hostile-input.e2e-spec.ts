@@ -1,9 +1,9 @@
 import { connect } from 'node:net';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import type { ScaledPlatform } from './support/scaled.js';
 import { storeQuery } from './support/store-checks.js';
-import { WIRINGS } from './support/wirings.js';
+import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { storesObject } from './support/schema-objects.js';
 
 const MiB = 1024 * 1024;
 
@@ -19,20 +19,12 @@ interface Answer {
  * exactly. Bodies are sent as raw bytes: JSON.stringify would turn 1e400 into null.
  */
 describe.each(WIRINGS)('hostile input (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
 
   beforeAll(async () => {
-    p = await start();
-    acc = await p.createAccount();
-    const object = await send('/v3/schema/objects', {
-      name: 'stores',
-      display_name: 'Stores',
-      fields: [
-        { name: 'store_id', type: 'string', display_name: 'Store ID', primary: true },
-        { name: 'city', type: 'text', display_name: 'City' },
-      ],
-    });
+    ({ p, acc } = await startWithAccount(start));
+    const object = await send('/v3/schema/objects', storesObject('text'));
     expect(object.status).toBe(201);
   }, 60_000);
   afterAll(() => p.close(), 30_000);

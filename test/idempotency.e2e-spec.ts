@@ -10,7 +10,7 @@ import { ChildApp } from './support/child-process.js';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { ScaledPlatform } from './support/scaled.js';
-import { WIRINGS } from './support/wirings.js';
+import { type Platform, WIRINGS } from './support/wirings.js';
 
 /** Short enough that the expiry test waits seconds; every other test resends well within it. */
 const TTL_SECONDS = 6;
@@ -21,7 +21,7 @@ const TTL_SECONDS = 6;
  * request failed validation may be used again; an answer is forgotten after the TTL.
  */
 describe.each(WIRINGS)('idempotent retries (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
   /** `<table> <request id>`: rows each request must have in the store, checked at the end. */
   const expectStored = new Map<string, number>();

@@ -2,9 +2,10 @@ import { gzipSync } from 'node:zlib';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { pageviews } from './support/generators.js';
-import type { ScaledPlatform } from './support/scaled.js';
 import { StoreChecks, type StoreQuery } from './support/store-checks.js';
-import { WIRINGS } from './support/wirings.js';
+import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { postWithKey } from './support/api-calls.js';
+import { expectInvalids } from './support/answers.js';
 
 const MiB = 1024 * 1024;
 
@@ -14,31 +15,15 @@ const MiB = 1024 * 1024;
  * processor stopped for the read (test/support/store-checks.ts).
  */
 describe.each(WIRINGS)('the first write path: events and profiles (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
 
-  beforeAll(async () => {
-    p = await start();
-    acc = await p.createAccount();
-  }, 60_000);
+  beforeAll(async () => ({ p, acc } = await startWithAccount(start)), 60_000);
   afterAll(() => p.close(), 30_000);
-  const store = new StoreChecks(
-    () => p,
-    () => acc.id,
-  );
+  const store = new StoreChecks(() => ({ platform: p, account: acc.id }));
 
-  const events = (body: unknown, key = acc.publicKey) =>
-    p
-      .http()
-      .post('/v3/events')
-      .set('x-api-key', key)
-      .send(body as object);
-  const profiles = (body: unknown) =>
-    p
-      .http()
-      .post('/v3/profiles')
-      .set('x-api-key', acc.publicKey)
-      .send(body as object);
+  const events = (body: unknown, key = acc.publicKey) => postWithKey(p, key, '/v3/events', body);
+  const profiles = (body: unknown) => postWithKey(p, acc.publicKey, '/v3/profiles', body);
   const profile = (query: string) => p.http().get(`/v3/profiles?${query}`).set('x-api-key', acc.privateKey);
   /** Events matching `where`, counted with a store check's query. */
   const count = async (query: StoreQuery, where: string) =>
@@ -110,23 +95,20 @@ describe.each(WIRINGS)('the first write path: events and profiles (%s)', (_wirin
       },
       { type: 'x', identifiers: { vuid: 'batch-e' }, data: { page: 'p'.repeat(1025) } },
     ]);
-    expect(res.status).toBe(400);
-    expect(res.body.detail.invalids).toEqual([
-      { event: 1, field: 'type', reason: 'is required', message: expect.any(String) },
+    expectInvalids(res, [
+      { event: 1, field: 'type', reason: 'is required' },
       {
         event: 2,
         field: 'identifiers',
         reason: expect.stringContaining('at least one identifier'),
-        message: expect.any(String),
       },
       {
         event: 3,
         field: 'data.days_since_last_visit',
         reason: expect.any(String),
-        message: expect.any(String),
       },
-      { event: 3, field: 'data.landing', reason: expect.any(String), message: expect.any(String) },
-      { event: 4, field: 'data.page', reason: expect.stringContaining('1024'), message: expect.any(String) },
+      { event: 3, field: 'data.landing', reason: expect.any(String) },
+      { event: 4, field: 'data.page', reason: expect.stringContaining('1024') },
     ]);
     // Nothing of it was published: a marker sent after it arrives while batch-a never does.
     await events({ type: 'marker', identifiers: { vuid: 'after-invalid' } });
@@ -140,10 +122,7 @@ describe.each(WIRINGS)('the first write path: events and profiles (%s)', (_wirin
 
   it('reports an unreadable ts on its field', async () => {
     const res = await events({ type: 'x', identifiers: { vuid: 'bad-ts' }, data: { ts: '2024-02-30' } });
-    expect(res.status).toBe(400);
-    expect(res.body.detail.invalids).toEqual([
-      { event: 0, field: 'data.ts', reason: expect.any(String), message: expect.any(String) },
-    ]);
+    expectInvalids(res, [{ event: 0, field: 'data.ts', reason: expect.any(String) }]);
   });
 
   it('takes a batch of exactly 1000 events and refuses 1001 and an empty one', async () => {
@@ -284,15 +263,13 @@ describe.each(WIRINGS)('the first write path: events and profiles (%s)', (_wirin
         { attributes: { first_name: 'NoId' } },
         {},
       ]);
-      expect(bad.status).toBe(400);
-      expect(bad.body.detail.invalids).toEqual([
+      expectInvalids(bad, [
         {
           event: 1,
           field: 'attributes',
           reason: expect.stringContaining('identifier'),
-          message: expect.any(String),
         },
-        { event: 2, field: 'attributes', reason: 'is required', message: expect.any(String) },
+        { event: 2, field: 'attributes', reason: 'is required' },
       ]);
     });
 

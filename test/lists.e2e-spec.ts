@@ -1,9 +1,10 @@
-import { createClient } from 'redis';
-import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
+import { postWithKey } from './support/api-calls.js';
+import { expectInvalids } from './support/answers.js';
+import type { TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import type { ScaledPlatform } from './support/scaled.js';
+import { ScaledPlatform } from './support/scaled.js';
 import { drainedStoreQuery } from './support/store-checks.js';
-import { WIRINGS } from './support/wirings.js';
+import { loseDerivedState, type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 
 interface Status {
   customer: Record<string, string>;
@@ -13,28 +14,22 @@ interface Status {
 
 /** Lists, subscriptions and consent on both wirings (spec "Lists and subscriptions"). */
 describe.each(WIRINGS)('lists, subscriptions and consent (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
   let other: TestAccount;
 
   beforeAll(async () => {
-    p = await start();
-    acc = await p.createAccount('lists');
+    ({ p, acc } = await startWithAccount(start, 'lists'));
     other = await p.createAccount('other');
   }, 60_000);
   afterAll(() => p.close(), 30_000);
 
-  const createList = (name: unknown, key = acc.privateKey) =>
-    p.http().post('/v3/lists').set('x-api-key', key).send({ name });
+  const createList = (name: unknown, key = acc.privateKey) => postWithKey(p, key, '/v3/lists', { name });
   const renameList = (id: string, name: unknown, key = acc.privateKey) =>
     p.http().put(`/v3/lists/${id}`).set('x-api-key', key).send({ name });
   const getLists = (key = acc.publicKey) => p.http().get('/v3/lists').set('x-api-key', key);
   const subscribe = (body: unknown, key = acc.publicKey) =>
-    p
-      .http()
-      .post('/v3/lists/subscriptions')
-      .set('x-api-key', key)
-      .send(body as object);
+    postWithKey(p, key, '/v3/lists/subscriptions', body);
   const status = (query: string, key = acc.privateKey) =>
     p.http().get(`/v3/lists/subscriptions?${query}`).set('x-api-key', key);
   const statusOf = async (query: string): Promise<Status> => {
@@ -84,7 +79,7 @@ describe.each(WIRINGS)('lists, subscriptions and consent (%s)', (_wiring, start)
       const blank = await createList('   ');
       expect(blank.status).toBe(400);
       expect(blank.body.detail.invalids[0].field).toBe('name');
-      expect((await p.http().post('/v3/lists').set('x-api-key', acc.privateKey).send({})).status).toBe(400);
+      expect((await postWithKey(p, acc.privateKey, '/v3/lists', {})).status).toBe(400);
       expect((await createList('x'.repeat(1025))).status).toBe(400);
       expect((await createList('x'.repeat(1024))).status).toBe(201);
     });
@@ -206,11 +201,9 @@ describe.each(WIRINGS)('lists, subscriptions and consent (%s)', (_wiring, start)
     });
 
     it('looks a customer up by customer_id too', async () => {
-      await p
-        .http()
-        .post('/v3/profiles')
-        .set('x-api-key', acc.publicKey)
-        .send({ attributes: { customer_id: 'cust-9', email: 'dora@x.com' } });
+      await postWithKey(p, acc.publicKey, '/v3/profiles', {
+        attributes: { customer_id: 'cust-9', email: 'dora@x.com' },
+      });
       await eventually(
         async () =>
           (await p.http().get('/v3/profiles?customer_id=cust-9').set('x-api-key', acc.privateKey)).status ===
@@ -241,14 +234,13 @@ describe.each(WIRINGS)('lists, subscriptions and consent (%s)', (_wiring, start)
         { opted_in: true, list_id: 'promo', email: 'x@x.com' },
         { list_id: 'promo', email: 'not-an-email', subscribed: true },
       ]);
-      expect(batch.status).toBe(400);
-      expect(batch.body.detail.invalids).toEqual([
-        { event: 1, field: 'email', reason: 'is required', message: expect.any(String) },
-        { event: 2, field: 'subscribed', reason: 'is required', message: expect.any(String) },
-        { event: 3, field: 'list_id', reason: 'is required', message: expect.any(String) },
-        { event: 4, field: 'opted_in', reason: expect.any(String), message: expect.any(String) },
-        { event: 5, field: ['list_id', 'opted_in'], reason: expect.any(String), message: expect.any(String) },
-        { event: 6, field: 'email', reason: expect.any(String), message: expect.any(String) },
+      expectInvalids(batch, [
+        { event: 1, field: 'email', reason: 'is required' },
+        { event: 2, field: 'subscribed', reason: 'is required' },
+        { event: 3, field: 'list_id', reason: 'is required' },
+        { event: 4, field: 'opted_in', reason: expect.any(String) },
+        { event: 5, field: ['list_id', 'opted_in'], reason: expect.any(String) },
+        { event: 6, field: 'email', reason: expect.any(String) },
       ]);
       expect((await subscribe([])).status).toBe(400);
       // Nothing of a refused request was applied.
@@ -282,7 +274,7 @@ describe.each(WIRINGS)('lists, subscriptions and consent (%s)', (_wiring, start)
       expect(res.status).toBe(404);
       expect(res.body.detail.message).toMatch(/^list not found/);
       // Another account's list is no list of this one.
-      await p.http().post('/v3/lists').set('x-api-key', other.privateKey).send({ name: 'Theirs' });
+      await postWithKey(p, other.privateKey, '/v3/lists', { name: 'Theirs' });
       expect((await subscribe({ list_id: 'theirs', email: 'eve@x.com', subscribed: true })).status).toBe(404);
       // A later request for the same customer is applied, the refused one never was.
       await subscribe({ list_id: 'weekly_news_', email: 'eve@x.com', subscribed: true });
@@ -342,23 +334,14 @@ describe.each(WIRINGS)('lists, subscriptions and consent (%s)', (_wiring, start)
       const before = await statusOf('email=bob@x.com');
       expect(before.opted_in).toBe(false);
       expect(membership(before).weekly_news_).toBe(true);
-      if (p instanceof EmbeddedPlatform) {
-        // The embedded state lives in memory: a restart rebuilds it from the store.
-        const dataDir = p.config.dataDir;
-        await p.close();
-        p = await EmbeddedPlatform.start({}, dataDir);
-      } else {
+      p = await loseDerivedState(p);
+      if (p instanceof ScaledPlatform) {
         // Redis lost: the next batch of the account makes the processor rebuild it from the store.
-        const redis = createClient({ url: p.redis.url });
-        await redis.connect();
-        await redis.flushAll();
-        await redis.quit();
         expect(membership(await statusOf('email=bob@x.com')).weekly_news_).toBe(false);
-        await p
-          .http()
-          .post('/v3/events')
-          .set('x-api-key', acc.publicKey)
-          .send({ type: 'pageview', identifiers: { email: 'wake@x.com' } });
+        await postWithKey(p, acc.publicKey, '/v3/events', {
+          type: 'pageview',
+          identifiers: { email: 'wake@x.com' },
+        });
       }
       const after = await eventually(async () => {
         const got = await statusOf('email=bob@x.com');

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EventBus } from '@cdp/bus';
 import { configureFaults, parseFaults } from '@cdp/faults';
@@ -6,7 +6,9 @@ import { parseExposition, sampleValue, type Sample } from '@cdp/metrics';
 import { ADMIN_TOKEN, EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { ScaledPlatform } from './support/scaled.js';
-import { exportDirOnDisk, WIRINGS } from './support/wirings.js';
+import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { runExport } from './support/exports.js';
+import { postWithKey } from './support/api-calls.js';
 
 /**
  * What an operator's Prometheus sees: every role serves `GET /metrics` without a key, and its counters
@@ -14,13 +16,10 @@ import { exportDirOnDisk, WIRINGS } from './support/wirings.js';
  * on its own port, what it stored.
  */
 describe.each(WIRINGS)('metrics and health probes (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
 
-  beforeAll(async () => {
-    p = await start();
-    acc = await p.createAccount('metrics');
-  }, 60_000);
+  beforeAll(async () => ({ p, acc } = await startWithAccount(start, 'metrics')), 60_000);
   afterAll(() => p.close(), 30_000);
 
   /** The base URL of the process running the processor (the same process when embedded). */
@@ -93,22 +92,9 @@ describe.each(WIRINGS)('metrics and health probes (%s)', (_wiring, start) => {
 
   it('counts export jobs by final state and the rows they wrote', async () => {
     const before = await scrape(processorUrl());
-    const res = await p
-      .http()
-      .post('/v3/exports')
-      .set('x-api-key', acc.privateKey)
-      .send({ objects: ['events'] });
-    expect(res.status).toBe(202);
-    const record = await eventually(async () => {
-      const r = await p.http().get(`/v3/exports/${res.body.id}`).set('x-api-key', acc.privateKey);
-      expect(r.body.state).toBe('completed');
-      return r.body as { path: string };
-    }, 30_000);
-    const manifest = JSON.parse(
-      readFileSync(join(exportDirOnDisk(p, record.path), 'complete.json'), 'utf8'),
-    ) as {
-      files: { rows: number; bytes: number }[];
-    };
+    const exported = await runExport(p, acc.privateKey, { objects: ['events'] });
+    expect(exported.record.state).toBe('completed');
+    const manifest = exported.manifest();
     const rows = manifest.files.reduce((n, f) => n + f.rows, 0);
     expect(rows).toBe(20); // the events of the first test
     const after = await eventually(async () => {
@@ -179,11 +165,12 @@ describe.each(WIRINGS)('metrics and health probes (%s)', (_wiring, start) => {
     try {
       const before = await scrape(processorUrl());
       for (let r = 0; r < 2; r++) {
-        const res = await p
-          .http()
-          .post('/v3/events')
-          .set('x-api-key', poisoned.publicKey)
-          .send([1, 2, 3].map((i) => ({ type: 'poison', identifiers: { vuid: `p-${r}-${i}` } })));
+        const res = await postWithKey(
+          p,
+          poisoned.publicKey,
+          '/v3/events',
+          [1, 2, 3].map((i) => ({ type: 'poison', identifiers: { vuid: `p-${r}-${i}` } })),
+        );
         expect(res.status).toBe(202);
       }
       const after = await eventually(async () => {

@@ -9,6 +9,7 @@ import { ClientLoad, isProperRefusal } from './support/client-load.js';
 import { NatsCluster } from './support/engines.js';
 import { eventually } from './support/eventually.js';
 import { ScaledPlatform } from './support/scaled.js';
+import { postWithKey } from './support/api-calls.js';
 
 /**
  * The scaled-out wiring on a 3-node JetStream cluster of the suite's own (started once for the file):
@@ -165,7 +166,7 @@ describe('NATS cluster (scaled-out wiring)', () => {
     const started = Date.now();
     try {
       processors.push(await startProcessor(1), await startProcessor(2));
-      const list = await p.http().post('/v3/lists').set('x-api-key', acc.privateKey).send({ name: 'news' });
+      const list = await postWithKey(p, acc.privateKey, '/v3/lists', { name: 'news' });
       expect(list.status).toBe(201);
       // The account's hot state is opened (a new account is rebuilt from the store, under a lock) before
       // the run: a processor SIGKILLed in the middle of that rebuild would hold the account closed until

@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import type { ScaledPlatform } from './support/scaled.js';
 import { StoreChecks } from './support/store-checks.js';
-import { exportDirOnDisk, WIRINGS } from './support/wirings.js';
+import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { runExport } from './support/exports.js';
+import { postWithKey } from './support/api-calls.js';
+import { expectTooManyRequests } from './support/answers.js';
 
 interface OptOutBody {
   title: string;
@@ -23,33 +24,18 @@ const REDACTED = { opted_in: false };
 
 /** Compliance opt-out on both wirings (spec "Compliance opt-out", consent table, errors, limits). */
 describe.each(WIRINGS)('compliance opt-out (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
-  const store = new StoreChecks(
-    () => p,
-    () => acc.id,
-  );
+  const store = new StoreChecks(() => ({ platform: p, account: acc.id }));
 
-  beforeAll(async () => {
-    p = await start();
-    acc = await p.createAccount('optout');
-  }, 60_000);
+  beforeAll(async () => ({ p, acc } = await startWithAccount(start, 'optout')), 60_000);
   afterAll(() => p.close(), 30_000);
 
-  const optout = (body: unknown, key = acc.privateKey) =>
-    p
-      .http()
-      .post('/v3/optout')
-      .set('x-api-key', key)
-      .send(body as object);
+  const optout = (body: unknown, key = acc.privateKey) => postWithKey(p, key, '/v3/optout', body);
   const profile = (attributes: Record<string, unknown>) =>
-    p.http().post('/v3/profiles').set('x-api-key', acc.publicKey).send({ attributes });
+    postWithKey(p, acc.publicKey, '/v3/profiles', { attributes });
   const event = (identifiers: Record<string, string>) =>
-    p
-      .http()
-      .post('/v3/events')
-      .set('x-api-key', acc.publicKey)
-      .send({ type: 'account', action: 'login', identifiers });
+    postWithKey(p, acc.publicKey, '/v3/events', { type: 'account', action: 'login', identifiers });
   const get = (query: string) => p.http().get(`/v3/profiles?${query}`).set('x-api-key', acc.privateKey);
   const attributesOf = async (query: string): Promise<Record<string, unknown>> => {
     const res = await get(query);
@@ -142,11 +128,10 @@ describe.each(WIRINGS)('compliance opt-out (%s)', (_wiring, start) => {
   it('allows 1 request a second per account: the second within the second gets 429 with headers', async () => {
     const limited = await p.createAccount('compliance', {}); // the spec's default rates
     // An unlimited request first, so the key is known to the API and the pair below measures the limit only.
-    const warm = await p
-      .http()
-      .post('/v3/events')
-      .set('x-api-key', limited.privateKey)
-      .send({ type: 'warm', identifiers: { vuid: 'warm' } });
+    const warm = await postWithKey(p, limited.privateKey, '/v3/events', {
+      type: 'warm',
+      identifiers: { vuid: 'warm' },
+    });
     expect(warm.status).toBe(202);
     const body = { requester: 'dpo@x.com', email: 'edge@x.com' };
     // Until the first 429, by count: a run slow enough for a token to come back needs only more requests.
@@ -163,17 +148,7 @@ describe.each(WIRINGS)('compliance opt-out (%s)', (_wiring, start) => {
       expect(passed.headers['ratelimit-limit']).toBe('1');
       expect(passed.headers['ratelimit-remaining']).toBe('0');
     }
-    expect(second.status).toBe(429);
-    expect(second.headers['retry-after']).toBe('1');
-    expect(second.headers['ratelimit-limit']).toBe('1');
-    expect(second.headers['ratelimit-remaining']).toBe('0');
-    expect(second.headers['ratelimit-reset']).toBe('1');
-    expect(second.body).toEqual({
-      title: 'Too Many Requests',
-      status: 429,
-      timestamp: expect.any(String),
-      detail: { message: expect.stringContaining('compliance') },
-    });
+    expectTooManyRequests(second, 1, 'compliance');
   });
 
   it('by email: every identifier pooled, the profile redacted; later events and updates attach without restoring data', async () => {
@@ -348,21 +323,13 @@ describe.each(WIRINGS)('compliance opt-out (%s)', (_wiring, start) => {
 
     /** Exports every object (no `objects`: all of them) and returns the text of every file. */
     const exportAll = async (): Promise<string> => {
-      const res = await send('/v3/exports', {}, acc.privateKey);
-      expect(res.status).toBe(202);
-      const record = await eventually(async () => {
-        const r = await p.http().get(`/v3/exports/${res.body.id}`).set('x-api-key', acc.privateKey);
-        if (r.body.state !== 'completed') throw new Error(`export ${r.body.state}`);
-        return r.body as { path: string };
-      }, 60_000);
-      const dir = exportDirOnDisk(p, record.path);
-      const manifest = JSON.parse(readFileSync(join(dir, 'complete.json'), 'utf8')) as {
-        files: { path: string; object: string }[];
-      };
+      const exported = await runExport(p, acc.privateKey, {}, 60_000);
+      expect(exported.record.state).toBe('completed');
+      const manifest = exported.manifest();
       expect(new Set(manifest.files.map((f) => f.object))).toEqual(
         new Set(['customers', 'events', 'products', 'orders', 'line_items']),
       );
-      return manifest.files.map((f) => readFileSync(join(dir, f.path.split('/').pop()!), 'utf8')).join('\n');
+      return manifest.files.map((f) => readFileSync(exported.fileOf(f), 'utf8')).join('\n');
     };
     const found = (text: string, values: Record<string, string>) =>
       Object.entries(values).filter(([, v]) => text.toLowerCase().includes(v.toLowerCase()));

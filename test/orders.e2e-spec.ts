@@ -1,12 +1,11 @@
-import { createClient } from 'redis';
 import type { IngestMessage } from '@cdp/contracts';
 import { normalizeEvent, type EventRecord } from '@cdp/domain';
 import { IngestPipeline } from '@cdp/processor';
 import { AnalyticStore } from '@cdp/store';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import type { ScaledPlatform } from './support/scaled.js';
-import { WIRINGS } from './support/wirings.js';
+import { loseDerivedState, type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { expectInvalids } from './support/answers.js';
 
 type Row = Record<string, unknown>;
 
@@ -25,7 +24,7 @@ interface Snapshot {
  * out, chDB belongs to the processor, which is stopped for the read) and each case checks its rows.
  */
 describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
   let store: Snapshot;
 
@@ -113,8 +112,7 @@ describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
   }
 
   beforeAll(async () => {
-    p = await start();
-    acc = await p.createAccount();
+    ({ p, acc } = await startWithAccount(start));
     const ok = async (res: Promise<{ status: number; body: unknown }>) => {
       const r = await res;
       if (r.status !== 202) throw new Error(`expected 202, got ${r.status}: ${JSON.stringify(r.body)}`);
@@ -409,59 +407,51 @@ describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
       { type: 'order', action: 'purchase', identifiers: id, data: { order: { items: [{ price: '9' }] } } },
       { type: 'order', action: 'purchase', identifiers: id, data: { order: { order_id: 'y', ts: 'soon' } } },
     ]);
-    expect(res.status).toBe(400);
-    expect(res.body.detail.invalids).toEqual([
+    expectInvalids(res, [
       {
         event: 0,
         field: 'data.product_id',
         reason: expect.stringContaining('required'),
-        message: expect.any(String),
       },
       {
         event: 1,
         field: 'action',
         reason: expect.stringContaining('purchase, return, refund, cancel'),
-        message: expect.any(String),
       },
       {
         event: 2,
         field: 'data.order',
         reason: expect.stringContaining('required'),
-        message: expect.any(String),
       },
-      { event: 3, field: 'data.order.order_id', reason: 'is required', message: expect.any(String) },
+      { event: 3, field: 'data.order.order_id', reason: 'is required' },
       {
         event: 3,
         field: 'data.order.items.0.price',
         reason: expect.any(String),
-        message: expect.any(String),
       },
-      { event: 4, field: 'data.order.ts', reason: expect.any(String), message: expect.any(String) },
+      { event: 4, field: 'data.order.ts', reason: expect.any(String) },
     ]);
     const products = await post('/v3/objects/products', [
       { name: 'no id' },
       { product_id: 'p', price: 'cheap' },
     ]);
-    expect(products.status).toBe(400);
-    expect(products.body.detail.invalids).toEqual([
-      { event: 0, field: 'product_id', reason: 'is required', message: expect.any(String) },
-      { event: 1, field: 'price', reason: expect.any(String), message: expect.any(String) },
+    expectInvalids(products, [
+      { event: 0, field: 'product_id', reason: 'is required' },
+      { event: 1, field: 'price', reason: expect.any(String) },
     ]);
     const entity = await v2('/v2/entities', [
       { type: 'order', data: { order_id: 'oA', subtotal: 5 } },
       { type: 'shipment', data: {} },
       { type: 'customer', data: { first_name: 'no id' } },
     ]);
-    expect(entity.status).toBe(400);
-    expect(entity.body.detail.invalids).toEqual([
+    expectInvalids(entity, [
       {
         event: 0,
         field: 'data.subtotal',
         reason: expect.stringContaining('order events'),
-        message: expect.any(String),
       },
-      { event: 1, field: 'type', reason: expect.any(String), message: expect.any(String) },
-      { event: 2, field: 'data', reason: expect.stringContaining('identifier'), message: expect.any(String) },
+      { event: 1, field: 'type', reason: expect.any(String) },
+      { event: 2, field: 'data', reason: expect.stringContaining('identifier') },
     ]);
   });
 
@@ -545,16 +535,7 @@ describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
   }
 
   it('rebuilds the order state from the store (embedded: a restart; scaled out: Redis flushed)', async () => {
-    if (p instanceof EmbeddedPlatform) {
-      const dataDir = p.config.dataDir;
-      await p.close();
-      p = await EmbeddedPlatform.start({}, dataDir);
-    } else {
-      const redis = createClient({ url: p.redis.url });
-      await redis.connect();
-      await redis.flushAll();
-      await redis.quit();
-    }
+    p = await loseDerivedState(p);
     // A return moves the rebuilt tally; a purchase of a known order is still a repeat after the rebuild.
     expect((await post('/v3/events', order('return', 'oC', { subtotal: 10, total: 10 }))).status).toBe(202);
     expect(

@@ -1,7 +1,7 @@
-import { ADMIN_TOKEN, EmbeddedPlatform, type TestAccount } from './support/embedded.js';
+import { ADMIN_TOKEN, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import type { ScaledPlatform } from './support/scaled.js';
-import { WIRINGS } from './support/wirings.js';
+import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { postWithKey } from './support/api-calls.js';
 
 type Product = Record<string, unknown> & { product_id: string; recommendation_type: string };
 
@@ -27,16 +27,11 @@ const PRODUCTS = [
  * identifier, the page's products, exclusions, the operator's rules, sorting and the 400s.
  */
 describe.each(WIRINGS)('recommendations (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
   let other: TestAccount;
 
-  const send = (key: string, path: string, body: unknown) =>
-    p
-      .http()
-      .post(path)
-      .set('x-api-key', key)
-      .send(body as object);
+  const send = (key: string, path: string, body: unknown) => postWithKey(p, key, path, body);
   const recs = (query: string, key = acc.publicKey) =>
     p.http().get(`/v3/recommendations/products?${query}`).set('x-api-key', key);
   const ids = async (query: string, key = acc.publicKey): Promise<string[]> => {
@@ -69,17 +64,12 @@ describe.each(WIRINGS)('recommendations (%s)', (_wiring, start) => {
   });
 
   beforeAll(async () => {
-    p = await start();
-    acc = await p.createAccount('recs');
+    ({ p, acc } = await startWithAccount(start, 'recs'));
     for (const field of [
       { name: 'in_stock', type: 'boolean', display_name: 'In stock' },
       { name: 'rating', type: 'number', display_name: 'Rating' },
     ]) {
-      const res = await p
-        .http()
-        .post('/v3/schema/objects/products/fields')
-        .set('x-api-key', acc.privateKey)
-        .send(field);
+      const res = await postWithKey(p, acc.privateKey, '/v3/schema/objects/products/fields', field);
       expect(res.status).toBe(201);
     }
     // A custom identifier names a customer like the built-in ones (issue 20).

@@ -1,8 +1,10 @@
 import { ChildApp } from './support/child-process.js';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import type { ScaledPlatform } from './support/scaled.js';
-import { WIRINGS } from './support/wirings.js';
+import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { postWithKey } from './support/api-calls.js';
+import { expectInvalids } from './support/answers.js';
+import { storesObject } from './support/schema-objects.js';
 
 type Query = <T>(sql: string) => Promise<T[]>;
 
@@ -12,23 +14,17 @@ type Query = <T>(sql: string) => Promise<T[]>;
  * processor stopped for the read (ScaledPlatform.withStore) after the API showed everything processed.
  */
 describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
   let other: TestAccount;
 
   beforeAll(async () => {
-    p = await start();
-    acc = await p.createAccount('schema');
+    ({ p, acc } = await startWithAccount(start, 'schema'));
     other = await p.createAccount('other');
   }, 60_000);
   afterAll(() => p.close(), 30_000);
 
-  const post = (path: string, body: unknown, key = acc.privateKey) =>
-    p
-      .http()
-      .post(path)
-      .set('x-api-key', key)
-      .send(body as object);
+  const post = (path: string, body: unknown, key = acc.privateKey) => postWithKey(p, key, path, body);
   /** v2 calls take the key from Svc-Tracker-Id. */
   const postV2 = (path: string, body: unknown) =>
     p
@@ -48,17 +44,13 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
   };
 
   const stores = {
-    name: 'stores',
-    display_name: 'Stores',
-    alias: 'store',
-    fields: [
-      { name: 'store_id', type: 'string', display_name: 'Store ID', primary: true },
-      { name: 'city', type: 'text', display_name: 'City' },
+    ...storesObject(
+      'text',
       { name: 'area', type: 'number', display_name: 'Area', description: 'square metres' },
       { name: 'opened', type: 'timestamp', display_name: 'Opened' },
       { name: 'flagship', type: 'boolean', display_name: 'Flagship' },
       { name: 'featured_product', type: 'string', display_name: 'Featured product' },
-    ],
+    ),
     relations: [
       {
         name: 'featured',
@@ -317,31 +309,26 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
         ],
         acc.publicKey,
       );
-      expect(bad.status).toBe(400);
-      expect(bad.body.detail.invalids).toEqual([
+      expectInvalids(bad, [
         {
           event: 1,
           field: 'data.score',
           reason: expect.stringContaining('18 digits'),
-          message: expect.any(String),
         },
         {
           event: 2,
           field: 'data.score',
           reason: expect.stringContaining('4 digits after'),
-          message: expect.any(String),
         },
         {
           event: 2,
           field: 'data.promo',
           reason: 'must be one of 0, 1, true, false',
-          message: expect.any(String),
         },
         {
           event: 2,
           field: 'data.seen_at',
           reason: expect.stringContaining('ISO 8601 date and time or unix epoch seconds'),
-          message: expect.any(String),
         },
       ]);
       await eventually(async () => (await profile('vuid=decimals')).status === 200);
@@ -377,13 +364,11 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
         ],
         acc.publicKey,
       );
-      expect(bad.status).toBe(400);
-      expect(bad.body.detail.invalids).toEqual([
+      expectInvalids(bad, [
         {
           event: 1,
           field: 'attributes.loyalty_tier',
           reason: 'must be a number in standard decimal format',
-          message: expect.any(String),
         },
       ]);
     });
@@ -437,14 +422,12 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
         [{ store_id: 'ok' }, { city: 'Nowhere' }, { store_id: 's9', area: '1.23456' }],
         acc.publicKey,
       );
-      expect(bad.status).toBe(400);
-      expect(bad.body.detail.invalids).toEqual([
-        { event: 1, field: 'store_id', reason: 'is required (primary key)', message: expect.any(String) },
+      expectInvalids(bad, [
+        { event: 1, field: 'store_id', reason: 'is required (primary key)' },
         {
           event: 2,
           field: 'area',
           reason: expect.stringContaining('4 digits after'),
-          message: expect.any(String),
         },
       ]);
       const many = (n: number) => Array.from({ length: n }, (_, i) => ({ store_id: `bulk-${i}` }));
@@ -453,10 +436,7 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
       expect(over.status).toBe(400);
       expect(over.body.detail.invalids).toEqual([{ field: 'body', reason: expect.stringContaining('1000') }]);
       const customer = await post('/v3/objects/customers', { city: 'No identifier' }, acc.publicKey);
-      expect(customer.status).toBe(400);
-      expect(customer.body.detail.invalids).toEqual([
-        { event: 0, field: 'body', reason: expect.any(String), message: expect.any(String) },
-      ]);
+      expectInvalids(customer, [{ event: 0, field: 'body', reason: expect.any(String) }]);
     });
 
     it('custom product fields are taken in by type through /v3/objects/products and /v2/entities; undefined ones are reported as dropped', async () => {
@@ -492,25 +472,21 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
         (await post('/v3/objects/products', { product_id: 'cp1', price: 10 }, acc.publicKey)).status,
       ).toBe(202);
       const bad = await post('/v3/objects/products', [{ product_id: 'cp3', rating: 'high' }], acc.publicKey);
-      expect(bad.status).toBe(400);
-      expect(bad.body.detail.invalids).toEqual([
+      expectInvalids(bad, [
         {
           event: 0,
           field: 'rating',
           reason: 'must be a number in standard decimal format',
-          message: expect.any(String),
         },
       ]);
       const badEntity = await postV2('/v2/entities', [
         { type: 'product', data: { product_id: 'cp3', in_stock: 'maybe' } },
       ]);
-      expect(badEntity.status).toBe(400);
-      expect(badEntity.body.detail.invalids).toEqual([
+      expectInvalids(badEntity, [
         {
           event: 0,
           field: 'data.in_stock',
           reason: 'must be one of 0, 1, true, false',
-          message: expect.any(String),
         },
       ]);
     });

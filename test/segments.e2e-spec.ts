@@ -9,6 +9,7 @@ import { SegmentEventCounts, type DigestedSegmentEventCounts } from '@cdp/segmen
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { ScaledPlatform } from './support/scaled.js';
 import { eventually } from './support/eventually.js';
+import { postWithKey } from './support/api-calls.js';
 
 const DAY = 86_400_000;
 const CART_ABANDONERS = {
@@ -33,12 +34,7 @@ const AUDIENCE_QUERY = (kind: string, value: string, subset = ['cart_abandoners'
 describe('segments and GraphQL (embedded)', () => {
   let p: EmbeddedPlatform;
   let acc: TestAccount;
-  const post = (path: string, body: unknown, key = acc.privateKey) =>
-    p
-      .http()
-      .post(path)
-      .set('x-api-key', key)
-      .send(body as object);
+  const post = (path: string, body: unknown, key = acc.privateKey) => postWithKey(p, key, path, body);
   const graphql = (query: string, key = acc.publicKey) => post('/v3/graphql', { query }, key);
   const states = async (kind: string, value: string, subset?: string[]): Promise<Record<string, string>> => {
     const res = await graphql(AUDIENCE_QUERY(kind, value, subset));

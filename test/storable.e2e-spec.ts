@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import fc from 'fast-check';
 import { parseTimestamp } from '@cdp/domain';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { parquetRows } from './support/parquet.js';
+import { runExport } from './support/exports.js';
+import { postWithKey } from './support/api-calls.js';
 
 /**
  * "Accepted means storable", as a property: generated records with hostile values (lone surrogates,
@@ -170,11 +171,7 @@ describe('accepted means storable (property, embedded)', () => {
       { name: 'seen_at', type: 'timestamp', display_name: 'Seen at' },
       { name: 'vip', type: 'boolean', display_name: 'VIP' },
     ];
-    const res = await p
-      .http()
-      .post('/v3/schema/objects/customers/fields')
-      .set('x-api-key', acc.privateKey)
-      .send({ fields });
+    const res = await postWithKey(p, acc.privateKey, '/v3/schema/objects/customers/fields', { fields });
     expect(res.status).toBe(201);
     // A field's column is added with the first record that carries it; until then an export of the
     // object fails on the missing column (left as found: exports, not ingest). One record makes them.
@@ -312,28 +309,18 @@ describe('accepted means storable (property, embedded)', () => {
 
   /** Exports the four objects and returns their rows by key (customer_id, vuid, order_id, product_id). */
   async function exported(format: 'CSV' | 'Parquet'): Promise<Record<Expected['object'], Map<string, Row>>> {
-    const res = await p
-      .http()
-      .post('/v3/exports')
-      .set('x-api-key', acc.privateKey)
-      .send({ format, objects: ['customers', 'events', 'orders', 'products'] });
-    expect(res.status).toBe(202);
-    const record = await eventually(async () => {
-      const r = await p.http().get(`/v3/exports/${res.body.id}`).set('x-api-key', acc.privateKey);
-      if (r.body.state === 'pending' || r.body.state === 'running') throw new Error(r.body.state);
-      return r.body as { state: string; path: string; errors?: unknown };
-    }, 30_000);
-    expect({ state: record.state, errors: record.errors }).toEqual({ state: 'completed', errors: undefined });
-    const dir = join(dirname(p.config.buckets.export), record.path);
-    const manifest = JSON.parse(readFileSync(join(dir, 'complete.json'), 'utf8')) as {
-      files: { path: string; object: Expected['object'] }[];
-    };
+    const exported = await runExport(p, acc.privateKey, {
+      format,
+      objects: ['customers', 'events', 'orders', 'products'],
+    });
+    const { state, errors } = exported.record;
+    expect({ state, errors }).toEqual({ state: 'completed', errors: undefined });
     const out = { customers: new Map(), events: new Map(), orders: new Map(), products: new Map() } as Record<
       Expected['object'],
       Map<string, Row>
     >;
-    for (const f of manifest.files) {
-      const bytes = readFileSync(join(dir, f.path.split('/').pop()!));
+    for (const f of exported.manifest().files) {
+      const bytes = readFileSync(exported.fileOf(f));
       const rows: Row[] =
         format === 'CSV' ? parse<Row>(bytes, { columns: true, relax_quotes: false }) : parquetRows(bytes);
       for (const row of rows) {
@@ -345,7 +332,7 @@ describe('accepted means storable (property, embedded)', () => {
               : f.object === 'orders'
                 ? row.order_id
                 : row.product_id;
-        if (typeof key === 'string') out[f.object].set(key, row);
+        if (typeof key === 'string') out[f.object as Expected['object']].set(key, row);
       }
     }
     return out;

@@ -1,9 +1,9 @@
 import { signUnsubscribeToken } from '@cdp/lists';
-import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
+import { type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import type { ScaledPlatform } from './support/scaled.js';
 import { drainedStoreQuery } from './support/store-checks.js';
-import { WIRINGS } from './support/wirings.js';
+import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
+import { postWithKey } from './support/api-calls.js';
 
 const SECRET = 'unsubscribe-links-e2e-secret-0123456789abcdef';
 const PUBLIC_URL = 'https://mail.example.com';
@@ -19,25 +19,21 @@ interface Status {
  * expired; each use is a `list`/`subscribe` event and a consent-history row.
  */
 describe.each(WIRINGS)('email unsubscribe links (%s)', (_wiring, start) => {
-  let p: EmbeddedPlatform | ScaledPlatform;
+  let p: Platform;
   let acc: TestAccount;
 
   beforeAll(async () => {
-    p = await start({ CDP_UNSUBSCRIBE_SECRET: SECRET, CDP_PUBLIC_URL: PUBLIC_URL });
-    acc = await p.createAccount('unsubscribe');
+    ({ p, acc } = await startWithAccount(start, 'unsubscribe', {
+      CDP_UNSUBSCRIBE_SECRET: SECRET,
+      CDP_PUBLIC_URL: PUBLIC_URL,
+    }));
     for (const name of ['News <i>', 'Promo'])
-      expect((await p.http().post('/v3/lists').set('x-api-key', acc.privateKey).send({ name })).status).toBe(
-        201,
-      );
+      expect((await postWithKey(p, acc.privateKey, '/v3/lists', { name })).status).toBe(201);
   }, 60_000);
   afterAll(() => p.close(), 30_000);
 
   const makeLink = (body: unknown, key = acc.privateKey) =>
-    p
-      .http()
-      .post('/v3/lists/unsubscribe-links')
-      .set('x-api-key', key)
-      .send(body as object);
+    postWithKey(p, key, '/v3/lists/unsubscribe-links', body);
   /** The path and query of a link, to send to the platform under test. */
   const local = (url: string) => url.slice(PUBLIC_URL.length);
   const oneClick = (path: string) =>

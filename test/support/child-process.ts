@@ -1,21 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, openSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { freePort } from '../../benchmarks/lib/free-port.js';
+
+// One way to find a free port for tests and benchmarks alike (the suites import it from here).
+export { freePort };
 
 const ROOT = join(import.meta.dirname, '..', '..');
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** A built app (`npm run build` first) running as a child process, as `npm start` runs it. */
 export class ChildApp {

@@ -1,12 +1,11 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ChdbTransport } from '@cdp/store/chdb';
-import { ClickHouseStore } from '@cdp/store';
+import type { ClickHouseStore } from '@cdp/store';
 import { ChildApp } from './child-process.js';
 import { ADMIN_TOKEN, TEST_ACCOUNT_RATES, type TestAccount } from './embedded.js';
 import { eventually } from './eventually.js';
-import { ScaledPlatform } from './scaled.js';
+import { readChdbStore, ScaledPlatform } from './scaled.js';
 
 /**
  * A wiring whose processing side a test can start with fault rules (`CDP_TEST_FAULTS`), see die, and
@@ -105,11 +104,9 @@ export class EmbeddedRig implements CrashRig {
 
   async withStore<T>(read: (store: ClickHouseStore) => Promise<T>): Promise<T> {
     await this.stop();
-    const store = new ClickHouseStore(new ChdbTransport(join(this.dataDir, 'store', 'chdb')));
     try {
-      return await read(store);
+      return await readChdbStore(this.dataDir, read);
     } finally {
-      await store.close();
       await this.start();
     }
   }

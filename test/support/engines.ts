@@ -32,21 +32,7 @@ export class EngineProcess {
     const [cmd, args] =
       this.kind === 'nats'
         ? ['/usr/sbin/nats-server', ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', this.dir]]
-        : [
-            'redis-server',
-            [
-              '--bind',
-              '127.0.0.1',
-              '--port',
-              String(this.port),
-              '--save',
-              '',
-              '--appendonly',
-              'no',
-              '--dir',
-              this.dir,
-            ],
-          ];
+        : ['redis-server', redisServerArgs(this.port, this.dir)];
     this.proc = spawn(cmd, args, { stdio: 'ignore' });
     const deadline = Date.now() + 10_000;
     while (!(await reachable(this.port))) {
@@ -85,6 +71,15 @@ export class EngineProcess {
     });
     this.proc = undefined;
   }
+}
+
+/**
+ * redis-server's arguments for a server of a test's own: on loopback, `more` (cluster or replica
+ * settings), nothing persisted, its files in `dir`.
+ */
+export function redisServerArgs(port: number, dir: string, ...more: string[]): string[] {
+  const persistNothing = ['--save', '', '--appendonly', 'no'];
+  return ['--bind', '127.0.0.1', '--port', String(port), ...more, ...persistNothing, '--dir', dir];
 }
 
 function reachable(port: number): Promise<boolean> {

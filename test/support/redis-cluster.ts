@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from './child-process.js';
 import { eventually } from './eventually.js';
+import { redisServerArgs } from './engines.js';
 
 const run = promisify(execFile);
 
@@ -66,24 +67,16 @@ export class RedisClusterRig {
   private spawnNode(node: ClusterNode, nodeTimeoutMs: number): void {
     node.proc = spawn(
       'redis-server',
-      [
-        '--bind',
-        '127.0.0.1',
-        '--port',
-        String(node.port),
+      redisServerArgs(
+        node.port,
+        this.dir,
         '--cluster-enabled',
         'yes',
         '--cluster-config-file',
         join(this.dir, `nodes-${node.port}.conf`),
         '--cluster-node-timeout',
         String(nodeTimeoutMs),
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--dir',
-        this.dir,
-      ],
+      ),
       { stdio: 'ignore' },
     );
   }

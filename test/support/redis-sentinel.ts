@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from './child-process.js';
 import { eventually } from './eventually.js';
+import { redisServerArgs } from './engines.js';
 
 const run = promisify(execFile);
 
@@ -40,9 +41,8 @@ export class RedisSentinelRig {
       mkdtempSync(join(tmpdir(), 'cdp-sentinel-')),
     );
     try {
-      const server = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', rig.dir];
-      rig.spawn(primary, ['--port', String(primary), ...server]);
-      rig.spawn(replica, ['--port', String(replica), '--replicaof', '127.0.0.1', String(primary), ...server]);
+      rig.spawn(primary, redisServerArgs(primary, rig.dir));
+      rig.spawn(replica, redisServerArgs(replica, rig.dir, '--replicaof', '127.0.0.1', String(primary)));
       const conf = join(rig.dir, 'sentinel.conf');
       writeFileSync(
         conf,

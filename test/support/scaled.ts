@@ -120,11 +120,9 @@ export class ScaledPlatform {
   async withStore<T>(read: (store: ClickHouseStore) => Promise<T>): Promise<T> {
     const wasRunning = this.processor !== undefined;
     await this.stopProcessor();
-    const store = new ClickHouseStore(new ChdbTransport(join(this.dataDir, 'store', 'chdb')));
     try {
-      return await read(store);
+      return await readChdbStore(this.dataDir, read);
     } finally {
-      await store.close();
       if (wasRunning) await this.startProcessor();
     }
   }
@@ -137,5 +135,18 @@ export class ScaledPlatform {
     await this.nats.remove();
     await this.redis.remove();
     rmSync(this.dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Opens the chDB store of a data directory whose processor is stopped, reads it and closes it again. */
+export async function readChdbStore<T>(
+  dataDir: string,
+  read: (store: ClickHouseStore) => Promise<T>,
+): Promise<T> {
+  const store = new ClickHouseStore(new ChdbTransport(join(dataDir, 'store', 'chdb')));
+  try {
+    return await read(store);
+  } finally {
+    await store.close();
   }
 }
