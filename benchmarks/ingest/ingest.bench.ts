@@ -8,13 +8,16 @@ import { ClickHouseStore } from '@cdp/store';
 import { ChdbTransport } from '@cdp/store/chdb';
 import { ingestBacklog, publishBaseline, removeRedisAccount, removeTopology } from './scaled.js';
 import {
+  cpuByThreadKind,
   cpuSeconds,
   machineCpu,
   peakRss,
   resetPeakRss,
   startEmbedded,
   startScaled,
+  threadCpuSeconds,
   type Platform,
+  type ThreadKind,
 } from './platform.js';
 import { eventBatch, rng } from '../lib/generator.js';
 import { args, median, percentile, printTable, writeResults, type Row } from '../lib/stats.js';
@@ -198,6 +201,8 @@ interface Phase {
   machineBusy: number;
   /** CPU seconds the whole machine was busy in the phase (NATS, Redis and the clients included). */
   machineCpu: number;
+  /** The platform's CPU seconds in the phase by kind of thread (all its processes together). */
+  threadCpu: Record<ThreadKind, number>;
 }
 
 /**
@@ -224,9 +229,12 @@ async function drive(
     platformCpu: 0,
     machineBusy: 0,
     machineCpu: 0,
+    threadCpu: { main: 0, codec: 0, 'GC helpers': 0, 'chDB + I/O': 0 },
   };
   const platformCpu = () => platform.roles.reduce((sum, r) => sum + cpuSeconds(r.pid), 0);
   const cpuBefore = platformCpu();
+  const threads = () => platform.roles.map((r) => threadCpuSeconds(r.pid));
+  const threadsBefore = threads();
   const machineBefore = machineCpu();
   let done = false;
   const started = now();
@@ -254,6 +262,10 @@ async function drive(
   }
   await sending;
   phase.platformCpu = platformCpu() - cpuBefore;
+  threads().forEach((after, i) => {
+    const kinds = cpuByThreadKind(threadsBefore[i]!, after);
+    for (const kind of Object.keys(kinds) as ThreadKind[]) phase.threadCpu[kind] += kinds[kind];
+  });
   const machineAfter = machineCpu();
   phase.machineCpu = machineAfter.busy - machineBefore.busy;
   phase.machineBusy = phase.machineCpu / (machineAfter.total - machineBefore.total);
@@ -388,6 +400,13 @@ const perRun: Row[] = runs.map((r, i) => ({
   ...(r.publishRate ? { 'vs publish': rateOf(r.full) / r.publishRate } : {}),
   // CPU a event: what bounds the rate on a machine of 2 cores, whatever else runs beside it
   'platform CPU µs/event': (r.full.platformCpu * 1e6) / r.full.visible,
+  // the same by kind of thread (docs/benchmarks.md "Ingest CPU an event")
+  ...Object.fromEntries(
+    Object.entries(r.full.threadCpu).map(([kind, seconds]) => [
+      `µs/event ${kind}`,
+      (seconds * 1e6) / r.full.visible,
+    ]),
+  ),
   ...(r.raw ? { 'raw store CPU µs/row': r.raw.cpuMicrosPerRow } : {}),
   'machine CPU µs/event': (r.full.machineCpu * 1e6) / r.full.visible,
   'machine busy': r.full.machineBusy,

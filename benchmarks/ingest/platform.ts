@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROLE_NODE_FLAGS } from '@cdp/runtime/node-flags';
@@ -134,6 +134,54 @@ export function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
+
+/** CPU seconds each thread of a process has used so far (user + system), by thread id, with its name. */
+export function threadCpuSeconds(pid: number): Map<string, { name: string; seconds: number }> {
+  const threads = new Map<string, { name: string; seconds: number }>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // the thread ended between the listing and the read
+    }
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const seconds = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+    threads.set(tid, { name: tid === String(pid) ? MAIN_THREAD : name, seconds });
+  }
+  return threads;
+}
+
+const MAIN_THREAD = '(main)';
+
+/**
+ * The CPU seconds between two readings of threadCpuSeconds, by kind of thread: the main thread (HTTP,
+ * bus, processor), the codec thread (Node names a worker thread `WorkerThread`), V8's helpers (`V8Worker`:
+ * concurrent GC marking and sweeping, compilation), and everything else, which in these processes is
+ * chDB's pools and the libuv threads that run its inserts and the file writes. A thread that ended in
+ * between is left out (the codec thread ends only with the process).
+ */
+export function cpuByThreadKind(
+  before: Map<string, { name: string; seconds: number }>,
+  after: Map<string, { name: string; seconds: number }>,
+): Record<ThreadKind, number> {
+  const out: Record<ThreadKind, number> = { main: 0, codec: 0, 'GC helpers': 0, 'chDB + I/O': 0 };
+  for (const [tid, { name, seconds }] of after) {
+    const kind: ThreadKind =
+      name === MAIN_THREAD
+        ? 'main'
+        : name === 'WorkerThread'
+          ? 'codec'
+          : name === 'V8Worker'
+            ? 'GC helpers'
+            : 'chDB + I/O';
+    out[kind] += seconds - (before.get(tid)?.seconds ?? 0);
+  }
+  return out;
+}
+
+export type ThreadKind = 'main' | 'codec' | 'GC helpers' | 'chDB + I/O';
 
 /** CPU seconds the whole machine has been busy so far, and the seconds it has been up times its cores (/proc/stat). */
 export function machineCpu(): { busy: number; total: number } {

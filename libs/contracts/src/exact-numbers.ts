@@ -5,8 +5,8 @@ import { randomUUID } from 'node:crypto';
  * read and written here so that those digits survive both ways, in one place for every route.
  */
 
-/** A run of 16 characters of digits and points: the least a number a double may round needs. */
-const LONG_NUMBER = /[\d.]{16}/;
+/** A run of this many characters of digits and points: the least a number a double may round needs. */
+const LONG_RUN = 16;
 /** A JSON string (kept as it is) or a number token. */
 const TOKEN = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
 
@@ -17,11 +17,33 @@ const TOKEN = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
  * Bodies without a long digit run (nearly all) are returned untouched.
  */
 export function keepExactNumbers(text: string): string {
-  if (!LONG_NUMBER.test(text)) return text;
+  if (!hasLongDigitRun(text)) return text;
   return text.replace(TOKEN, (token) =>
     token.startsWith('"') || sameNumber(token, String(Number(token))) ? token : `"${token}"`,
   );
 }
+
+/**
+ * Whether the text has LONG_RUN digits and points in a row. Every body is checked on the ingest path,
+ * so it looks at one character in LONG_RUN (any such run covers one of them) and measures the run only
+ * around a digit it lands on: a few times faster than the regular expression `/[\d.]{16}/`, which tries
+ * a match at every character (~1 µs an event of the codec thread's ~8).
+ */
+export function hasLongDigitRun(text: string): boolean {
+  for (let i = LONG_RUN - 1; i < text.length; i += LONG_RUN) {
+    if (!isDigitOrPoint(text.charCodeAt(i))) continue;
+    let start = i;
+    while (start > 0 && isDigitOrPoint(text.charCodeAt(start - 1))) start--;
+    let end = i;
+    while (end + 1 < text.length && isDigitOrPoint(text.charCodeAt(end + 1))) end++;
+    if (end - start + 1 >= LONG_RUN) return true;
+    // The character after the run is none: the next run that could be long enough covers end + LONG_RUN.
+    i = end;
+  }
+  return false;
+}
+
+const isDigitOrPoint = (code: number): boolean => (code >= 48 && code <= 57) || code === 46;
 
 /** Whether two decimal texts name the same number (trailing zeros after the point aside). */
 function sameNumber(a: string, b: string): boolean {

@@ -6,8 +6,10 @@ export function eventRowOf(
   e: EventRecord,
   at: { eventId: string; msgId: string; customerId: string; receivedAt: number },
 ): EventRow {
+  // By key, not Object.entries: this runs for every event, and the entries are garbage at once.
   const identifiers: Record<string, string> = {};
-  for (const [kind, value] of Object.entries(e.identifiers)) {
+  for (const kind in e.identifiers) {
+    const value = e.identifiers[kind]!;
     identifiers[kind] = Array.isArray(value) ? value.join(',') : value;
   }
   return {

@@ -14,7 +14,7 @@ import {
 import { ProfileState, type ProfileUpdate, type Resolution } from '@cdp/identity';
 import type { StoreBatch } from '@cdp/store';
 import { IdentityStep, withMerges } from './identity.step.js';
-import { collectRows, emptyBatch } from './store-rows.js';
+import { emptyBatch } from './store-rows.js';
 import { eventRowOf } from './event-row.js';
 
 export interface IdentifierUpdatesInput {
@@ -118,7 +118,7 @@ export class IdentifierUpdatesStep implements Step<IdentifierUpdatesInput, Store
       const resolution = resolutionOf.get(item);
       if (resolution) {
         const { customerId, created, linked, merged } = resolution;
-        collectRows(batch, this.identityStep.effectRows(item, resolution, now));
+        this.identityStep.addEffectRows(item, resolution, now, batch);
         for (const loser of merged) lastMessageOf.set(loser, message.id);
         const update: AttributeUpdate = {};
         for (const id of linked) if (isProfileIdentifier(id.kind)) update[id.kind] = id.value;

@@ -169,13 +169,16 @@ export class IdentityStep implements Step<IdentityInput, ResolvedBatch> {
     return schema.lowConfidenceIdentifiers;
   }
 
-  /** A record's identity effects as rows: links, merges and conflicts, with their cause. */
-  effectRows(item: IdentifiedItem, resolution: Resolution, now: string): IdentityRows {
+  /**
+   * Appends a record's identity effects to the batch's rows: links, merges and conflicts, with their
+   * cause. Into the batch, not a new set of lists: it runs for every record, and most records link
+   * nothing new.
+   */
+  addEffectRows(item: IdentifiedItem, resolution: Resolution, now: string, into: IdentityRows): void {
     const { customerId, born, linked, merged, mergeSeq, conflicts } = resolution;
     const msg_id = item.message.id;
-    const batch: IdentityRows = { identityLinks: [], merges: [], conflicts: [] };
     for (const id of linked) {
-      batch.identityLinks.push({
+      into.identityLinks.push({
         kind: id.kind,
         value: id.value,
         svc_id: customerId,
@@ -184,13 +187,13 @@ export class IdentityStep implements Step<IdentityInput, ResolvedBatch> {
         created_at: now,
       });
     }
-    if (merged.length === 0 && conflicts.length === 0) return batch;
+    if (merged.length === 0 && conflicts.length === 0) return;
     const cause = identifierList(item.record.identifiers).map((id: Identifier) => `${id.kind}:${id.value}`);
     for (const loser of merged) {
-      batch.merges.push({ loser, survivor: customerId, seq: mergeSeq, cause, msg_id, created_at: now });
+      into.merges.push({ loser, survivor: customerId, seq: mergeSeq, cause, msg_id, created_at: now });
     }
     for (const c of conflicts) {
-      batch.conflicts.push({
+      into.conflicts.push({
         svc_id: customerId,
         other_svc_id: c.customerId,
         reason: c.reason,
@@ -199,7 +202,6 @@ export class IdentityStep implements Step<IdentityInput, ResolvedBatch> {
         created_at: now,
       });
     }
-    return batch;
   }
 
   /**

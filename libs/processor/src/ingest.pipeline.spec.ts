@@ -58,7 +58,7 @@ function harness() {
           })),
         }),
       ),
-    effectRows: () => ({}),
+    addEffectRows: () => undefined,
     redactOptedOut: () => undefined,
     applyProfiles: () => Promise.resolve([]),
     settle: (_account: string, messages: readonly { id: string }[]) => {

@@ -208,10 +208,10 @@ export class IngestPipeline {
     items.forEach((item, i) => {
       const { customerId, created, linked, merged, conflicts } = resolutions[i]!;
       const msgId = item.message.id;
-      collectRows(batch, this.identityStep.effectRows(item, resolutions[i]!, now));
+      this.identityStep.addEffectRows(item, resolutions[i]!, now, batch);
       for (const loser of merged) lastMessageOf.set(loser, msgId);
       const update = profileUpdate(item, linked, conflicts.length > 0);
-      if (created || merged.length || Object.keys(update).length > 0) {
+      if (created || merged.length || !isEmpty(update)) {
         updates.push(withMerges(customerId, update, merged, item.at));
         lastMessageOf.set(customerId, msgId);
       }
@@ -265,4 +265,10 @@ function profileUpdate(item: Item, linked: readonly Identifier[], conflicted: bo
   const update: AttributeUpdate = {};
   for (const id of linked) if (isProfileIdentifier(id.kind)) update[id.kind] = id.value;
   return update;
+}
+
+/** Whether an update changes nothing (by key: Object.keys would make an array for every record). */
+function isEmpty(update: AttributeUpdate): boolean {
+  for (const _ in update) return false;
+  return true;
 }

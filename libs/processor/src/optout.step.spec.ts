@@ -14,7 +14,7 @@ import { IdentityStep } from './identity.step.js';
 import { isOptOutDelivery, OptOutStep } from './optout.step.js';
 import { runsOfKind } from './subscriptions.step.js';
 import { StepWriter } from './step-writer.js';
-import { emptyBatch, collectRows } from './store-rows.js';
+import { emptyBatch } from './store-rows.js';
 import { okValue } from './testing/processor-harness.js';
 
 /** The step on the embedded drivers and chDB: what an opt-out leaves in the hot state and the store. */
@@ -63,7 +63,8 @@ describe('OptOutStep', () => {
     const {
       resolutions: [r],
     } = okValue(await identityStep.run({ account, items: [item] }));
-    const batch = collectRows(emptyBatch(), identityStep.effectRows(item, r!, '2026-11-22 10:00:00.000'));
+    const batch = emptyBatch();
+    identityStep.addEffectRows(item, r!, '2026-11-22 10:00:00.000', batch);
     batch.customers.push(
       ...(await identityStep.applyProfiles(
         account,

@@ -16,7 +16,7 @@ import type { ProfileUpdate } from '@cdp/identity';
 import { FAULT_POINTS, faultPoint } from '@cdp/faults';
 import type { StoreBatch } from '@cdp/store';
 import { IdentityStep, withMerges } from './identity.step.js';
-import { collectRows, emptyBatch } from './store-rows.js';
+import { emptyBatch } from './store-rows.js';
 
 export interface SubscriptionsInput {
   account: string;
@@ -107,7 +107,7 @@ export class SubscriptionsStep implements Step<SubscriptionsInput, StoreBatch> {
     items.forEach((item, i) => {
       const { customerId, created, linked, merged } = resolutions[i]!;
       const { message, record, index } = item;
-      collectRows(batch, this.identityStep.effectRows(item, resolutions[i]!, now));
+      this.identityStep.addEffectRows(item, resolutions[i]!, now, batch);
       for (const loser of merged) lastMessageOf.set(loser, message.id);
       const update: AttributeUpdate = {};
       for (const id of linked) if (isProfileIdentifier(id.kind)) update[id.kind] = id.value;

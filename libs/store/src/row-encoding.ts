@@ -64,16 +64,19 @@ function compactEncoder(
       ...declared.filter((name) => present.has(name)),
       ...[...present].filter((name) => !isDeclared.has(name)),
     ];
-    const body = rows
-      .map((row) => {
-        const r = row as Record<string, unknown>;
-        const fields = (groupProperty ? r[groupProperty] : undefined) as Record<string, unknown> | undefined;
-        const values: unknown[] = [];
-        for (const name of fixed) values.push(r[name]);
-        for (const name of inGroup) values.push(fields?.[name] ?? null);
-        return JSON.stringify(values);
-      })
-      .join('\n');
+    // One array of the row's values, filled again for every row: a new one per row was a large share
+    // of the processor's garbage (an event is one row, with ~20 values).
+    const values: unknown[] = new Array<unknown>(fixed.length + inGroup.length).fill(null);
+    const lines: string[] = new Array<string>(rows.length);
+    for (let n = 0; n < rows.length; n++) {
+      const r = rows[n] as Record<string, unknown>;
+      const fields = (groupProperty ? r[groupProperty] : undefined) as Record<string, unknown> | undefined;
+      let at = 0;
+      for (const name of fixed) values[at++] = r[name];
+      for (const name of inGroup) values[at++] = fields?.[name] ?? null;
+      lines[n] = JSON.stringify(values);
+    }
+    const body = lines.join('\n');
     return { body, columns: [...fixed, ...inGroup] };
   };
 }

@@ -34,7 +34,10 @@ export interface LocalLogOptions {
   maxPendingBytes: number;
   /** A segment file is closed for writing past this size and deleted once all its messages are settled. */
   segmentBytes?: number;
-  /** At most this many records go to the consumer in one batch (whole messages only). */
+  /**
+   * At most this many records go to the consumer in one batch (whole messages only; default
+   * LOCAL_MAX_BATCH_RECORDS). A batch takes what is pending, so it is this large only under load.
+   */
   maxBatchRecords?: number;
   /**
    * Failures of one message while others are being stored before it goes to the dead-letter file
@@ -93,6 +96,16 @@ const SEGMENT_PREFIX = 'segment-';
 const DEAD_LETTER_FILE = 'dead-letter.log';
 
 /**
+ * The default batch under load. chDB's cost per row falls with the insert's size (one part per insert
+ * per table, and the merges after: ~8.9 µs a row at 10,000 rows, ~6.8 at 50,000, store-baseline.ts),
+ * and each batch also pays its commit-log bracket and the small inserts of its profiles and links.
+ * 40,000 instead of 10,000 cut chDB's threads' CPU per event by about a third and the embedded process's
+ * by ~7%, for ~50 MB more peak RSS (docs/benchmarks.md, issue 35). A batch is that large only when that
+ * much is waiting, so the latency at rates the processor keeps up with is unchanged.
+ */
+export const LOCAL_MAX_BATCH_RECORDS = 40_000;
+
+/**
  * The embedded bus: an append-only log in the data directory, written with group commit (many
  * concurrent publishes share one fdatasync), delivered from memory, settled by appending sequence
  * numbers to an acks file. At start, every logged message without an ack is delivered again.
@@ -128,7 +141,7 @@ export class LocalLogEventBus extends EventBus {
   ) {
     super();
     this.segmentBytes = options.segmentBytes ?? 64 * 1024 * 1024;
-    this.maxBatchRecords = options.maxBatchRecords ?? 10_000;
+    this.maxBatchRecords = options.maxBatchRecords ?? LOCAL_MAX_BATCH_RECORDS;
     this.retry = new RetryPolicy({
       maxStrikes: options.maxDeliveries ?? DEFAULT_RETRY.maxStrikes,
       baseMs: options.retryBaseMs ?? DEFAULT_RETRY.baseMs,
