@@ -97,13 +97,12 @@ const DEAD_LETTER_FILE = 'dead-letter.log';
 
 /**
  * The default batch under load. chDB's cost per row falls with the insert's size (one part per insert
- * per table, and the merges after: ~8.9 µs a row at 10,000 rows, ~6.8 at 50,000, store-baseline.ts),
- * and each batch also pays its commit-log bracket and the small inserts of its profiles and links.
- * 40,000 instead of 10,000 cut chDB's threads' CPU per event by about a third and the embedded process's
- * by ~7%, for ~50 MB more peak RSS (docs/benchmarks.md, issue 35). A batch is that large only when that
- * much is waiting, so the latency at rates the processor keeps up with is unchanged.
+ * per table, and the merges after: ~8.9 µs a row at 10,000 rows, ~6.8 at 50,000, store-baseline.ts), so
+ * larger batches are cheaper: 40,000 cut the embedded process's CPU per event by ~7%, but for ~50 MB more
+ * peak RSS under the full-speed ingest benchmark, which took it past the 1 GB budget (docs/benchmarks.md,
+ * issue 35). Kept at 10,000 until a batch's rows cost less memory (store-ready rows from the codec).
  */
-export const LOCAL_MAX_BATCH_RECORDS = 40_000;
+export const LOCAL_MAX_BATCH_RECORDS = 10_000;
 
 /**
  * The embedded bus: an append-only log in the data directory, written with group commit (many
