@@ -28,7 +28,6 @@ const currentRoot = resolve(here, '../..');
 
 const BATCH = 10_000;
 const PER_MESSAGE = 1_000;
-const T0 = 1_800_000_000_000;
 const emailOf = (n: number) => `customer${n}@example.com`;
 const messageId = (m: number) => `${m.toString(16).padStart(8, '0')}-7c1e-4b2a-9f3d-5e8a1c2b3d4e`;
 
@@ -46,7 +45,7 @@ function record(n: number, message: string, index: number): ResolveInput {
   return {
     ids: identifierList({ email: emailOf(n), vuid: `vuid-${n}` }),
     seed: customerIdSeed(message, index),
-    born: bornKey(T0 + Math.floor(n / PER_MESSAGE), message, index),
+    born: bornKey((1 + Math.floor(n / PER_MESSAGE)) * 1000 + index),
     message,
     index,
   };

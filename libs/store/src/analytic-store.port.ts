@@ -83,9 +83,13 @@ export abstract class AnalyticStore {
    * keep theirs (their rows stay out of rebuilds). Returns how many messages were forgotten.
    */
   abstract pruneCommits(account: string, before: number): Promise<number>;
-  /** What the identity index is rebuilt from: every identifier's first link, then the merges in order. */
+  /**
+   * What the identity index is rebuilt from: every identifier's first link, the born keys lowered
+   * without a link, then the merges in order.
+   */
   abstract identityGraph(account: string): {
     links: AsyncIterable<{ kind: string; value: string; svc_id: string; born: string }>;
+    borns: AsyncIterable<{ svc_id: string; born: string }>;
     merges: AsyncIterable<{ loser: string; survivor: string; seq: number }>;
   };
   abstract currentProfiles(account: string): AsyncIterable<CurrentProfile>;

@@ -323,10 +323,12 @@ export class ClickHouseStore extends AnalyticStore {
 
   identityGraph(account: string): {
     links: AsyncIterable<{ kind: string; value: string; svc_id: string; born: string }>;
+    borns: AsyncIterable<{ svc_id: string; born: string }>;
     merges: AsyncIterable<{ loser: string; survivor: string; seq: number }>;
   } {
     return {
       links: this.rebuildRead(account, rebuild.identityLinks),
+      borns: this.rebuildRead(account, rebuild.identityBorns),
       merges: this.rebuildRead(account, rebuild.identityMerges),
     };
   }
