@@ -114,7 +114,7 @@ async function measure(root: string, port: number) {
     const index = new d.RedisIdentityIndex(client);
     const profiles = new d.RedisProfileState(client);
     await index.beginRebuild('acct');
-    await index.load('acct', { links: none(), merges: none() });
+    await index.load('acct', { links: none(), borns: none(), merges: none() });
     const base = await used();
     let at = 1;
     /** One batch as the processor takes it: resolve, apply the profiles, settle. */
