@@ -41,11 +41,12 @@ function confSettings(): string[] {
     .flatMap(([k, v]) => [`--${k}`, v!]);
 }
 
-function record(n: number, message: string, index: number): ResolveInput {
+/** Customer n's record in message `m` (the bus's m-th message) at `index`: accepted in that order. */
+function record(n: number, m: number, message: string, index: number): ResolveInput {
   return {
     ids: identifierList({ email: emailOf(n), vuid: `vuid-${n}` }),
     seed: customerIdSeed(message, index),
-    born: bornKey((1 + Math.floor(n / PER_MESSAGE)) * 1000 + index),
+    born: bornKey((1 + m) * 1000 + index),
     message,
     index,
   };
@@ -130,7 +131,12 @@ async function measure(root: string, port: number) {
     for (let from = 0; from < customers; from += BATCH) {
       const records = Array.from({ length: Math.min(BATCH, customers - from) }, (_, i) => {
         const n = from + i;
-        return record(n, messageId(Math.floor(n / PER_MESSAGE)), n % PER_MESSAGE);
+        return record(
+          n,
+          Math.floor(n / PER_MESSAGE),
+          messageId(Math.floor(n / PER_MESSAGE)),
+          n % PER_MESSAGE,
+        );
       });
       await batch(
         records,
@@ -148,7 +154,9 @@ async function measure(root: string, port: number) {
         const n = seed % customers;
         ns.push(n);
         const m = done + i;
-        return record(n, `again-${Math.floor(m / PER_MESSAGE)}`, m % PER_MESSAGE);
+        // Accepted after every new customer's record: a known customer's age does not change.
+        const message = Math.ceil(customers / PER_MESSAGE) + Math.floor(m / PER_MESSAGE);
+        return record(n, message, `again-${Math.floor(m / PER_MESSAGE)}`, m % PER_MESSAGE);
       });
       await batch(
         records,

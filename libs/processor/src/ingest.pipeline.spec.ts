@@ -297,6 +297,61 @@ describe('IngestPipeline on the embedded drivers and chDB', () => {
     for (const p of profiles) expect(p).toEqual(profiles[0]);
   });
 
+  it('keeps the purchase of an order accepted first: one processed before it leaves the store when it comes', async () => {
+    const account = `kept${++n}x${Date.now()}`;
+    const purchase = (seq: number, subtotal: number, product: string) =>
+      deliveryOf(
+        eventsMessage(
+          account,
+          [
+            {
+              type: 'order',
+              action: 'purchase',
+              identifiers: { email: 'k@x.com' },
+              order: {
+                order_id: 'o1',
+                subtotal,
+                items: [{ product_id: product, price: subtotal, quantity: 1, subtotal }],
+              },
+            },
+          ],
+          `kp${seq}-${account}`,
+        ),
+        1,
+        seq,
+      );
+    // Accepted in this order: p1 (10th), then p2 (20th); p2 is processed first, and stored as kept.
+    const [p1, p2] = [purchase(10, 100, 'first'), purchase(20, 7, 'second')];
+    const { pipeline } = await newProcessor(chdb);
+    const stored = async () => ({
+      items: (await chdb.query<{ p: string }>(account, 'SELECT product_id AS p FROM {db}.line_items')).map(
+        (r) => r.p,
+      ),
+      events: (
+        await chdb.query<{ m: string }>(account, "SELECT msg_id AS m FROM {db}.events WHERE type = 'order'")
+      ).map((r) => r.m),
+      orders: await chdb.query<{ subtotal: number }>(
+        account,
+        'SELECT subtotal FROM {db}.orders ORDER BY version DESC LIMIT 1',
+      ),
+    });
+    expect(outcomes(await pipeline.process([p2]))).toEqual(['ok']);
+    expect((await stored()).items).toEqual(['second']);
+    expect(outcomes(await pipeline.process([p1]))).toEqual(['ok']);
+    const expected = { items: ['first'], events: [p1.message.id], orders: [{ subtotal: 100 }] };
+    expect(await stored()).toEqual(expected);
+    // Redelivered, each changes nothing more.
+    expect(
+      outcomes(
+        await pipeline.process([
+          { ...p2, deliveryCount: 2 },
+          { ...p1, deliveryCount: 2 },
+        ]),
+      ),
+    ).toEqual(['ok', 'ok']);
+    expect(await stored()).toEqual(expected);
+  });
+
   it("stores an account's later profile update while its earlier one is retried, and ends as acceptance order gives", async () => {
     const h = await harnessOnChdb();
     const profile = (seq: number, attributes: Record<string, unknown>) => ({

@@ -130,6 +130,12 @@ export abstract class AnalyticStore {
    * Returns once the rows are rewritten.
    */
   abstract redactCustomers(account: string, customerIds: readonly string[]): Promise<void>;
+  /**
+   * Deletes these events and their line items: purchases that were kept for their order until one
+   * accepted before them came (`OrderSnapshot.displacedPurchases`). Returns once the rows are gone;
+   * deleting them again is a no-op.
+   */
+  abstract deleteEvents(account: string, eventIds: readonly string[]): Promise<void>;
   /** Every identifier of the opt-out pool: what the hot pool is rebuilt from. */
   abstract optOutPool(account: string): AsyncIterable<{ kind: string; value: string }>;
   /**

@@ -48,17 +48,12 @@ export function identityLinks(
 }
 
 /** Each customer whose born key a record lowered without a link, with the least key so given. */
-export function identityBorns(
-  transport: ClickHouseTransport,
-  db: string,
-  unfinished: Unfinished,
-): AsyncIterable<{ svc_id: string; born: string }> {
-  return transport.stream<{ svc_id: string; born: string }>(
+export const identityBorns = (transport: ClickHouseTransport, db: string, unfinished: Unfinished) =>
+  transport.stream<{ svc_id: string; born: string }>(
     `SELECT svc_id, min(born) AS born FROM ${db}.${IDENTITY_LINKS.name} ${COUNTED} AND kind = ''
        GROUP BY svc_id ${BOUNDED}`,
     { unfinished },
   );
-}
 
 export async function* identityMerges(
   transport: ClickHouseTransport,
