@@ -36,7 +36,7 @@ export function customerRecords(from: number, count: number): ResolveInput[] {
     return {
       ids: identifierList({ email: emailOf(n), vuid: vuidOf(n) }),
       seed: customerIdSeed(message, index),
-      born: bornKey(T0 + Math.floor(n / PER_MESSAGE), message, index),
+      born: bornKey((1 + Math.floor(n / PER_MESSAGE)) * 1000 + index),
       message,
       index,
     };
@@ -166,7 +166,7 @@ export async function measureRedis(customers: number, port: number) {
     const index = new RedisIdentityIndex(client);
     const profiles = new RedisProfileState(client);
     await index.beginRebuild('acct');
-    await index.load('acct', { links: none(), merges: none() });
+    await index.load('acct', { links: none(), borns: none(), merges: none() });
     const base = await usedMemory(client);
     const started = performance.now();
     const ids: string[] = [];

@@ -13,7 +13,7 @@ export function seededIds() {
   const msg = `concat(leftPad(lower(hex(intDiv(number, ${PER_MESSAGE}))), 8, '0'), '-7c1e-4b2a-9f3d-5e8a1c2b3d4e')`;
   const svcOf = (n: string) =>
     `concat('c_', substring(lower(hex(SHA1(concat(${msg.replaceAll('number', n)}, ':', toString(${n} % ${PER_MESSAGE}))))), 1, 24))`;
-  const born = `concat(leftPad(toString(${T0} + intDiv(number, ${PER_MESSAGE})), 15, '0'), ':', ${msg}, ':', leftPad(toString(number % ${PER_MESSAGE}), 4, '0'))`;
+  const born = `concat('a', leftPad(toString(1 + intDiv(number, ${PER_MESSAGE})), 13, '0'), ':', leftPad(toString(number % ${PER_MESSAGE}), 3, '0'))`;
   return { msg, svcOf, svc: svcOf('number'), born };
 }
 

@@ -28,7 +28,6 @@ const currentRoot = resolve(here, '../..');
 
 const BATCH = 10_000;
 const PER_MESSAGE = 1_000;
-const T0 = 1_800_000_000_000;
 const emailOf = (n: number) => `customer${n}@example.com`;
 const messageId = (m: number) => `${m.toString(16).padStart(8, '0')}-7c1e-4b2a-9f3d-5e8a1c2b3d4e`;
 
@@ -42,11 +41,12 @@ function confSettings(): string[] {
     .flatMap(([k, v]) => [`--${k}`, v!]);
 }
 
-function record(n: number, message: string, index: number): ResolveInput {
+/** Customer n's record in message `m` (the bus's m-th message) at `index`: accepted in that order. */
+function record(n: number, m: number, message: string, index: number): ResolveInput {
   return {
     ids: identifierList({ email: emailOf(n), vuid: `vuid-${n}` }),
     seed: customerIdSeed(message, index),
-    born: bornKey(T0 + Math.floor(n / PER_MESSAGE), message, index),
+    born: bornKey((1 + m) * 1000 + index),
     message,
     index,
   };
@@ -115,7 +115,7 @@ async function measure(root: string, port: number) {
     const index = new d.RedisIdentityIndex(client);
     const profiles = new d.RedisProfileState(client);
     await index.beginRebuild('acct');
-    await index.load('acct', { links: none(), merges: none() });
+    await index.load('acct', { links: none(), borns: none(), merges: none() });
     const base = await used();
     let at = 1;
     /** One batch as the processor takes it: resolve, apply the profiles, settle. */
@@ -131,7 +131,12 @@ async function measure(root: string, port: number) {
     for (let from = 0; from < customers; from += BATCH) {
       const records = Array.from({ length: Math.min(BATCH, customers - from) }, (_, i) => {
         const n = from + i;
-        return record(n, messageId(Math.floor(n / PER_MESSAGE)), n % PER_MESSAGE);
+        return record(
+          n,
+          Math.floor(n / PER_MESSAGE),
+          messageId(Math.floor(n / PER_MESSAGE)),
+          n % PER_MESSAGE,
+        );
       });
       await batch(
         records,
@@ -149,7 +154,9 @@ async function measure(root: string, port: number) {
         const n = seed % customers;
         ns.push(n);
         const m = done + i;
-        return record(n, `again-${Math.floor(m / PER_MESSAGE)}`, m % PER_MESSAGE);
+        // Accepted after every new customer's record: a known customer's age does not change.
+        const message = Math.ceil(customers / PER_MESSAGE) + Math.floor(m / PER_MESSAGE);
+        return record(n, message, `again-${Math.floor(m / PER_MESSAGE)}`, m % PER_MESSAGE);
       });
       await batch(
         records,

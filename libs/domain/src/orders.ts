@@ -166,9 +166,18 @@ export interface OrderSnapshot {
   version: number;
   /** The customer of the kept purchase, or of the first change while no purchase was seen. */
   customerId: string | null;
-  /** Id of the one purchase event that is kept (rule 1); null while none arrived. */
+  /** Id of the one purchase event that is kept (rule 1): the first accepted; null while none arrived. */
   purchaseEventId: string | null;
   purchaseTs: number | null;
+  /**
+   * The kept purchase's place in acceptance order and the amounts (units) it put in the tally, so that a
+   * purchase accepted before it, processed after, takes its place. Absent on a purchase kept without `at`.
+   */
+  purchaseAt?: number;
+  purchaseSubtotal?: number;
+  purchaseTotal?: number;
+  /** Purchase events that were kept until one accepted before them came: their rows leave the store. */
+  displacedPurchases?: string[];
   /** Running tally in units (rule 5). */
   subtotal: number;
   total: number;
@@ -224,7 +233,10 @@ const negative = (units: number): number => -Math.abs(units);
  * Applies one change to an order's state (mutating `state`), the spec's order table row by row:
  * - purchase, no purchase kept yet: kept; its amounts start the tally (they add to whatever a return
  *   that arrived first put there, so the final tally does not depend on arrival order);
- * - purchase, one kept already: ignored for the tally and history, but its fields apply;
+ * - purchase, one kept already: ignored for the tally and history, but its fields apply; unless it was
+ *   accepted before the kept one (processed after it): then, as acceptance order has it, it is the one
+ *   kept, the other's amounts leave the tally and the other is listed as displaced (its stored event and
+ *   line items are deleted by the writer);
  * - return / refund: amounts coerced negative and added; every one counts (partial ones included);
  * - cancel: the same, and the order stops counting toward the lifecycle;
  * - entity update: fields only, and only for an order that exists.
@@ -246,12 +258,14 @@ export function applyOrderChange(
   applied.set(change.id, order.version);
   if (change.customerId && order.customerId === null) order.customerId = change.customerId;
   if (change.action === 'purchase') {
-    if (order.purchaseEventId === null) {
-      order.purchaseEventId = change.id;
-      order.purchaseTs = change.ts;
-      if (change.customerId) order.customerId = change.customerId;
-      order.subtotal += change.subtotal ?? 0;
-      order.total += change.total ?? 0;
+    if (order.purchaseEventId === null) keepPurchase(order, change);
+    else if (acceptedBefore(change, order.purchaseAt)) {
+      // The kept purchase was processed first but accepted later: in acceptance order it was the
+      // second, ignored. Its amounts leave the tally, and the earlier one takes its place.
+      order.subtotal -= order.purchaseSubtotal ?? 0;
+      order.total -= order.purchaseTotal ?? 0;
+      order.displacedPurchases = [...(order.displacedPurchases ?? []), order.purchaseEventId];
+      keepPurchase(order, change);
     }
   } else if (change.action !== 'update') {
     order.adjustments += 1;
@@ -268,6 +282,24 @@ export function applyOrderChange(
       change.at === undefined ? { value, ts: change.ts } : { value, ts: change.ts, at: change.at };
   }
   return { state: order, applied: true, seq: order.version, recorded: recorded() };
+}
+
+/** Keeps a purchase for the order (rule 1): its time, its customer, and its amounts in the tally. */
+function keepPurchase(order: OrderSnapshot, change: OrderChange): void {
+  order.purchaseEventId = change.id;
+  order.purchaseTs = change.ts;
+  if (change.customerId) order.customerId = change.customerId;
+  order.subtotal += change.subtotal ?? 0;
+  order.total += change.total ?? 0;
+  if (change.at === undefined) delete order.purchaseAt;
+  else order.purchaseAt = change.at;
+  order.purchaseSubtotal = change.subtotal ?? 0;
+  order.purchaseTotal = change.total ?? 0;
+}
+
+/** Whether a change was accepted before `at` (false when either is unknown: the kept one stays). */
+function acceptedBefore(change: OrderChange, at: number | undefined): boolean {
+  return change.at !== undefined && at !== undefined && change.at < at;
 }
 
 /**

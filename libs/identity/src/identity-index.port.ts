@@ -15,8 +15,16 @@ export class IdentityNotWarmError extends Error {
 
 /** What the store keeps of the identity graph, read back to rebuild an index. */
 export interface IdentityGraphRows {
-  /** Each identifier with the customer it was first linked to, and that customer's born key. */
+  /**
+   * Each identifier with the customer it was first linked to, and that customer's born key then. A
+   * customer's born key is the least of its links' and its `borns'`.
+   */
   links: AsyncIterable<{ kind: string; value: string; svc_id: string; born: string }>;
+  /**
+   * Customers whose born key a record lowered without linking anything (it was accepted before the
+   * customer's other records and processed after them), each with the least such key.
+   */
+  borns: AsyncIterable<{ svc_id: string; born: string }>;
   /** Every merge in the order it happened (seq): the loser's history belongs to the survivor since. */
   merges: AsyncIterable<{ loser: string; survivor: string; seq: number }>;
 }

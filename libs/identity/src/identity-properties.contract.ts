@@ -152,7 +152,7 @@ function toInputs(messages: Identifier[][][], tag: string): ResolveInput[][] {
       return {
         ids,
         seed: `${message}:${index}`,
-        born: bornKey(1_000 + m, message, index),
+        born: bornKey((1_000 + m) * 1000 + index),
         message,
         index,
         ...(low.length ? { low } : {}),

@@ -1,7 +1,7 @@
 import { customerIdFromSeed as id, type Identifier } from '@cdp/domain';
 import type { IdentityGraphRows, IdentityIndex } from './identity-index.port.js';
 import type { ProfileState } from './profile-state.port.js';
-import { MAX_MERGE, bornKey, type ResolveInput } from './resolution.js';
+import { MAX_MERGE, bornKey, type ResolveInput, type Resolution } from './resolution.js';
 
 async function* from<T>(items: T[]): AsyncIterable<T> {
   for (const item of items) yield await Promise.resolve(item);
@@ -10,18 +10,41 @@ async function* from<T>(items: T[]): AsyncIterable<T> {
 export function graphRows(
   links: { kind: string; value: string; svc_id: string; born: string }[],
   merges: { loser: string; survivor: string; seq: number }[] = [],
+  borns: { svc_id: string; born: string }[] = [],
 ): IdentityGraphRows {
-  return { links: from(links), merges: from(merges) };
+  return { links: from(links), borns: from(borns), merges: from(merges) };
 }
 
 const email = (value: string) => ({ kind: 'email', value });
 const vuid = (value: string) => ({ kind: 'vuid', value });
 const cid = (value: string) => ({ kind: 'customer_id', value });
 
-let clock = 1_800_000_000_000;
-/** A record of its own message, received later than every record made before it. */
+let accepted = 1_000_000;
+/** A record of its own message, accepted later than every record made before it. */
 export function record(ids: Identifier[], seed: string, message = `m-${seed}`, index = 0): ResolveInput {
-  return { ids, seed, born: bornKey(clock++, message, index), message, index };
+  return { ids, seed, born: bornKey(accepted++), message, index };
+}
+
+/** Every order of these items. */
+function permutations<T>(items: readonly T[]): T[][] {
+  if (items.length <= 1) return [[...items]];
+  return items.flatMap((first, i) =>
+    permutations([...items.slice(0, i), ...items.slice(i + 1)]).map((rest) => [first, ...rest]),
+  );
+}
+
+/** The rows the processor would store for these resolutions (IdentityStep.addEffectRows), as a rebuild reads them. */
+function storedRows(resolutions: Resolution[]): IdentityGraphRows {
+  const links = resolutions.flatMap((r) =>
+    r.linked.map((l) => ({ ...l, svc_id: r.customerId, born: r.born })),
+  );
+  const borns = resolutions
+    .filter((r) => r.born !== '' && r.linked.length === 0)
+    .map((r) => ({ svc_id: r.customerId, born: r.born }));
+  const merges = resolutions.flatMap((r) =>
+    r.merged.map((loser) => ({ loser, survivor: r.customerId, seq: r.mergeSeq })),
+  );
+  return graphRows(links, merges, borns);
 }
 
 /** Account names unique to this run, since a shared Redis outlives it. */
@@ -189,6 +212,56 @@ export function identityIndexContract(
         [id('r'), false, 0],
         [id('r'), false, 0],
       ]);
+      await index.close();
+    });
+
+    it('a customer is as old as its first accepted record: the same one survives a merge in any processing order', async () => {
+      // Accepted in this order: A1 {email a}, B {email b}, A2 {email a, vuid a2}; then M {email a, email b}
+      // merges the two customers. One processor taking them in that order keeps a's customer (born at
+      // A1) and merges b's into it. Here A1, B and A2 are processed in every order; A2 before A1 makes
+      // a's customer c(A2), which A1 (accepted before B) must make older than b's.
+      const at = (n: number) => bornKey(2_000_000 + n);
+      const rec = (tag: string, ids: Identifier[], n: number): ResolveInput => ({
+        ids,
+        seed: `${run}-${tag}`,
+        born: at(n),
+        message: `${run}-${tag}`,
+        index: 0,
+      });
+      const a1 = rec('a1', [email('a@p.com')], 1);
+      const b = rec('b', [email('b@p.com')], 2);
+      const a2 = rec('a2', [email('a@p.com'), vuid('a2')], 3);
+      const m = rec('m', [email('a@p.com'), email('b@p.com')], 4);
+      const orders = permutations([a1, b, a2]);
+      const accounts = orders.flatMap((_, i) => [`prm${i}${run}`, `prr${i}${run}`]);
+      const index = await openWarm(accounts);
+      for (const [i, order] of orders.entries()) {
+        const account = `prm${i}${run}`;
+        const resolutions: Resolution[] = [];
+        for (const r of order) resolutions.push(...(await index.resolve(account, [r])));
+        const aCustomer = await index.lookup(account, email('a@p.com'));
+        const bCustomer = await index.lookup(account, email('b@p.com'));
+        // A record accepted before its customer's others gives back the lowered born key (stored alone).
+        const first = resolutions[order.indexOf(a1)]!;
+        if (order.indexOf(a2) < order.indexOf(a1))
+          expect(first).toMatchObject({ customerId: aCustomer, linked: [], born: at(1) });
+        // The same graph rebuilt from what the store would hold of it ages its customers alike.
+        const rebuilt = `prr${i}${run}`;
+        await index.load(rebuilt, storedRows(resolutions));
+        for (const acc of [account, rebuilt]) {
+          const [merge] = await index.resolve(acc, [{ ...m, message: `${m.message}-${acc}` }]);
+          expect({
+            order: order.map((r) => r.seed),
+            survivor: merge!.customerId,
+            merged: merge!.merged,
+          }).toEqual({
+            order: order.map((r) => r.seed),
+            survivor: aCustomer,
+            merged: [bCustomer],
+          });
+          expect(await index.lookup(acc, vuid('a2'))).toBe(aCustomer);
+        }
+      }
       await index.close();
     });
 

@@ -1,3 +1,4 @@
+import { MAX_BATCH } from '@cdp/contracts';
 import { customerIdFromSeed, type Identifier } from '@cdp/domain';
 
 /**
@@ -18,6 +19,9 @@ import { customerIdFromSeed, type Identifier } from '@cdp/domain';
  * 5. The oldest joined customer survives (born earliest); the others are merged into it: their
  *    identifiers, and those of customers merged into them before, now resolve to the survivor.
  *    With nobody to join, a new customer is created, its id derived from the record's seed.
+ *    A customer's born key is the least of its records' (bornKey: their place in acceptance order):
+ *    a record accepted before the one that created it, processed after, lowers it. So which customer
+ *    is older, and survives, does not depend on the order processors took the records in.
  * 6. Identifiers nobody owned are linked to the survivor; those of conflicting customers stay theirs.
  *
  * Low-confidence identifiers (custom identifiers created with `merge_confidence: low`) take part only
@@ -33,8 +37,9 @@ export interface ResolveInput {
   /** Derives the id of a customer this record creates (customerIdFromSeed), so replays agree. */
   seed: string;
   /**
-   * Sort key of a customer this record creates: customers compare by age through it. Built from the
-   * message's receive time, so which customer survives does not depend on processing order.
+   * The record's born key (bornKey: its place in acceptance order): the key of a customer it creates,
+   * and the key it lowers an existing customer's to when it was accepted earlier than that customer's
+   * records. Customers compare by age through it.
    */
   born: string;
   /** The bus message the record came in, and its index there: effects are remembered per message. */
@@ -48,8 +53,11 @@ export type ConflictReason = 'customer_id' | 'merge_limit';
 
 export interface Resolution {
   customerId: string;
-  /** Sort key of the customer's age (see ResolveInput.born), when the record linked identifiers (their
-   * store rows carry it); '' otherwise, which spares the index a lookup for the common record. */
+  /**
+   * The customer's born key after this record (see ResolveInput.born) when the record linked
+   * identifiers (their store rows carry it) or lowered it (a row of its own keeps that for a rebuild);
+   * '' otherwise.
+   */
   born: string;
   /** True when this record created the customer. */
   created: boolean;
@@ -74,6 +82,8 @@ export interface IdentityGraph<C = string> {
   idOf(customer: C): string;
   /** Creates the customer with this id (an index that already holds it only takes the new born key). */
   create(customerId: string, born: string): C;
+  /** Gives an existing customer a lower born key (a record accepted before its others resolved to it). */
+  lowerBorn(customer: C, born: string): void;
   link(id: Identifier, customer: C): void;
   /** Points the loser, its identifiers and everyone merged into it at the survivor; returns their ids. */
   merge(loser: C, survivor: C): string[];
@@ -131,6 +141,11 @@ export function resolveRecord<C>(graph: IdentityGraph<C>, input: ResolveInput): 
     for (const loser of joined.slice(1)) merged.push(...graph.merge(loser, customer));
   }
 
+  // A record accepted before every other of its customer, processed after them, makes it older: its
+  // age is then what one processor taking the records in acceptance order would have given it.
+  const lowered = !created && input.born < graph.bornOf(customer);
+  if (lowered) graph.lowerBorn(customer, input.born);
+
   const linked: Identifier[] = [];
   input.ids.forEach((id, i) => {
     if (owners[i] !== undefined || graph.owner(id) !== undefined) return;
@@ -139,7 +154,7 @@ export function resolveRecord<C>(graph: IdentityGraph<C>, input: ResolveInput): 
   });
   return {
     customerId,
-    born: linked.length ? (created ? input.born : graph.bornOf(customer)) : '',
+    born: linked.length || lowered ? graph.bornOf(customer) : '',
     created,
     linked,
     merged,
@@ -157,7 +172,17 @@ function byAge<C>(graph: IdentityGraph<C>, a: C, b: C): number {
   return i < j ? -1 : i > j ? 1 : 0;
 }
 
-/** A born key: receive time (ms, fixed width so keys sort as text), then message and record index. */
-export function bornKey(receivedAtMs: number, message: string, index: number): string {
-  return `${receivedAtMs.toString().padStart(15, '0')}:${message}:${index.toString().padStart(4, '0')}`;
+/**
+ * A record's born key: its place in the bus's acceptance order (`acceptanceOrder`: the message's bus
+ * sequence × MAX_BATCH + the record's index), written `a<sequence, 13 digits>:<index, 3 digits>` so keys
+ * sort as text in that order (and a message's records share the part before ':', which the memory index
+ * interns once). The sequence, not a clock: API replicas stamp receive times with their own clocks, the
+ * bus numbers every message it accepts in one order. Keys of customers created before this rule (the
+ * receive time in ms, 15 digits, then message and index) begin with a digit, so they sort before every
+ * `a…` key: those customers stay older than any created since, as they were.
+ */
+export function bornKey(at: number): string {
+  const sequence = Math.floor(at / MAX_BATCH);
+  const index = at % MAX_BATCH;
+  return `a${sequence.toString().padStart(13, '0')}:${index.toString().padStart(3, '0')}`;
 }

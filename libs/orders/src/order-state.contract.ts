@@ -348,6 +348,72 @@ export function orderStateContract(name: string, open: () => Promise<OrderState>
       });
     });
 
+    it('rule 1 in acceptance order: the purchase accepted first is kept, whichever was processed first', async () => {
+      // P1 accepted 100th (subtotal 100, customer c1), P2 accepted 200th (subtotal 7, customer c2), a
+      // return (5) between. One processor in acceptance order keeps P1; here each order of the three.
+      const p1 = (o: string) =>
+        event('purchase', o, {
+          id: `${o}-p1`,
+          at: 100,
+          ts: 1_000,
+          subtotal: 100,
+          total: 110,
+          customer: 'c1',
+        });
+      const p2 = (o: string) =>
+        event('purchase', o, { id: `${o}-p2`, at: 200, ts: 2_000, subtotal: 7, total: 7, customer: 'c2' });
+      const ret = (o: string) => event('return', o, { id: `${o}-r`, at: 150, subtotal: 5, total: 5 });
+      const orders = [
+        [p1, ret, p2],
+        [p2, p1, ret],
+        [p2, ret, p1],
+        [ret, p2, p1],
+      ];
+      for (const [i, order] of orders.entries()) {
+        const o = id(`kept${i}`);
+        const outcomes = [];
+        for (const change of order) outcomes.push(...(await state.apply(acc, [change(o)])).outcomes);
+        const kept = (await state.get(acc, o))!;
+        expect([i, kept.purchaseEventId, kept.displacedPurchases ?? []]).toEqual([
+          i,
+          `${o}-p1`,
+          order.indexOf(p2) < order.indexOf(p1) ? [`${o}-p2`] : [],
+        ]);
+        expect(orderSummary(kept)).toMatchObject({
+          svc_id: 'c1',
+          ts: 1_000,
+          subtotal: 95,
+          total: 105,
+          version: 3,
+        });
+        // P1 is recorded; P2 only when it was processed first (its rows are then deleted: displaced).
+        expect(outcomes[order.indexOf(p1)]!.recorded).toBe(true);
+        // Redelivered, P2 is not recorded again, and P1 still is.
+        const again = await state.apply(acc, [p2(o), p1(o)]);
+        expect(again.outcomes.map((x) => [x.applied, x.recorded])).toEqual([
+          [false, false],
+          [false, true],
+        ]);
+      }
+    });
+
+    it('a rebuild keeps the purchase accepted first, and the purchase it displaced', async () => {
+      const o = id('keptreb');
+      const changes = [
+        event('purchase', o, { id: `${o}-p2`, at: 200, subtotal: 7 }),
+        event('purchase', o, { id: `${o}-p1`, at: 100, subtotal: 100 }),
+      ];
+      await state.apply(other, changes);
+      const before = await state.get(other, o);
+      expect(before).toMatchObject({ purchaseEventId: `${o}-p1`, displacedPurchases: [`${o}-p2`] });
+      expect(await state.beginRebuild(other)).toBe(true);
+      async function* stored() {
+        for (const c of changes) yield await Promise.resolve(c);
+      }
+      await state.load(other, stored());
+      expect(await state.get(other, o)).toEqual(before);
+    });
+
     it('keeps accounts apart', async () => {
       const o = id('iso');
       await state.apply(acc, [event('purchase', o, { subtotal: 1 })]);

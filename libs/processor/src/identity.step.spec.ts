@@ -18,6 +18,7 @@ describe('IdentityStep with custom identifiers', () => {
   const item = (identifiers: Record<string, string>): IdentifiedItem => ({
     message: { id: `m${++n}`, receivedAt: 1_800_000_000_000 + n },
     index: 0,
+    at: n * 1000,
     record: { identifiers },
   });
 

@@ -45,10 +45,12 @@ export interface IdentityRows {
   conflicts: ConflictRow[];
 }
 
-/** A record that identifies a customer, with the message it came in. */
+/** A record that identifies a customer, with the message it came in and its place in acceptance order. */
 export interface IdentifiedItem {
   message: { id: string; receivedAt: number };
   index: number;
+  /** acceptanceOrder(delivery, index): a customer's age is the least of its records' (bornKey). */
+  at: number;
   record: { identifiers: Record<string, string | string[]> };
 }
 
@@ -121,12 +123,12 @@ export class IdentityStep implements Step<IdentityInput, ResolvedBatch> {
     if (items.length === 0) return ok({ resolutions: [], identifiers: [], pooled: new Set<string>() });
     const identifiers = items.map(({ record }) => identifierList(record.identifiers));
     const lowKinds = await this.lowConfidence(account, identifiers);
-    const records = items.map(({ message, index }, i) => {
+    const records = items.map(({ message, index, at }, i) => {
       const low = lowKinds.size ? positionsOf(identifiers[i]!, lowKinds) : [];
       return {
         ids: identifiers[i]!,
         seed: customerIdSeed(message.id, index),
-        born: bornKey(message.receivedAt, message.id, index),
+        born: bornKey(at),
         message: message.id,
         index,
         ...(low.length ? { low } : {}),
@@ -187,6 +189,10 @@ export class IdentityStep implements Step<IdentityInput, ResolvedBatch> {
         created_at: now,
       });
     }
+    // A born key lowered with no link to carry it (the record was accepted before the customer's
+    // others, processed after them): a row of its own, so a rebuild gives the customer the same age.
+    if (born !== '' && linked.length === 0)
+      into.identityLinks.push({ kind: '', value: '', svc_id: customerId, born, msg_id, created_at: now });
     if (merged.length === 0 && conflicts.length === 0) return;
     const cause = identifierList(item.record.identifiers).map((id: Identifier) => `${id.kind}:${id.value}`);
     for (const loser of merged) {

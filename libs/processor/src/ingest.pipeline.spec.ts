@@ -240,6 +240,118 @@ describe('IngestPipeline on the embedded drivers and chDB', () => {
     );
   });
 
+  it('a merge keeps the customer whose record was accepted first, whatever order the records were processed in, across a rebuild', async () => {
+    // Accepted in this order (bus sequence): A1 {email a}, B {email b}, A2 {email a, vuid a2}; then M
+    // {email b, vuid a2} merges the two customers. The API stamped them with a clock running backwards:
+    // only the bus's order counts. Each order of A1, B, A2 is processed by one processor, then another
+    // one rebuilt from the store processes M: the customer of A1 survives (the one email a names) and
+    // the profile is the same in every order, the one acceptance order gives.
+    let k = 0;
+    const orders = [
+      [1, 2, 3],
+      [1, 3, 2],
+      [2, 1, 3],
+      [2, 3, 1],
+      [3, 1, 2],
+      [3, 2, 1],
+    ];
+    const profiles: Record<string, unknown>[] = [];
+    for (const order of orders) {
+      const account = `born${++k}x${Date.now()}`;
+      const profile = (
+        seq: number,
+        identifiers: Record<string, string>,
+        attributes: Record<string, string>,
+      ) =>
+        deliveryOf(
+          {
+            id: `b${seq}-${account}`,
+            account,
+            kind: 'profiles',
+            receivedAt: Date.now() - seq * 60_000,
+            records: [{ identifiers, attributes }],
+          } as unknown as IngestMessage,
+          1,
+          seq,
+        );
+      const records = new Map([
+        [1, profile(1, { email: 'a@x.com' }, { first_name: 'A1', city: 'Oslo' })],
+        [2, profile(2, { email: 'b@x.com' }, { first_name: 'B', country: 'NO' })],
+        [3, profile(3, { email: 'a@x.com', vuid: 'a2' }, { last_name: 'Second' })],
+      ]);
+      const first = await newProcessor(chdb);
+      for (const seq of order)
+        expect(outcomes(await first.pipeline.process([records.get(seq)!]))).toEqual(['ok']);
+      const second = await newProcessor(chdb);
+      expect(await second.identityRebuild.rebuild(account)).toBe(true);
+      const survivor = await second.identity.lookup(account, { kind: 'email', value: 'a@x.com' });
+      const merge = profile(4, { email: 'b@x.com', vuid: 'a2' }, {});
+      expect(outcomes(await second.pipeline.process([merge]))).toEqual(['ok']);
+      expect([order, await second.identity.lookup(account, { kind: 'email', value: 'b@x.com' })]).toEqual([
+        order,
+        survivor,
+      ]);
+      profiles.push((await second.profiles.get(account, survivor!))!.attributes);
+    }
+    expect(profiles[0]).toMatchObject({ first_name: 'B', last_name: 'Second', city: 'Oslo', country: 'NO' });
+    for (const p of profiles) expect(p).toEqual(profiles[0]);
+  });
+
+  it('keeps the purchase of an order accepted first: one processed before it leaves the store when it comes', async () => {
+    const account = `kept${++n}x${Date.now()}`;
+    const purchase = (seq: number, subtotal: number, product: string) =>
+      deliveryOf(
+        eventsMessage(
+          account,
+          [
+            {
+              type: 'order',
+              action: 'purchase',
+              identifiers: { email: 'k@x.com' },
+              order: {
+                order_id: 'o1',
+                subtotal,
+                items: [{ product_id: product, price: subtotal, quantity: 1, subtotal }],
+              },
+            },
+          ],
+          `kp${seq}-${account}`,
+        ),
+        1,
+        seq,
+      );
+    // Accepted in this order: p1 (10th), then p2 (20th); p2 is processed first, and stored as kept.
+    const [p1, p2] = [purchase(10, 100, 'first'), purchase(20, 7, 'second')];
+    const { pipeline } = await newProcessor(chdb);
+    const stored = async () => ({
+      items: (await chdb.query<{ p: string }>(account, 'SELECT product_id AS p FROM {db}.line_items')).map(
+        (r) => r.p,
+      ),
+      events: (
+        await chdb.query<{ m: string }>(account, "SELECT msg_id AS m FROM {db}.events WHERE type = 'order'")
+      ).map((r) => r.m),
+      orders: await chdb.query<{ subtotal: number }>(
+        account,
+        'SELECT subtotal FROM {db}.orders ORDER BY version DESC LIMIT 1',
+      ),
+    });
+    expect(outcomes(await pipeline.process([p2]))).toEqual(['ok']);
+    expect((await stored()).items).toEqual(['second']);
+    expect(outcomes(await pipeline.process([p1]))).toEqual(['ok']);
+    const expected = { items: ['first'], events: [p1.message.id], orders: [{ subtotal: 100 }] };
+    expect(await stored()).toEqual(expected);
+    // Redelivered, each changes nothing more.
+    expect(
+      outcomes(
+        await pipeline.process([
+          { ...p2, deliveryCount: 2 },
+          { ...p1, deliveryCount: 2 },
+        ]),
+      ),
+    ).toEqual(['ok', 'ok']);
+    expect(await stored()).toEqual(expected);
+  });
+
   it("stores an account's later profile update while its earlier one is retried, and ends as acceptance order gives", async () => {
     const h = await harnessOnChdb();
     const profile = (seq: number, attributes: Record<string, unknown>) => ({

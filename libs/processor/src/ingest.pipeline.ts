@@ -231,7 +231,10 @@ export class IngestPipeline {
     });
 
     this.identityStep.redactOptedOut(items, resolved, updates, lastMessageOf);
-    collectRows(batch, unwrap(await this.ordersStep.run({ account, deliveries, events: orderEvents, now })));
+    const { displacedPurchases, ...orderRows } = unwrap(
+      await this.ordersStep.run({ account, deliveries, events: orderEvents, now }),
+    );
+    collectRows(batch, orderRows);
     collectRows(batch, unwrap(await this.productsStep.run({ account, deliveries, now })));
     return async () => {
       // Profiles are applied in the write stage, in batch order like the writes: the next batch's
@@ -240,7 +243,12 @@ export class IngestPipeline {
         ...(await this.identityStep.applyProfiles(account, updates, (c) => lastMessageOf.get(c)!, now)),
       );
       await this.columns.prepare(account, batch);
-      await this.writer.write(account, deliveries, batch);
+      await this.writer.write(
+        account,
+        deliveries,
+        batch,
+        displacedPurchases?.length ? { displacedPurchases } : {},
+      );
     };
   }
 }

@@ -59,7 +59,7 @@ describe('OptOutStep', () => {
   /** A customer as the ingest pipeline leaves it: resolved, its profile applied and stored. */
   async function customer(account: string, ids: Record<string, string>, attributes: Record<string, string>) {
     const message = { id: `seed-${++n}`, receivedAt: Date.now() };
-    const item = { message, index: 0, record: { identifiers: ids } };
+    const item = { message, index: 0, at: n * 1000, record: { identifiers: ids } };
     const {
       resolutions: [r],
     } = okValue(await identityStep.run({ account, items: [item] }));
@@ -206,6 +206,7 @@ describe('OptOutStep', () => {
       {
         message: { id: 'later', receivedAt: Date.now() },
         index: 0,
+        at: 1_000_000,
         record: { identifiers: { email: 'ghost@x.com' } },
       },
     ];

@@ -1,7 +1,9 @@
 import { eventId, toStoreTime, type EventRecord } from '@cdp/domain';
+import type { Delivery } from '@cdp/bus';
 import type { IngestMessage } from '@cdp/contracts';
 import type { ClickHouseStore, EventRow } from '@cdp/store';
 import { orderEventOf, type OrderEvent } from './orders.step.js';
+import { MemoryOrderState } from '@cdp/orders/memory';
 import { emptyBatch } from './store-rows.js';
 import { newProcessor, deliveryOf, okValue, tempChdbStore } from './testing/processor-harness.js';
 
@@ -264,5 +266,44 @@ describe('OrdersStep', () => {
     const fresh = await newProcessor(store);
     expect(await fresh.ordersRebuild.rebuild(account)).toBe(true);
     expect(await fresh.orders.get(account, 'o3')).toEqual(before);
+  });
+
+  it('keeps a pending update of an order with no summary yet across two rebuilds bounded by the retention', async () => {
+    const account = `orders${++n}`;
+    // A state that forgets orders 30 days after their last change: its rebuild reads only recent orders.
+    const restart = () => newProcessor(store, { orders: new MemoryOrderState(30 * 86_400_000) });
+    let processor = await restart();
+    // Written as the pipeline writes (StepWriter): bracketed in the commit log.
+    const write = async (deliveries: Delivery[], events: OrderEvent[]) => {
+      const rows = okValue(await processor.ordersStep.run({ account, deliveries, events, now: NOW }));
+      const messages = deliveries.map((d) => d.message.id);
+      await store.begin(account, messages);
+      await store.write(account, { ...emptyBatch(), ...rows }, false);
+      await store.commit(account, messages);
+      return rows;
+    };
+    // The update accepted 21st is processed before the purchase accepted 20th: pending, no order summary.
+    const early = await write([updateOf(account, 'u-wait', 'o4', 21, { coupon_code: 'KEPT' })], []);
+    expect(early.orders ?? []).toEqual([]);
+    // Two restarts, each rebuilding the order state from the store.
+    for (let restarts = 0; restarts < 2; restarts++) {
+      processor = await restart();
+      expect(await processor.ordersRebuild.rebuild(account)).toBe(true);
+    }
+    const purchase = orderEvents(
+      'p4',
+      account,
+      [{ action: 'purchase', order: { order_id: 'o4', subtotal: 5 }, ts: T0 }],
+      20,
+    );
+    const bought = await write([purchase.delivery], heldOf(purchase));
+    expect(bought.orders).toEqual([
+      expect.objectContaining({
+        order_id: 'o4',
+        version: 2,
+        purchased: true,
+        fields: { coupon_code: 'KEPT' },
+      }),
+    ]);
   });
 });

@@ -48,6 +48,11 @@ export interface OrderRows {
   lineItems?: LineItemRow[];
   orderChanges?: OrderChangeRow[];
   orders?: OrderRow[];
+  /**
+   * Purchase events stored as kept before a purchase of their order accepted earlier took their place:
+   * the writer deletes them (and their line items) with this batch (StepWriter, `deleteEvents`).
+   */
+  displacedPurchases?: string[];
 }
 
 /**
@@ -110,7 +115,14 @@ export class OrdersStep implements Step<OrdersInput, OrderRows> {
     );
     if (!applied) return retry('the order state of the account is being rebuilt by another processor');
     const { outcomes, orders } = applied;
-    const rows: Required<OrderRows> = { events: [], lineItems: [], orderChanges: [], orders: [] };
+    const rows: Required<OrderRows> = {
+      events: [],
+      lineItems: [],
+      orderChanges: [],
+      orders: [],
+      displacedPurchases: [],
+    };
+    const stateOf = new Map(orders.map((o) => [o.orderId, o]));
     const lastMessageOf = new Map<string, string>();
     changes.forEach(({ change, msgId, held }, i) => {
       const outcome = outcomes[i]!;
@@ -135,6 +147,9 @@ export class OrdersStep implements Step<OrdersInput, OrderRows> {
       if (held && outcome.recorded) {
         rows.events.push(held.row);
         rows.lineItems.push(...lineItemRows(held));
+        // The kept purchase, redelivered or not: the purchases it displaced leave the store with it.
+        if (change.action === 'purchase')
+          rows.displacedPurchases.push(...(stateOf.get(change.orderId)?.displacedPurchases ?? []));
       }
     });
     for (const state of orders) {

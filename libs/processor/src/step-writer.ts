@@ -10,6 +10,8 @@ import { purchasesOf } from './stored-purchases.js';
 export interface WriteOptions {
   /** Customers whose older profile snapshots are redacted, after the rows and before the commit. */
   redact?: readonly string[];
+  /** Purchase events no longer kept for their order (OrderRows.displacedPurchases): deleted, before the commit. */
+  displacedPurchases?: readonly string[];
 }
 
 /**
@@ -46,6 +48,12 @@ export class StepWriter {
       await this.store.write(account, withoutPersonalData(rows, redacted), deliveries.some(mayBeStored));
       // Older snapshots last: a redelivery after a crash here redacts them then.
       if (options.redact) await this.store.redactCustomers(account, options.redact);
+      // After the rows that replace them: a crash in between leaves the message unfinished, and its
+      // redelivery (whose kept purchase names them again) deletes them then.
+      if (options.displacedPurchases?.length) {
+        await this.store.deleteEvents(account, options.displacedPurchases);
+        this.segmentCounts?.uncertain(account); // its digests may count them
+      }
       await this.store.commit(account, messages);
     } catch (err) {
       // Part of the events may be stored: audience lookups stop counting from what they kept.

@@ -83,9 +83,13 @@ export abstract class AnalyticStore {
    * keep theirs (their rows stay out of rebuilds). Returns how many messages were forgotten.
    */
   abstract pruneCommits(account: string, before: number): Promise<number>;
-  /** What the identity index is rebuilt from: every identifier's first link, then the merges in order. */
+  /**
+   * What the identity index is rebuilt from: every identifier's first link, the born keys lowered
+   * without a link, then the merges in order.
+   */
   abstract identityGraph(account: string): {
     links: AsyncIterable<{ kind: string; value: string; svc_id: string; born: string }>;
+    borns: AsyncIterable<{ svc_id: string; born: string }>;
     merges: AsyncIterable<{ loser: string; survivor: string; seq: number }>;
   };
   abstract currentProfiles(account: string): AsyncIterable<CurrentProfile>;
@@ -126,6 +130,12 @@ export abstract class AnalyticStore {
    * Returns once the rows are rewritten.
    */
   abstract redactCustomers(account: string, customerIds: readonly string[]): Promise<void>;
+  /**
+   * Deletes these events and their line items: purchases that were kept for their order until one
+   * accepted before them came (`OrderSnapshot.displacedPurchases`). Returns once the rows are gone;
+   * deleting them again is a no-op.
+   */
+  abstract deleteEvents(account: string, eventIds: readonly string[]): Promise<void>;
   /** Every identifier of the opt-out pool: what the hot pool is rebuilt from. */
   abstract optOutPool(account: string): AsyncIterable<{ kind: string; value: string }>;
   /**

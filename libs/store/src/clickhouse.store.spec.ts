@@ -116,7 +116,7 @@ describe('ClickHouseStore on chDB', () => {
     expect(await count('acc3', 'identity_links')).toBe(2);
   });
 
-  it('reads back identity links and the latest profile snapshot of each customer', async () => {
+  it('reads back identity links, lowered born keys and the latest profile snapshot of each customer', async () => {
     await store.write('acc4', batch('m1', 'c1', 0), false);
     const later = batch('m2', 'c1', 0);
     later.customers[0] = {
@@ -124,11 +124,24 @@ describe('ClickHouseStore on chDB', () => {
       version: 2,
       attributes: { email: 'c1@x.com', city: 'Oslo' },
     };
-    later.identityLinks = [];
+    // m2 linked nothing but lowered c1's born key twice (two records accepted before c1's first).
+    const lowered = (born: string) => ({
+      kind: '',
+      value: '',
+      svc_id: 'c1',
+      born,
+      msg_id: 'm2',
+      created_at: at,
+    });
+    later.identityLinks = [lowered('a-2'), lowered('a-1')];
     await store.write('acc4', later, false);
+    const graph = store.identityGraph('acc4');
     const links = [];
-    for await (const l of store.identityGraph('acc4').links) links.push(l);
+    for await (const l of graph.links) links.push(l);
     expect(links).toEqual([{ kind: 'email', value: 'c1@x.com', svc_id: 'c1', born: 'b-c1' }]);
+    const borns = [];
+    for await (const b of graph.borns) borns.push(b);
+    expect(borns).toEqual([{ svc_id: 'c1', born: 'a-1' }]);
     const profiles = [];
     for await (const p of store.currentProfiles('acc4')) profiles.push(p);
     expect(profiles).toEqual([{ svc_id: 'c1', version: 2, attributes: { email: 'c1@x.com', city: 'Oslo' } }]);

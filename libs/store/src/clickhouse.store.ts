@@ -13,12 +13,14 @@ import type { ClickHouseTransport } from './clickhouse-transport.js';
 import { addColumnSql, objectTableSql, sqlName, type ColumnSpec } from './custom-columns.sql.js';
 import { onceSettings, unstoredRows } from './dedup.js';
 import * as rebuild from './rebuild-reads.js';
-import { mutationSettings, redactCustomers } from './redaction.js';
+import { mutationSettings, redactCustomers, sqlString } from './redaction.js';
 import { rowEncoder } from './row-encoding.js';
 import {
   ACCOUNT_TABLES,
   COMMITS_TABLE,
+  EVENTS,
   INGEST_REJECTIONS,
+  LINE_ITEMS,
   PRODUCTS,
   RETAINED_TABLES,
   accountTables,
@@ -294,6 +296,21 @@ export class ClickHouseStore extends AnalyticStore {
     await redactCustomers(this.transport, databaseName(account), customerIds, this.layout);
   }
 
+  async deleteEvents(account: string, eventIds: readonly string[]): Promise<void> {
+    if (eventIds.length === 0) return;
+    await this.ensureAccount(account);
+    const db = databaseName(account);
+    // Literals, not parameters: a mutation sent ON CLUSTER carries none. As a redaction's, it names the
+    // replicated tables on a cluster and waits until every part holding the rows is rewritten. Rare (two
+    // purchases of one order processed out of acceptance order): its cost is taken rather than a filter
+    // on every read of events.
+    const ids = [...new Set(eventIds)].map(sqlString).join(', ');
+    for (const table of [EVENTS.name, LINE_ITEMS.name])
+      await this.transport.exec(
+        `ALTER TABLE ${mutationTarget(db, table, this.layout)} DELETE WHERE event_id IN (${ids}) SETTINGS ${mutationSettings(this.layout)}`,
+      );
+  }
+
   async addColumns(account: string, table: string, columns: readonly ColumnSpec[]): Promise<void> {
     await this.ensureAccount(account);
     const db = databaseName(account);
@@ -333,10 +350,12 @@ export class ClickHouseStore extends AnalyticStore {
 
   identityGraph(account: string): {
     links: AsyncIterable<{ kind: string; value: string; svc_id: string; born: string }>;
+    borns: AsyncIterable<{ svc_id: string; born: string }>;
     merges: AsyncIterable<{ loser: string; survivor: string; seq: number }>;
   } {
     return {
       links: this.rebuildRead(account, rebuild.identityLinks),
+      borns: this.rebuildRead(account, rebuild.identityBorns),
       merges: this.rebuildRead(account, rebuild.identityMerges),
     };
   }

@@ -7,6 +7,7 @@ import {
   IDENTIFIER_UPDATES,
   IDENTITY_LINKS,
   IDENTITY_MERGES,
+  INGEST_COMMITS,
   OPTOUT_POOL,
   ORDER_CHANGES,
   ORDERS,
@@ -29,7 +30,10 @@ type Unfinished = readonly string[];
  */
 const BOUNDED = `SETTINGS max_bytes_before_external_group_by = ${128 << 20}, max_bytes_before_external_sort = ${128 << 20}, max_threads = 1`;
 
-/** Each identifier with its first owner; in link order, so a rebuilt index meets customers as they came. */
+/**
+ * Each identifier with its first owner; in link order, so a rebuilt index meets customers as they came.
+ * Rows of no identifier (kind '') are lowered born keys (`identityBorns`).
+ */
 export function identityLinks(
   transport: ClickHouseTransport,
   db: string,
@@ -37,11 +41,19 @@ export function identityLinks(
 ): AsyncIterable<{ kind: string; value: string; svc_id: string; born: string }> {
   return transport.stream<{ kind: string; value: string; svc_id: string; born: string }>(
     `SELECT kind, value, argMin(svc_id, (created_at, msg_id)) AS svc_id, argMin(born, (created_at, msg_id)) AS born
-       FROM ${db}.${IDENTITY_LINKS.name} ${COUNTED}
+       FROM ${db}.${IDENTITY_LINKS.name} ${COUNTED} AND kind != ''
        GROUP BY kind, value ORDER BY min(created_at), kind, value ${BOUNDED}`,
     { unfinished },
   );
 }
+
+/** Each customer whose born key a record lowered without a link, with the least key so given. */
+export const identityBorns = (transport: ClickHouseTransport, db: string, unfinished: Unfinished) =>
+  transport.stream<{ svc_id: string; born: string }>(
+    `SELECT svc_id, min(born) AS born FROM ${db}.${IDENTITY_LINKS.name} ${COUNTED} AND kind = ''
+       GROUP BY svc_id ${BOUNDED}`,
+    { unfinished },
+  );
 
 export async function* identityMerges(
   transport: ClickHouseTransport,
@@ -173,15 +185,31 @@ export async function* identifierUpdates(
 const ORDERS_CHANGED_SINCE = `order_id ${coShardedIn(ORDER_CHANGES, 'order_id', ORDERS, 'order_id')} (
          SELECT order_id FROM {db}.${ORDERS.name} WHERE updated_at >= fromUnixTimestamp64Milli({since:Int64}, 'UTC'))`;
 
+/**
+ * Pending updates (seq 0) of messages still in the commit log. An order with no summary yet is not among
+ * the orders changed since, but its pending update must survive any number of rebuilds while an order
+ * event accepted before it can still be delivered: within the bus's redelivery horizon, which the
+ * commit log outlives by a day (REDELIVERY_HORIZON_MS, CommitLogPruner). Read through the msg_id index,
+ * so what it costs follows the recent messages, not the log's age. The commit log is sharded by message,
+ * the changes by order: GLOBAL IN.
+ */
+const PENDING_WITHIN_HORIZON = `seq = 0 AND msg_id GLOBAL IN (SELECT msg_id FROM {db}.${INGEST_COMMITS.name} WHERE done = 1)`;
+
 /** The order changes' read (parameters `unfinished` and, with `since`, `since`). */
 export function orderChangesSql(db: string, since?: number): string {
-  // A pending update (seq 0) of an order with no summary stored yet is left out here: finding it would
-  // read the whole log (architecture.md, "State in acceptance order", limits).
-  const recent = since === undefined ? '' : ` AND ${ORDERS_CHANGED_SINCE.replace('{db}', db)}`;
+  const columns = declaredColumnNames(ORDER_CHANGES).join(', ');
+  const table = `${db}.${ORDER_CHANGES.name}`;
+  // Two reads, each pruned by its own index (an OR of the two would read every granule): the changes of
+  // the orders changed since, and the pending updates that may still apply.
+  const from =
+    since === undefined
+      ? `${table} ${COUNTED}`
+      : `(SELECT ${columns} FROM ${table} ${COUNTED} AND ${ORDERS_CHANGED_SINCE.replace('{db}', db)}
+          UNION ALL
+          SELECT ${columns} FROM ${table} ${COUNTED} AND ${PENDING_WITHIN_HORIZON.replace('{db}', db)})`;
   // LIMIT 1 BY: a change is in the log once, even if an insert was ever repeated outside the dedup window
-  // (by change too: an order's pending updates all have seq 0).
-  return `SELECT ${declaredColumnNames(ORDER_CHANGES).join(', ')}
-       FROM ${db}.${ORDER_CHANGES.name} ${COUNTED}${recent}
+  // (by change too: an order's pending updates all have seq 0), and read once when both reads find it.
+  return `SELECT ${columns} FROM ${from}
        ORDER BY order_id, seq, change_id LIMIT 1 BY order_id, seq, change_id ${BOUNDED}, ${CO_SHARDED_SETTING}`;
 }
 

@@ -192,6 +192,6 @@ function keptKeysSql(column: string, keys: readonly string[], nullable: boolean)
 }
 
 /** A string literal of ClickHouse SQL. */
-function sqlString(value: string): string {
+export function sqlString(value: string): string {
   return `'${value.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
 }

@@ -126,7 +126,7 @@ WHERE loser IN {ids:Array(String)} OR survivor IN {ids:Array(String)} ORDER BY s
     const rows = await this.query<Row>(
       account,
       `SELECT kind, value, svc_id, created_at FROM {db}.identity_links
-WHERE svc_id IN {ids:Array(String)} ORDER BY created_at, kind, value LIMIT 1000`,
+WHERE svc_id IN {ids:Array(String)} AND kind != '' ORDER BY created_at, kind, value LIMIT 1000`,
       { ids: customers },
     );
     return rows.map((r) => ({

@@ -45,6 +45,10 @@ export class AccountGraph implements IdentityGraph {
     return customer;
   }
 
+  lowerBorn(customer: string, born: string): void {
+    this.born.set(customer, born);
+  }
+
   link(id: Identifier, customer: string): void {
     this.owners.set(identityKey(id), customer);
     let list = this.members.get(customer);
@@ -75,13 +79,21 @@ export class AccountGraph implements IdentityGraph {
     return this.mergedInto.get(customer) ?? customer;
   }
 
-  /** Rebuilds the graph from the store: links to their first owners, then the merges in order. */
+  /**
+   * Rebuilds the graph from the store: links to their first owners, each customer with the least born
+   * key its rows carry, then the merges in order.
+   */
   static async fromRows(rows: IdentityGraphRows): Promise<AccountGraph> {
     const graph = new AccountGraph();
+    const older = (customer: string, born: string) => {
+      const had = graph.born.get(customer);
+      if (had === undefined || born < had) graph.born.set(customer, born);
+    };
     for await (const link of rows.links) {
-      if (!graph.born.has(link.svc_id)) graph.born.set(link.svc_id, link.born);
+      older(link.svc_id, link.born);
       graph.link({ kind: link.kind, value: link.value }, link.svc_id);
     }
+    for await (const { svc_id, born } of rows.borns) if (graph.born.has(svc_id)) older(svc_id, born);
     for await (const { loser, survivor, seq } of rows.merges) {
       graph.mergeSeq = Math.max(graph.mergeSeq, seq);
       const from = graph.survivorOf(loser);

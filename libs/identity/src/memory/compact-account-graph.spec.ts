@@ -91,7 +91,7 @@ const inputs = (all: Identifier[][]): ResolveInput[] =>
   all.map((ids, i) => ({
     ids,
     seed: `s${i}`,
-    born: bornKey(1_000 + (i % 5), `m${i}`, i),
+    born: bornKey((1_000 + (i % 5)) * 1000 + (i % 1000)),
     message: `m${i}`,
     index: 0,
   }));
@@ -154,7 +154,7 @@ describe('CompactAccountGraph', () => {
       resolveRecord(graph, {
         ids: [{ kind: 'vuid', value: `v${i}` }],
         seed: `c${i}`,
-        born: bornKey(i, 'm', i),
+        born: bornKey(i),
         message: 'm',
         index: i,
       });
@@ -166,7 +166,7 @@ describe('CompactAccountGraph', () => {
           { kind: 'vuid', value: `v${i - 1}` },
         ],
         seed: `x${i}`,
-        born: bornKey(10_000 + i, 'x', i),
+        born: bornKey(10_000_000 + i),
         message: 'x',
         index: i,
       });

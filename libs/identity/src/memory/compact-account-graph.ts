@@ -109,6 +109,11 @@ export class CompactAccountGraph implements IdentityGraph<number> {
   create(customerId: string, born: string): number {
     const c = this.customers.intern(0, customerId);
     if (c === this.memberHead1.length) this.growCustomers();
+    this.lowerBorn(c, born);
+    return c;
+  }
+
+  lowerBorn(c: number, born: string): void {
     const cut = born.lastIndexOf(':') + 1;
     // Records of one message come one after another and share the message part.
     if (cut !== this.lastBornHead?.length || !born.startsWith(this.lastBornHead)) {
@@ -117,7 +122,6 @@ export class CompactAccountGraph implements IdentityGraph<number> {
     }
     this.bornHead1[c] = this.lastBornHeadKey + 1;
     this.bornTail1[c] = this.bornParts.intern(0, born.slice(cut)) + 1;
-    return c;
   }
 
   private lastBornHead: string | undefined;
@@ -211,8 +215,9 @@ export class CompactAccountGraph implements IdentityGraph<number> {
   }
 
   /**
-   * Rebuilds the graph from the store: each identifier to its first owner, then the merges in order
-   * (what AccountGraph.fromRows does, into the compact form).
+   * Rebuilds the graph from the store: each identifier to its first owner, each customer with the least
+   * born key its rows carry, then the merges in order (what AccountGraph.fromRows does, into the compact
+   * form).
    */
   static async fromRows(rows: IdentityGraphRows): Promise<CompactAccountGraph> {
     const graph = new CompactAccountGraph();
@@ -222,7 +227,12 @@ export class CompactAccountGraph implements IdentityGraph<number> {
       if (graph.owner(id) !== undefined) continue;
       let c = graph.customer(link.svc_id);
       if (c === undefined || graph.bornHead1[c] === 0) c = graph.create(link.svc_id, link.born);
+      else if (link.born < graph.bornOf(c)) graph.lowerBorn(c, link.born);
       graph.link(id, c);
+    }
+    for await (const { svc_id, born } of rows.borns) {
+      const c = graph.customer(svc_id);
+      if (c !== undefined && graph.bornHead1[c] !== 0 && born < graph.bornOf(c)) graph.lowerBorn(c, born);
     }
     for await (const { loser, survivor, seq } of rows.merges) {
       graph.mergeSeq = Math.max(graph.mergeSeq, seq);

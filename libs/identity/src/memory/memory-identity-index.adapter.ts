@@ -94,5 +94,6 @@ export class MemoryIdentityIndex extends IdentityIndex {
 
 /** Whether resolving a record changed the graph (so its effects must reach the store). */
 export function hasEffects(r: Resolution): boolean {
-  return r.created || r.linked.length > 0 || r.merged.length > 0 || r.conflicts.length > 0;
+  // A born key given without links is a lowered age, which the store must receive too.
+  return r.created || r.linked.length > 0 || r.born !== '' || r.merged.length > 0 || r.conflicts.length > 0;
 }

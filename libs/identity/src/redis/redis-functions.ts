@@ -7,7 +7,7 @@
  * identifier set, a message's remembered effects). They all carry the account's hash tag, so they
  * live in the declared keys' cluster slot.
  */
-export const LIBRARY_VERSION = '20';
+export const LIBRARY_VERSION = '21';
 /**
  * The version is part of the library's and the functions' names: each release calls the functions it was
  * written against, never another's with its arguments. A release that changes the key layout (layout 2,
@@ -65,6 +65,32 @@ local function cdp_resolve(keys, args)
     local e = entry_of(c)
     return e and e[1] or ''
   end
+  -- A known customer's born key alone, for the fast path: the entry's first string, without decoding
+  -- its identity keys (an entry this call read or changed already answers from there).
+  local peeked = {}
+  local function peek_born(c)
+    local e = entries[c]
+    if e ~= nil then return e and e[1] or '' end
+    local b = peeked[c]
+    if b == nil then
+      local key, field = entry_slot(p, c)
+      local v = redis.call('HGET', key, field)
+      b = ''
+      if v then
+        local colon = string.find(v, ':', 1, true)
+        b = string.sub(v, colon + 1, colon + tonumber(string.sub(v, 1, colon - 1)))
+      end
+      peeked[c] = b
+    end
+    return b
+  end
+  -- A record accepted before the customer's other records lowers its born key (resolution.ts).
+  local function lower_born(c, born)
+    local e = entry_of(c)
+    if not e then e = {''}; entries[c] = e end
+    e[1] = born
+    dirty[c] = true
+  end
   local function add_members(c, members)
     local e = entry_of(c)
     if not e then e = {''}; entries[c] = e end
@@ -118,7 +144,13 @@ local function cdp_resolve(keys, args)
       for j = 2, #ks do
         if owners[j] ~= only then only = nil; break end
       end
-      if only then return only, false end
+      if only then
+        if rec[4] < peek_born(only) then
+          lower_born(only, rec[4])
+          return {only, rec[4], 0, {}, {}, 0, {}}, true
+        end
+        return only, false
+      end
     end
     -- Low-confidence identifiers count only when the others know nobody (resolution.ts).
     local low = {}
@@ -189,6 +221,8 @@ local function cdp_resolve(keys, args)
       if #joined > 1 then seq = redis.call('INCR', p .. 'mseq') end
       for k = 2, #joined do merge(joined[k], customer, merged) end
     end
+    local lowered = created == 0 and rec[4] < born_of(customer)
+    if lowered then lower_born(customer, rec[4]) end
     local linked, fields, members = {}, {}, {}
     for j = 1, #ks do
       if not owners[j] then
@@ -206,10 +240,10 @@ local function cdp_resolve(keys, args)
       redis.call('HSET', ids_key, unpack(fields))
       add_members(customer, members)
     end
-    local effects = created == 1 or #linked > 0 or #merged > 0 or #conflicts > 0
-    -- The born key travels with the link rows only; a record that linked nothing does not need it.
+    local effects = created == 1 or #linked > 0 or #merged > 0 or #conflicts > 0 or lowered
+    -- The born key travels with the link rows, or alone when lowered; other records do not need it.
     local born = ''
-    if #linked > 0 then born = born_of(customer) end
+    if #linked > 0 or lowered then born = born_of(customer) end
     return {customer, born, created, linked, merged, seq, conflicts}, effects
   end
 

@@ -40,8 +40,8 @@ return 1`;
  * A rebuild's links, as the store gives them (each identifier once, with its first owner, in link
  * order). KEYS[1]: the identity hash; ARGV[1] the account's key prefix, then per link: identity key,
  * customer, its born key, the customer_id value ('' unless the identifier is one). A customer keeps
- * the born key and customer_id of its first link, as AccountGraph.fromRows does. Each customer entry
- * touched is written once a chunk.
+ * the least born key of its links and the customer_id of its first, as AccountGraph.fromRows does.
+ * Each customer entry touched is written once a chunk.
  */
 const LOAD_LINKS = `${CUSTOMER_ENTRIES_LUA}
 local p = ARGV[1]
@@ -54,10 +54,27 @@ for i = 2, #ARGV, 4 do
     e = entry_get(p, customer) or {born}
     entries[customer] = e
   end
+  if born < e[1] then e[1] = born end
   e[#e + 1] = key
   if cid ~= '' then redis.call('HSETNX', p .. 'cids', customer, cid) end
 end
 for c, e in pairs(entries) do entry_set(p, c, e) end
+return 1`;
+
+/**
+ * A rebuild's lowered born keys (ARGV[1] the prefix, then customer, born key pairs): each customer
+ * linked before keeps the lesser of its key and this one.
+ */
+const LOAD_BORNS = `${CUSTOMER_ENTRIES_LUA}
+local p = ARGV[1]
+for i = 2, #ARGV, 2 do
+  local customer, born = ARGV[i], ARGV[i + 1]
+  local e = entry_get(p, customer)
+  if e and born < e[1] then
+    e[1] = born
+    entry_set(p, customer, e)
+  end
+end
 return 1`;
 
 /**
@@ -216,7 +233,7 @@ export class RedisIdentityIndex extends IdentityIndex {
   /**
    * Streams the store's graph into the account's keys, a chunk at a time, then opens the account again.
    * Nothing here grows with the account: links are written as they come (their first owner, as the
-   * store gives it), then the merges are replayed in order by a script that does on the server what
+   * store gives it), then the born keys lowered without a link, then the merges are replayed in order by a script that does on the server what
    * cdp_resolve's merge does (re-point the loser's identifiers, keep `merged` current), so the union is
    * computed in Redis. Resolution is refused meanwhile (no ready marker), so nothing interleaves.
    */
@@ -237,6 +254,11 @@ export class RedisIdentityIndex extends IdentityIndex {
       if (chunk.length >= CHUNK * 4) await writeLinks();
     }
     await writeLinks();
+    for await (const { svc_id, born } of rows.borns) {
+      chunk.push(svc_id, born);
+      if (chunk.length >= CHUNK * 2) await this.loadScript(LOAD_BORNS, prefix, route, chunk.splice(0));
+    }
+    await this.loadScript(LOAD_BORNS, prefix, route, chunk.splice(0));
     let mergeSeq = 0;
     for await (const m of rows.merges) {
       mergeSeq = Math.max(mergeSeq, m.seq);
@@ -264,8 +286,12 @@ export class RedisIdentityIndex extends IdentityIndex {
     return links;
   }
 
-  private async replayMerges(prefix: string, route: string[], pairs: string[]): Promise<void> {
-    if (pairs.length) await this.redis.eval(REPLAY_MERGES, { keys: route, arguments: [prefix, ...pairs] });
+  private replayMerges(prefix: string, route: string[], pairs: string[]): Promise<void> {
+    return this.loadScript(REPLAY_MERGES, prefix, route, pairs);
+  }
+
+  private async loadScript(script: string, prefix: string, route: string[], args: string[]): Promise<void> {
+    if (args.length) await this.redis.eval(script, { keys: route, arguments: [prefix, ...args] });
   }
 
   /**

@@ -6,8 +6,9 @@ import type { RedisLibrary } from '@cdp/redis';
  * processors never interleave inside one. A library of its own (not the identity library's), so each
  * can change its version without reloading the other.
  *
- * Hash of an order: v (version), cu (customer), pe (kept purchase event id), pts (its time), s / t
- * (tally of subtotal / total in 1/10000 units), adj (returns, refunds, cancels), c (cancelled),
+ * Hash of an order: v (version), cu (customer), pe (kept purchase event id), pts (its time), pa (its
+ * `at`, when it had one), ps / pt (the units it put in the tally), pd (JSON list of purchase events kept
+ * until one accepted before them came), s / t (tally of subtotal / total in 1/10000 units), adj (returns, refunds, cancels), c (cancelled),
  * cf (cancelled in full), fa (lowest acceptance order `at` of its events), f:<field> (JSON value),
  * t:<field> (time of that value) and a:<field> (the `at` of the change that set it, when it had one).
  * Applied hash of an order: change id -> version it produced.
@@ -17,7 +18,7 @@ import type { RedisLibrary } from '@cdp/redis';
  * the keys to delete from it (no keyspace scan); every call drops the members already expired.
  * An order's keys expire `retention` ms after its last applied change (CDP_ORDER_RETENTION_DAYS).
  */
-export const ORDER_LIBRARY_VERSION = '3';
+export const ORDER_LIBRARY_VERSION = '4';
 /**
  * The version is in the library's and the function's names, as the identity library's is: a processor of
  * the release before calls its own code, never this one with its arguments (v3 takes a third key).
@@ -44,17 +45,42 @@ local function newer(order, name, c)
   if ts ~= current then return ts > current end
   return at_of(c) >= (tonumber(redis.call('HGET', order, 'a:' .. name)) or 0)
 end
+-- Keeps a purchase for the order (keepPurchase): its time, customer, acceptance order and amounts.
+local function keep_purchase(order, c)
+  redis.call('HSET', order, 'pe', c.id, 'pts', c.ts, 'ps', c.s or '0', 'pt', c.t or '0')
+  if c.at then redis.call('HSET', order, 'pa', c.at) else redis.call('HDEL', order, 'pa') end
+  if c.cu then redis.call('HSET', order, 'cu', c.cu) end
+  if c.s then redis.call('HINCRBY', order, 's', c.s) end
+  if c.t then redis.call('HINCRBY', order, 't', c.t) end
+end
+-- Units as text for HINCRBY (a double prints 1e+15 past 14 digits, and -0 is no integer to Redis;
+-- units stay below 2^53).
+local function minus(units)
+  local n = tonumber(units or '0')
+  if n == 0 then return '0' end
+  return string.format('%.0f', -n)
+end
 -- Applies a change not applied before (applyOrderChange); returns the version it gave the order.
 local function apply_change(order, applied_ids, c)
   local seq = redis.call('HINCRBY', order, 'v', 1)
   redis.call('HSET', applied_ids, c.id, seq)
   if c.cu and redis.call('HEXISTS', order, 'cu') == 0 then redis.call('HSET', order, 'cu', c.cu) end
   if c.a == 'purchase' then
-    if redis.call('HSETNX', order, 'pe', c.id) == 1 then
-      redis.call('HSET', order, 'pts', c.ts)
-      if c.cu then redis.call('HSET', order, 'cu', c.cu) end
-      if c.s then redis.call('HINCRBY', order, 's', c.s) end
-      if c.t then redis.call('HINCRBY', order, 't', c.t) end
+    local kept = redis.call('HGET', order, 'pe')
+    if not kept then
+      keep_purchase(order, c)
+    else
+      local pa = redis.call('HGET', order, 'pa')
+      if c.at and pa and tonumber(c.at) < tonumber(pa) then
+        -- Accepted before the kept one (acceptedBefore): its amounts replace the kept one's.
+        local kept_fields = redis.call('HMGET', order, 'ps', 'pt', 'pd')
+        redis.call('HINCRBY', order, 's', minus(kept_fields[1]))
+        redis.call('HINCRBY', order, 't', minus(kept_fields[2]))
+        local displaced = kept_fields[3] and cjson.decode(kept_fields[3]) or {}
+        displaced[#displaced + 1] = kept
+        redis.call('HSET', order, 'pd', cjson.encode(displaced))
+        keep_purchase(order, c)
+      end
     end
   elseif c.a ~= 'update' then
     redis.call('HINCRBY', order, 'adj', 1)

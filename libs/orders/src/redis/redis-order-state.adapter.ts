@@ -170,7 +170,13 @@ function decode(orderId: string, flat: string[]): OrderSnapshot {
     }
   }
   const pts = h.get('pts');
+  const kept: Partial<OrderSnapshot> = {};
+  if (h.has('pa')) kept.purchaseAt = Number(h.get('pa'));
+  if (h.has('ps')) kept.purchaseSubtotal = Number(h.get('ps'));
+  if (h.has('pt')) kept.purchaseTotal = Number(h.get('pt'));
+  if (h.has('pd')) kept.displacedPurchases = JSON.parse(h.get('pd')!) as string[];
   return {
+    ...kept,
     orderId,
     version: Number(h.get('v') ?? 0),
     customerId: h.get('cu') ?? null,

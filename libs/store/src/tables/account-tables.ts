@@ -51,6 +51,8 @@ const EVENT_PERSONAL_FIELDS = new Set(['ua', 'ip']);
 /**
  * A link from an identifier to the customer it identifies; written once, when first seen. Kept by a
  * redaction: records sent later with the identifier must find (and stay with) the redacted customer.
+ * A row with no identifier (kind and value '') records a born key lowered by a record that linked
+ * nothing (identity resolution.ts): a rebuild gives each customer the least born key of its rows.
  */
 export const IDENTITY_LINKS = defineTable({
   name: 'identity_links',
