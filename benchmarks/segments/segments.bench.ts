@@ -155,7 +155,9 @@ for (let r = 0; r < rounds; r++) {
 const subset = JSON.stringify(Array.from({ length: Number(opt.segments) }, (_, s) => `segment_${s}`));
 
 /** Lookups from the client thread (lookup.worker.ts); their latencies, sorted, and the seconds they took. */
-function lookupLoad(job: Pick<LookupJob, 'seconds' | 'concurrency' | 'rate'>): Promise<{ latencies: number[]; seconds: number }> {
+function lookupLoad(
+  job: Pick<LookupJob, 'seconds' | 'concurrency' | 'rate'>,
+): Promise<{ latencies: number[]; seconds: number }> {
   const worker = new Worker(new URL('./lookup.worker.js', import.meta.url), {
     workerData: {
       url,
@@ -166,8 +168,12 @@ function lookupLoad(job: Pick<LookupJob, 'seconds' | 'concurrency' | 'rate'>): P
     } satisfies LookupJob,
   });
   return new Promise((resolve, reject) => {
-    worker.once('message', (run: { latencies: number[]; seconds: number }) =>
-      void worker.terminate().then(() => resolve({ ...run, latencies: run.latencies.sort((a, b) => a - b) })),
+    worker.once(
+      'message',
+      (run: { latencies: number[]; seconds: number }) =>
+        void worker
+          .terminate()
+          .then(() => resolve({ ...run, latencies: run.latencies.sort((a, b) => a - b) })),
     );
     worker.once('error', reject);
   });
