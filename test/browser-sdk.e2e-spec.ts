@@ -7,7 +7,7 @@ import { launchChromium, screenshot } from './support/browser.js';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { type Platform, WIRINGS } from './support/wirings.js';
-import { runExport } from './support/exports.js';
+import { completedExport } from './support/exports.js';
 import { postWithKey } from './support/api-calls.js';
 
 /** The connection the browser and the test use is trusted as a proxy, so X-Forwarded-For can be tested. */
@@ -455,8 +455,7 @@ describe.each(WIRINGS)('browser SDK (%s)', (_wiring, start) => {
 
   /** Every event of the account, through an export (CSV), as a person checking the platform reads it. */
   async function exportEvents(): Promise<Row[]> {
-    const exported = await runExport(p, acc.privateKey, { objects: ['events'] });
-    expect(exported.record.state).toBe('completed');
+    const exported = await completedExport(p, acc.privateKey, { objects: ['events'] });
     return exported
       .manifest()
       .files.flatMap((f) => parse<Row>(readFileSync(exported.fileOf(f)), { columns: true }));

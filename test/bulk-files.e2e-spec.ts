@@ -12,7 +12,7 @@ import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { S3Server } from './support/s3-server.js';
 import { type Platform, WIRINGS } from './support/wirings.js';
-import { runExport } from './support/exports.js';
+import { completedExport } from './support/exports.js';
 import { postWithKey } from './support/api-calls.js';
 
 type Row = Record<string, unknown>;
@@ -656,8 +656,7 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
   });
 
   it('writes exports to the export bucket: object storage when scaled out, not a replica disk', async () => {
-    const { record } = await runExport(p, acc.privateKey, { objects: ['products'] }, 60_000);
-    expect(record.state).toBe('completed');
+    const { record } = await completedExport(p, acc.privateKey, { objects: ['products'] }, 60_000);
     const id = record.id;
     const bucket = wiring === 'scaled out' ? 'cdp-export' : 'export';
     expect(record.path).toBe(`${bucket}/${acc.publicKey}/data-exports/${id}`);

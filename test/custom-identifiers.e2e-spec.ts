@@ -4,7 +4,7 @@ import { type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { ScaledPlatform } from './support/scaled.js';
 import { loseDerivedState, type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
-import { runExport } from './support/exports.js';
+import { completedExport } from './support/exports.js';
 import { postWithKey } from './support/api-calls.js';
 import { declareField } from './support/schema-objects.js';
 
@@ -197,14 +197,13 @@ describe.each(WIRINGS)('custom identifiers (%s)', (_wiring, start) => {
   });
 
   it('exports carry the identifiers: the customer field and the event field', async () => {
-    const exported = await runExport(p, acc.privateKey, {
+    const exported = await completedExport(p, acc.privateKey, {
       select: {
         object: 'events',
         fields: ['loyalty_id', 'customer.email', 'customer.loyalty_id'],
         filter: { field: 'loyalty_id', operator: '=', value: 'L-1' },
       },
     });
-    expect(exported.record.state).toBe('completed');
     const rows = parse<Record<string, string>>(readFileSync(exported.fileOf(exported.manifest().files[0]!)), {
       columns: true,
     });

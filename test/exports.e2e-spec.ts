@@ -9,7 +9,7 @@ import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { ScaledPlatform } from './support/scaled.js';
 import { exportDirOnDisk, type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
-import { finishedExport, type Manifest, type ManifestFile, runExport } from './support/exports.js';
+import { completedExport, finishedExport, type Manifest, type ManifestFile } from './support/exports.js';
 import { postWithKey } from './support/api-calls.js';
 import { declareField, storesObject } from './support/schema-objects.js';
 
@@ -410,8 +410,7 @@ describe.each(WIRINGS)('exports (%s)', (_wiring, start) => {
     ).expect(202);
 
     const exportOf = async (body: unknown) => {
-      const exported = await runExport(p, own.privateKey, body as object);
-      expect(exported.record.state).toBe('completed');
+      const exported = await completedExport(p, own.privateKey, body as object);
       return exported.manifest().files.flatMap((f) => csvRows(exported.dir, f));
     };
     const rows = await eventually(async () => {

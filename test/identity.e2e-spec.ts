@@ -3,7 +3,7 @@ import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { StoreChecks } from './support/store-checks.js';
 import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
-import { runExport } from './support/exports.js';
+import { completedExport } from './support/exports.js';
 import { expectInvalids } from './support/answers.js';
 
 /** Identity resolution through the API, on both wirings: merges, conflicts, field rules. */
@@ -58,14 +58,13 @@ describe.each(WIRINGS)('customers and identity (%s)', (_wiring, start) => {
     expect((await profile('email=old@x.com')).body.attributes).toEqual(merged);
 
     // An export attributes the merged customer's earlier pageview to the survivor.
-    const exported = await runExport(p, acc.privateKey, {
+    const exported = await completedExport(p, acc.privateKey, {
       select: {
         object: 'events',
         fields: ['page', 'customer.email', 'customer.city'],
         filter: { field: 'page', operator: '=', value: '/a' },
       },
     });
-    expect(exported.record.state).toBe('completed');
     const csv = readFileSync(exported.fileOf(exported.manifest().files[0]!), 'utf8');
     expect(csv.trim().split('\n')).toEqual(['page,customer.email,customer.city', '/a,old@x.com,Rome']);
 

@@ -7,7 +7,7 @@ import { ADMIN_TOKEN, EmbeddedPlatform, type TestAccount } from './support/embed
 import { eventually } from './support/eventually.js';
 import { ScaledPlatform } from './support/scaled.js';
 import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
-import { runExport } from './support/exports.js';
+import { completedExport } from './support/exports.js';
 import { postWithKey } from './support/api-calls.js';
 
 /**
@@ -92,8 +92,7 @@ describe.each(WIRINGS)('metrics and health probes (%s)', (_wiring, start) => {
 
   it('counts export jobs by final state and the rows they wrote', async () => {
     const before = await scrape(processorUrl());
-    const exported = await runExport(p, acc.privateKey, { objects: ['events'] });
-    expect(exported.record.state).toBe('completed');
+    const exported = await completedExport(p, acc.privateKey, { objects: ['events'] });
     const manifest = exported.manifest();
     const rows = manifest.files.reduce((n, f) => n + f.rows, 0);
     expect(rows).toBe(20); // the events of the first test

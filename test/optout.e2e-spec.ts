@@ -3,7 +3,7 @@ import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { StoreChecks } from './support/store-checks.js';
 import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
-import { runExport } from './support/exports.js';
+import { completedExport } from './support/exports.js';
 import { postWithKey } from './support/api-calls.js';
 import { expectTooManyRequests } from './support/answers.js';
 
@@ -323,8 +323,7 @@ describe.each(WIRINGS)('compliance opt-out (%s)', (_wiring, start) => {
 
     /** Exports every object (no `objects`: all of them) and returns the text of every file. */
     const exportAll = async (): Promise<string> => {
-      const exported = await runExport(p, acc.privateKey, {}, 60_000);
-      expect(exported.record.state).toBe('completed');
+      const exported = await completedExport(p, acc.privateKey, {}, 60_000);
       const manifest = exported.manifest();
       expect(new Set(manifest.files.map((f) => f.object))).toEqual(
         new Set(['customers', 'events', 'products', 'orders', 'line_items']),

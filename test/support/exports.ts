@@ -78,3 +78,15 @@ export async function runExport(
   expect(res.status).toBe(202);
   return finishedExport(p, key, res.body.id as string, timeoutMs);
 }
+
+/** `runExport` for an export the test expects to complete (every object written, no errors). */
+export async function completedExport(
+  p: Platform,
+  key: string,
+  body: object,
+  timeoutMs?: number,
+): Promise<FinishedExport> {
+  const exported = await runExport(p, key, body, timeoutMs);
+  expect(exported.record.state).toBe('completed');
+  return exported;
+}
