@@ -29,6 +29,7 @@ export function consentStateContract(name: string, open: () => Promise<ConsentSt
         customerId: 'c1',
         version: 3,
         lists: { news: false, promo: true },
+        at: {},
       });
       expect(await state.get(account, 'nobody')).toBeUndefined();
       await state.close();
@@ -61,6 +62,7 @@ export function consentStateContract(name: string, open: () => Promise<ConsentSt
         customerId: 'c',
         version: 3,
         lists: { news: true, promo: true },
+        at: { news: 12_345_678_901_234, promo: 1_000 },
       });
       await state.close();
     });
@@ -96,6 +98,9 @@ export function consentStateContract(name: string, open: () => Promise<ConsentSt
       ]);
       expect(old!.stale).toBe(true);
       expect((await state.get(account, 'c'))!.lists).toEqual({ news: false });
+      // Each list's time is read back with it: the membership rule picks among merged customers by it.
+      await state.apply(account, [{ customerId: 'c', listId: 'promo', subscribed: true, at: 9_500 }]);
+      expect((await state.get(account, 'c'))!.at).toEqual({ news: 9_000, promo: 9_500 });
       await state.close();
     });
 
@@ -145,6 +150,7 @@ export function consentStateContract(name: string, open: () => Promise<ConsentSt
         customerId: 'c7',
         version: 6,
         lists: { news: true, promo: false },
+        at: {},
       });
       const [next] = await state.apply(account, [{ customerId: 'c7', listId: 'news', subscribed: false }]);
       expect(next!.version).toBe(7);

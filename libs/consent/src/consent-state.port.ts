@@ -37,6 +37,8 @@ export interface ConsentSnapshot {
   version: number;
   /** Membership of every list the customer was ever added to or removed from. */
   lists: Record<string, boolean>;
+  /** The \`at\` of the change that set each list, for the lists whose change had one. */
+  at: Record<string, number>;
 }
 
 /**

@@ -12,4 +12,26 @@ describe('listMemberships (the membership rule)', () => {
     expect(await listMemberships(consent, 'a', 'survivor', ['merged'])).toEqual({ news: false, promo: true });
     expect(await listMemberships(consent, 'a', 'nobody', [])).toEqual({});
   });
+
+  it('takes the latest decision among merged customers, whatever order the driver lists them in', async () => {
+    const consent = new MemoryConsentState();
+    await consent.apply('a', [
+      { customerId: 'survivor', listId: 'news', subscribed: true, at: 1 },
+      // Two visitors merged into the survivor: the later unsubscribe from promo stands.
+      { customerId: 'visitor-a', listId: 'promo', subscribed: false, at: 300 },
+      { customerId: 'visitor-b', listId: 'promo', subscribed: true, at: 200 },
+      // Decisions of no known time: the smallest customer id's, in any order.
+      { customerId: 'visitor-a', listId: 'legacy', subscribed: false },
+      { customerId: 'visitor-b', listId: 'legacy', subscribed: true },
+    ]);
+    for (const merged of [
+      ['visitor-a', 'visitor-b'],
+      ['visitor-b', 'visitor-a'],
+    ])
+      expect(await listMemberships(consent, 'a', 'survivor', merged)).toEqual({
+        news: true,
+        promo: false,
+        legacy: false,
+      });
+  });
 });

@@ -2,10 +2,13 @@ import type { ConsentState } from '@cdp/consent';
 
 /**
  * The membership rule: a customer's list memberships, those of the customers merged into it included.
- * The survivor's own decisions win, the merged customers' fill the lists it never decided on (so an
- * unsubscribe after a subscribe counts as not subscribed). Read-time, so a rebuild from the consent
- * history (kept under each customer's own id) gives the same answer. `GET /v3/lists/subscriptions` and
- * the console's subscriber counts both read memberships through it.
+ * The survivor's own decisions win; a list it never decided on takes the latest decision (by the
+ * acceptance time of the change) among the merged customers — so a visitor's later unsubscribe is not
+ * undone by another merged visitor's earlier subscribe — and, between decisions of no known or equal
+ * time, the one of the smallest customer id, so that every driver (whatever order it lists the merged
+ * customers in) answers alike. Read-time, so a rebuild from the consent history (kept under each
+ * customer's own id) gives the same answer. `GET /v3/lists/subscriptions` and the console's subscriber
+ * counts both read memberships through it.
  */
 export async function listMemberships(
   consent: ConsentState,
@@ -13,8 +16,18 @@ export async function listMemberships(
   customerId: string,
   merged: readonly string[],
 ): Promise<Record<string, boolean>> {
-  const snapshots = await Promise.all([customerId, ...merged].map((c) => consent.get(account, c)));
+  const [own, ...others] = await Promise.all([customerId, ...merged].map((c) => consent.get(account, c)));
   const lists: Record<string, boolean> = {};
-  for (const snapshot of snapshots.reverse()) Object.assign(lists, snapshot?.lists);
-  return lists;
+  const decided: Record<string, { at: number; customerId: string }> = {};
+  for (const snapshot of others) {
+    if (!snapshot) continue;
+    for (const [list, subscribed] of Object.entries(snapshot.lists)) {
+      const at = snapshot.at[list] ?? -Infinity;
+      const best = decided[list];
+      if (best && (best.at > at || (best.at === at && best.customerId < snapshot.customerId))) continue;
+      decided[list] = { at, customerId: snapshot.customerId };
+      lists[list] = subscribed;
+    }
+  }
+  return Object.assign(lists, own?.lists);
 }

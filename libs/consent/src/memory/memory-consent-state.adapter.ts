@@ -8,7 +8,7 @@ import {
 } from '../consent-state.port.js';
 
 /** A customer's memberships, with the \`at\` of the change that set each list (for those that had one). */
-interface CustomerConsent extends ConsentSnapshot {
+interface CustomerConsent extends Omit<ConsentSnapshot, 'at'> {
   at?: Record<string, number>;
 }
 
@@ -96,6 +96,6 @@ function withAt(
   return rest;
 }
 
-function snapshotOf({ customerId, version, lists }: CustomerConsent): ConsentSnapshot {
-  return { customerId, version, lists: { ...lists } };
+function snapshotOf({ customerId, version, lists, at }: CustomerConsent): ConsentSnapshot {
+  return { customerId, version, lists: { ...lists }, at: { ...at } };
 }

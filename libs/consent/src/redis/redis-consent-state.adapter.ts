@@ -133,8 +133,11 @@ export class RedisConsentState extends ConsentState {
 function snapshotOf(customerId: string, hash: Record<string, string>): ConsentSnapshot | undefined {
   if (!hash[VERSION_FIELD]) return undefined;
   const lists: Record<string, boolean> = {};
+  const at: Record<string, number> = {};
   for (const [field, value] of Object.entries(hash)) {
-    if (field !== VERSION_FIELD) lists[field] = value.startsWith('1');
+    if (field === VERSION_FIELD) continue;
+    lists[field] = value.startsWith('1');
+    if (value.length > 1) at[field] = Number(value.slice(1));
   }
-  return { customerId, version: Number(hash[VERSION_FIELD]), lists };
+  return { customerId, version: Number(hash[VERSION_FIELD]), lists, at };
 }
