@@ -4,7 +4,6 @@ import { mkdtempSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import { AccountsService } from '@cdp/accounts';
 import { loadConfig } from '@cdp/config';
 import { createLogger } from '@cdp/logger';
@@ -13,6 +12,7 @@ import { AnalyticStore } from '@cdp/store';
 import { createCdpApp } from '../../apps/cdp/src/cdp.app.js';
 import { args, median, percentile, printTable, writeResults } from '../lib/stats.js';
 import type { LookupJob } from './lookup.worker.js';
+import { condition, createSegments, lookupLoad, sendEvents, subsetOf } from './workload.js';
 
 /**
  * `npm run bench:segments`: on the embedded wiring (chDB: lookups count from the event digests),
@@ -31,7 +31,6 @@ const opt = args({
   seconds: 10,
   rounds: 3,
 });
-const DAY = 86_400_000;
 
 const config = loadConfig({
   CDP_DATA_DIR: mkdtempSync(join(tmpdir(), 'cdp-bench-segments-')),
@@ -44,20 +43,6 @@ await app.listen({ port: 0, host: '127.0.0.1' });
 const url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
 const store = app.get(AnalyticStore);
 
-async function call(path: string, key: string, body: unknown): Promise<Response> {
-  return fetch(`${url}${path}`, {
-    method: 'POST',
-    headers: { 'x-api-key': key, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-}
-
-const TYPES = [
-  ['product', 'view'],
-  ['product', 'add_to_cart'],
-  ['page', 'view'],
-] as const;
-
 /** Sends `events` events over `customers` customers, 1000 a request; the process's CPU milliseconds per event. */
 async function ingest(
   name: string,
@@ -65,17 +50,7 @@ async function ingest(
   digested = false,
 ): Promise<{ cpuUsPerEvent: number; wallMs: number; key: string; account: string }> {
   const { account, privateKey } = await app.get(AccountsService).create({ name });
-  for (let s = 0; s < segments; s++) {
-    const res = await call('/v3/segments', privateKey, {
-      id: `segment_${s}`,
-      name: `Segment ${s}`,
-      definition: {
-        ...(s % 2 ? { customer: { field: 'email', operator: 'like', value: `%${s}%` } } : {}),
-        events: [{ type: 'product', action: 'add_to_cart', within_days: 1 + s, min_count: 1 + (s % 3) }],
-      },
-    });
-    if (res.status !== 201) throw new Error(`segment: ${res.status} ${await res.text()}`);
-  }
+  await createSegments(url, privateKey, segments);
   // The account's digests built before its events: each stored event is then added as it commits.
   if (digested)
     await counts.startBuild(account.id, counts.digests.scopeFor(account.id, conditions(), Date.now()));
@@ -95,20 +70,9 @@ async function ingest(
   };
 }
 
-/** Events `from`… of the generated sequence (customers in turn, three kinds, up to 9 days old). */
-async function send(key: string, from: number, n: number): Promise<void> {
-  const batch = Array.from({ length: n }, (_, i) => {
-    const k = from + i;
-    const [type, action] = TYPES[k % TYPES.length]!;
-    return {
-      type,
-      action,
-      identifiers: { email: `c${k % Number(opt.customers)}@bench.example` },
-      data: { product_id: `p${k % 97}`, ts: new Date(Date.now() - (k % 10) * DAY).toISOString() },
-    };
-  });
-  const res = await call('/v3/events', key, batch);
-  if (res.status !== 202) throw new Error(`events: ${res.status}`);
+/** Events `from`… of the bench's sequence into the account of `key`. */
+function send(key: string, from: number, n: number): Promise<void> {
+  return sendEvents(url, key, Number(opt.customers), from, n);
 }
 
 async function storedAtLeast(account: string, total: number): Promise<void> {
@@ -121,12 +85,7 @@ async function storedAtLeast(account: string, total: number): Promise<void> {
 
 /** The conditions of the bench's segments, in order. */
 function conditions() {
-  return Array.from({ length: Number(opt.segments) }, (_, s) => ({
-    type: 'product',
-    action: 'add_to_cart',
-    within_days: 1 + s,
-    min_count: 1 + (s % 3),
-  }));
+  return Array.from({ length: Number(opt.segments) }, (_, s) => condition(s));
 }
 
 async function gc(): Promise<void> {
@@ -152,32 +111,9 @@ for (let r = 0; r < rounds; r++) {
   });
   lookupAccount = after;
 }
-const subset = JSON.stringify(Array.from({ length: Number(opt.segments) }, (_, s) => `segment_${s}`));
-
-/** Lookups from the client thread (lookup.worker.ts); their latencies, sorted, and the seconds they took. */
-function lookupLoad(
-  job: Pick<LookupJob, 'seconds' | 'concurrency' | 'rate'>,
-): Promise<{ latencies: number[]; seconds: number }> {
-  const worker = new Worker(new URL('./lookup.worker.js', import.meta.url), {
-    workerData: {
-      url,
-      key: lookupAccount.key,
-      customers: Number(opt.customers),
-      subset,
-      ...job,
-    } satisfies LookupJob,
-  });
-  return new Promise((resolve, reject) => {
-    worker.once(
-      'message',
-      (run: { latencies: number[]; seconds: number }) =>
-        void worker
-          .terminate()
-          .then(() => resolve({ ...run, latencies: run.latencies.sort((a, b) => a - b) })),
-    );
-    worker.once('error', reject);
-  });
-}
+const subset = subsetOf(Number(opt.segments));
+const lookupsOf = (job: Pick<LookupJob, 'seconds' | 'concurrency' | 'rate'>) =>
+  lookupLoad({ url, key: lookupAccount.key, customers: Number(opt.customers), subset, ...job });
 
 /** Ingest into the lookups' account at `rate` events a second (100 a request) until stopped. */
 function backgroundIngest(rate: number): { stop(): Promise<number> } {
@@ -220,7 +156,7 @@ interface LookupRun {
 async function lookups(ingestRate: number): Promise<LookupRun> {
   const seconds = Number(opt.seconds);
   const cpu = process.cpuUsage();
-  const closed = await lookupLoad({ seconds, concurrency: Number(opt.concurrency) });
+  const closed = await lookupsOf({ seconds, concurrency: Number(opt.concurrency) });
   const done = closed.latencies.length;
   const peak = done / closed.seconds;
   const used = process.cpuUsage(cpu);
@@ -228,7 +164,7 @@ async function lookups(ingestRate: number): Promise<LookupRun> {
   const rate = peak / 2;
   const stalls = watchStalls();
   const background = ingestRate > 0 ? backgroundIngest(ingestRate) : undefined;
-  const { latencies: sorted } = await lookupLoad({ seconds, rate });
+  const { latencies: sorted } = await lookupsOf({ seconds, rate });
   const achieved = (await background?.stop()) ?? 0;
   const { loopMaxMs, gcMaxMs } = stalls.stop();
   return {
