@@ -15,8 +15,8 @@ import { listMemberships } from '@cdp/lists';
  * rule gives exactly the answers a sender would get customer by customer:
  * - a customer is counted under its survivor (the identity index's answer), once, however many customers
  *   were merged into it;
- * - its membership of a list is its own latest decision, or, when it never decided on that list, that of
- *   a customer merged into it (the lookup's rule: an unsubscribe after a subscribe counts as not subscribed).
+ * - its membership of a list is the latest decision on it among the customer and those merged into it
+ *   (the lookup's rule, `listMemberships`: an unsubscribe after a subscribe counts as not subscribed).
  * The cost is a walk of the account's customers with a decision (a page of its consent index at a time in
  * Redis) plus identity reads per customer: fine for a page opened by a person, not for a hot path.
  * `svc_all` is not counted: the global opt-in is the profile's `opted_in`, which no list walk sees.

@@ -2,7 +2,7 @@ import { MemoryConsentState } from '@cdp/consent/memory';
 import { listMemberships } from './list-memberships.js';
 
 describe('listMemberships (the membership rule)', () => {
-  it("keeps the survivor's own decisions and fills the lists it never decided on from merged customers", async () => {
+  it("fills the lists the survivor never decided on from merged customers; between untimed decisions the survivor's wins", async () => {
     const consent = new MemoryConsentState();
     await consent.apply('a', [
       { customerId: 'survivor', listId: 'news', subscribed: false },
@@ -13,10 +13,13 @@ describe('listMemberships (the membership rule)', () => {
     expect(await listMemberships(consent, 'a', 'nobody', [])).toEqual({});
   });
 
-  it('takes the latest decision among merged customers, whatever order the driver lists them in', async () => {
+  it('takes the latest decision, the survivor’s included, whatever order the driver lists them in', async () => {
     const consent = new MemoryConsentState();
     await consent.apply('a', [
       { customerId: 'survivor', listId: 'news', subscribed: true, at: 1 },
+      // The survivor subscribed first; a visitor merged into it unsubscribed later: unsubscribed.
+      { customerId: 'survivor', listId: 'deals', subscribed: true, at: 100 },
+      { customerId: 'visitor-b', listId: 'deals', subscribed: false, at: 200 },
       // Two visitors merged into the survivor: the later unsubscribe from promo stands.
       { customerId: 'visitor-a', listId: 'promo', subscribed: false, at: 300 },
       { customerId: 'visitor-b', listId: 'promo', subscribed: true, at: 200 },
@@ -30,6 +33,7 @@ describe('listMemberships (the membership rule)', () => {
     ])
       expect(await listMemberships(consent, 'a', 'survivor', merged)).toEqual({
         news: true,
+        deals: false,
         promo: false,
         legacy: false,
       });

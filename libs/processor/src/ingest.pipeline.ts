@@ -231,7 +231,7 @@ export class IngestPipeline {
     });
 
     this.identityStep.redactOptedOut(items, resolved, updates, lastMessageOf);
-    const { displacedPurchases, ...orderRows } = unwrap(
+    const { displacedPurchases, keptPurchases, ...orderRows } = unwrap(
       await this.ordersStep.run({ account, deliveries, events: orderEvents, now }),
     );
     collectRows(batch, orderRows);
@@ -243,12 +243,12 @@ export class IngestPipeline {
         ...(await this.identityStep.applyProfiles(account, updates, (c) => lastMessageOf.get(c)!, now)),
       );
       await this.columns.prepare(account, batch);
-      await this.writer.write(
-        account,
-        deliveries,
-        batch,
-        displacedPurchases?.length ? { displacedPurchases } : {},
-      );
+      await this.writer.write(account, deliveries, batch, {
+        ...(displacedPurchases?.length ? { displacedPurchases } : {}),
+        ...(keptPurchases?.length
+          ? { displacedSinceApplied: () => this.ordersStep.displacedAmong(account, keptPurchases) }
+          : {}),
+      });
     };
   }
 }

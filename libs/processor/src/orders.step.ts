@@ -53,6 +53,18 @@ export interface OrderRows {
    * the writer deletes them (and their line items) with this batch (StepWriter, `deleteEvents`).
    */
   displacedPurchases?: string[];
+  /**
+   * The purchases this batch stores as kept: another processor may displace one while this batch is being
+   * written (an earlier-accepted purchase of its order arriving there), after that processor's delete ran
+   * and before this insert; the writer asks again once its rows are in (`displacedAmong`).
+   */
+  keptPurchases?: KeptPurchase[];
+}
+
+/** A purchase event stored as its order's kept purchase. */
+export interface KeptPurchase {
+  orderId: string;
+  eventId: string;
 }
 
 /**
@@ -77,6 +89,16 @@ export class OrdersStep implements Step<OrdersInput, OrderRows> {
     private readonly orders: OrderState,
     private readonly rebuild: OrdersRebuild,
   ) {}
+
+  /**
+   * Those of `kept` their order's state no longer keeps: displaced, since this batch applied them, by a
+   * purchase accepted earlier that another processor applied (and whose delete may have run before these
+   * rows were stored). Read after the batch's rows are in, so one of the two deletes finds them.
+   */
+  async displacedAmong(account: string, kept: readonly KeptPurchase[]): Promise<string[]> {
+    const states = await Promise.all(kept.map((k) => this.orders.get(account, k.orderId)));
+    return kept.filter((k, i) => states[i]?.displacedPurchases?.includes(k.eventId)).map((k) => k.eventId);
+  }
 
   async run({ account, deliveries, events, now }: OrdersInput): Promise<StepResult<OrderRows>> {
     const byMessage = new Map<string, OrderEvent[]>();
@@ -121,6 +143,7 @@ export class OrdersStep implements Step<OrdersInput, OrderRows> {
       orderChanges: [],
       orders: [],
       displacedPurchases: [],
+      keptPurchases: [],
     };
     const stateOf = new Map(orders.map((o) => [o.orderId, o]));
     const lastMessageOf = new Map<string, string>();
@@ -148,8 +171,10 @@ export class OrdersStep implements Step<OrdersInput, OrderRows> {
         rows.events.push(held.row);
         rows.lineItems.push(...lineItemRows(held));
         // The kept purchase, redelivered or not: the purchases it displaced leave the store with it.
-        if (change.action === 'purchase')
+        if (change.action === 'purchase') {
           rows.displacedPurchases.push(...(stateOf.get(change.orderId)?.displacedPurchases ?? []));
+          rows.keptPurchases.push({ orderId: change.orderId, eventId: held.row.event_id });
+        }
       }
     });
     for (const state of orders) {

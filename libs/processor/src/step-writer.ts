@@ -12,6 +12,11 @@ export interface WriteOptions {
   redact?: readonly string[];
   /** Purchase events no longer kept for their order (OrderRows.displacedPurchases): deleted, before the commit. */
   displacedPurchases?: readonly string[];
+  /**
+   * Asked once the rows are in: purchases of this batch displaced meanwhile by another processor
+   * (OrdersStep.displacedAmong); deleted with the others, before the commit.
+   */
+  displacedSinceApplied?: () => Promise<readonly string[]>;
 }
 
 /**
@@ -50,8 +55,12 @@ export class StepWriter {
       if (options.redact) await this.store.redactCustomers(account, options.redact);
       // After the rows that replace them: a crash in between leaves the message unfinished, and its
       // redelivery (whose kept purchase names them again) deletes them then.
-      if (options.displacedPurchases?.length) {
-        await this.store.deleteEvents(account, options.displacedPurchases);
+      const displaced = [
+        ...(options.displacedPurchases ?? []),
+        ...((await options.displacedSinceApplied?.()) ?? []),
+      ];
+      if (displaced.length) {
+        await this.store.deleteEvents(account, displaced);
         this.segmentCounts?.uncertain(account); // its digests may count them
       }
       await this.store.commit(account, messages);
