@@ -6,7 +6,7 @@ import { ingestBacklog, removeTopology } from '../ingest/scaled.js';
 import { freePort } from '../lib/free-port.js';
 import { startRedis } from '../lib/private-redis.js';
 import { args, median, percentile, printTable, writeResults } from '../lib/stats.js';
-import { createSegments, lookupLoad, sendEvents, subsetOf } from './workload.js';
+import { WORKLOAD_OPTIONS, createSegments, lookupLoad, sendEvents, subsetOf } from './workload.js';
 
 /**
  * `npm run bench:segments:scaled`: the SDKs' audience lookup on the scaled-out wiring, as it is deployed —
@@ -17,14 +17,7 @@ import { createSegments, lookupLoad, sendEvents, subsetOf } from './workload.js'
  * peak (with the API's and the processor's CPU per lookup), then the open loop at half of it for the
  * percentiles. Medians of the rounds.
  */
-const opt = args({
-  customers: 20_000,
-  events: 20_000,
-  segments: 20,
-  concurrency: 8,
-  seconds: 10,
-  rounds: 3,
-});
+const opt = args(WORKLOAD_OPTIONS);
 const natsUrl = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 const publicKey = `bench${randomBytes(3).toString('hex')}`;
 const privateKey = `${publicKey}.${randomBytes(16).toString('hex')}`;

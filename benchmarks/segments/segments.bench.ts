@@ -12,7 +12,7 @@ import { AnalyticStore } from '@cdp/store';
 import { createCdpApp } from '../../apps/cdp/src/cdp.app.js';
 import { args, median, percentile, printTable, writeResults } from '../lib/stats.js';
 import type { LookupJob } from './lookup.worker.js';
-import { condition, createSegments, lookupLoad, sendEvents, subsetOf } from './workload.js';
+import { WORKLOAD_OPTIONS, condition, createSegments, lookupLoad, sendEvents, subsetOf } from './workload.js';
 
 /**
  * `npm run bench:segments`: on the embedded wiring (chDB: lookups count from the event digests),
@@ -23,14 +23,7 @@ import { condition, createSegments, lookupLoad, sendEvents, subsetOf } from './w
  * closed loop at `concurrency` for its peak, then open loop at half of it while ingest runs at half of
  * its own peak. Medians of the rounds.
  */
-const opt = args({
-  customers: 20_000,
-  events: 20_000,
-  segments: 20,
-  concurrency: 8,
-  seconds: 10,
-  rounds: 3,
-});
+const opt = args(WORKLOAD_OPTIONS);
 
 const config = loadConfig({
   CDP_DATA_DIR: mkdtempSync(join(tmpdir(), 'cdp-bench-segments-')),

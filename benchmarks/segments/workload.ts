@@ -6,6 +6,16 @@ import type { LookupJob } from './lookup.worker.js';
  * the segments, the events and the SDKs' audience lookups.
  */
 
+/** Both benchmarks' options and their defaults (`--customers 2000 --seconds 5` …). */
+export const WORKLOAD_OPTIONS = {
+  customers: 20_000,
+  events: 20_000,
+  segments: 20,
+  concurrency: 8,
+  seconds: 10,
+  rounds: 3,
+};
+
 const DAY = 86_400_000;
 const TYPES = [
   ['product', 'view'],
