@@ -355,70 +355,82 @@ describe('IngestPipeline on the embedded drivers and chDB', () => {
     expect(await stored()).toEqual(expected);
   });
 
-  it('deletes a kept purchase that another processor displaced before its rows were even stored', async () => {
-    const account = `race${++n}x${Date.now()}`;
-    const purchase = (seq: number, product: string) =>
-      deliveryOf(
-        eventsMessage(
-          account,
-          [
-            {
-              type: 'order',
-              action: 'purchase',
-              identifiers: { email: 'r@x.com' },
-              order: {
-                order_id: 'o1',
-                subtotal: seq,
-                items: [{ product_id: product, price: seq, quantity: 1, subtotal: seq }],
+  it.each([
+    ['its write goes on', false],
+    ['its write crashes after the insert: the redelivery deletes it', true],
+  ])(
+    'deletes a kept purchase that another processor displaced before its rows were even stored (%s)',
+    async (_, crash) => {
+      const account = `race${++n}x${Date.now()}`;
+      const purchase = (seq: number, product: string) =>
+        deliveryOf(
+          eventsMessage(
+            account,
+            [
+              {
+                type: 'order',
+                action: 'purchase',
+                identifiers: { email: 'r@x.com' },
+                order: {
+                  order_id: 'o1',
+                  subtotal: seq,
+                  items: [{ product_id: product, price: seq, quantity: 1, subtotal: seq }],
+                },
               },
-            },
-          ],
-          `rp${seq}-${account}`,
-        ),
-        1,
-        seq,
+            ],
+            `rp${seq}-${account}`,
+          ),
+          1,
+          seq,
+        );
+      // Two processors on one hot state and one store; the first one's store writes wait for a gate.
+      const shared = {
+        identity: new MemoryIdentityIndex(),
+        profiles: new MemoryProfileState(),
+        consent: new MemoryConsentState(),
+        identifierState: new MemoryIdentifierState(),
+        orders: new MemoryOrderState(),
+      };
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      const gated = new Proxy(chdb, {
+        get(target, prop) {
+          const value = Reflect.get(target, prop, target) as unknown;
+          if (typeof value !== 'function') return value;
+          const fn = value as (...args: unknown[]) => unknown;
+          return prop === 'write'
+            ? async (...args: unknown[]) => {
+                await gate;
+                await fn.apply(target, args);
+                if (crash) throw new Error('crashed after the insert');
+              }
+            : fn.bind(target);
+        },
+      });
+      const first = await newProcessor(gated, shared);
+      const second = await newProcessor(chdb, shared);
+      // The first processor keeps the purchase accepted later (20th) and is slow to store it…
+      const late = first.pipeline.process([purchase(20, 'late')]);
+      await eventually(async () =>
+        expect((await shared.orders.get(account, 'o1'))?.purchaseEventId).toBeTruthy(),
       );
-    // Two processors on one hot state and one store; the first one's store writes wait for a gate.
-    const shared = {
-      identity: new MemoryIdentityIndex(),
-      profiles: new MemoryProfileState(),
-      consent: new MemoryConsentState(),
-      identifierState: new MemoryIdentifierState(),
-      orders: new MemoryOrderState(),
-    };
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    const gated = new Proxy(chdb, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target) as unknown;
-        if (typeof value !== 'function') return value;
-        const fn = value as (...args: unknown[]) => unknown;
-        return prop === 'write'
-          ? async (...args: unknown[]) => {
-              await gate;
-              return fn.apply(target, args);
-            }
-          : fn.bind(target);
-      },
-    });
-    const first = await newProcessor(gated, shared);
-    const second = await newProcessor(chdb, shared);
-    // The first processor keeps the purchase accepted later (20th) and is slow to store it…
-    const late = first.pipeline.process([purchase(20, 'late')]);
-    await eventually(async () =>
-      expect((await shared.orders.get(account, 'o1'))?.purchaseEventId).toBeTruthy(),
-    );
-    // …while the second applies the one accepted first (10th), stores it and deletes the other: not there yet.
-    expect(outcomes(await second.pipeline.process([purchase(10, 'early')]))).toEqual(['ok']);
-    open();
-    expect(outcomes(await late)).toEqual(['ok']);
-    const items = await chdb.query<{ p: string }>(account, 'SELECT product_id AS p FROM {db}.line_items');
-    const events = await chdb.query<{ n: number }>(
-      account,
-      "SELECT count() AS n FROM {db}.events WHERE type = 'order'",
-    );
-    expect([items.map((r) => r.p), Number(events[0]!.n)]).toEqual([['early'], 1]);
-  });
+      // …while the second applies the one accepted first (10th), stores it and deletes the other: not there yet.
+      expect(outcomes(await second.pipeline.process([purchase(10, 'early')]))).toEqual(['ok']);
+      open();
+      if (!crash) expect(outcomes(await late)).toEqual(['ok']);
+      else {
+        expect(outcomes(await late)).not.toEqual(['ok']);
+        const again = { ...purchase(20, 'late'), deliveryCount: 2 };
+        expect(outcomes(await second.pipeline.process([again]))).toEqual(['ok']);
+      }
+      const items = await chdb.query<{ p: string }>(account, 'SELECT product_id AS p FROM {db}.line_items');
+      const events = await chdb.query<{ n: number }>(
+        account,
+        "SELECT count() AS n FROM {db}.events WHERE type = 'order'",
+      );
+      expect([items.map((r) => r.p), Number(events[0]!.n)]).toEqual([['early'], 1]);
+    },
+  );
 
   it("stores an account's later profile update while its earlier one is retried, and ends as acceptance order gives", async () => {
     const h = await harnessOnChdb();

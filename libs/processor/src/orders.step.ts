@@ -149,6 +149,12 @@ export class OrdersStep implements Step<OrdersInput, OrderRows> {
     const lastMessageOf = new Map<string, string>();
     changes.forEach(({ change, msgId, held }, i) => {
       const outcome = outcomes[i]!;
+      // A purchase stored as kept whose write crashed before it could see it was displaced meanwhile
+      // (StepWriter's re-check): its redelivery is not kept any more, so nothing else would delete it.
+      if (held && change.action === 'purchase' && !outcome.recorded) {
+        if (stateOf.get(change.orderId)?.displacedPurchases?.includes(held.row.event_id))
+          rows.displacedPurchases.push(held.row.event_id);
+      }
       // An update of an order that does not exist, and never will before it: nothing to do. A pending one
       // is logged (seq 0) for a rebuild to keep pending; it changes no order yet.
       if (outcome.seq === 0 && !outcome.pending) return;
