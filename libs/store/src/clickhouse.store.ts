@@ -62,6 +62,7 @@ export class ClickHouseStore extends AnalyticStore {
   private readonly ready = new Map<string, Promise<void>>();
   private readonly layout: StoreLayout;
   private readonly retention: RetentionSource | undefined;
+  private readonly rebuildSliceRows: number;
   /** The retention each open account's tables enforce, and when the setting was last read. */
   private readonly retained = new Map<string, { days: number | null | undefined; readAt: number }>();
   /** The empty tables a never-written account's reads run against (created once, on the first such read). */
@@ -74,6 +75,7 @@ export class ClickHouseStore extends AnalyticStore {
     super();
     this.layout = options.layout ?? SINGLE_NODE;
     this.retention = options.retention;
+    this.rebuildSliceRows = options.rebuildSliceRows ?? rebuild.REBUILD_SLICE_ROWS;
   }
 
   /**
@@ -377,9 +379,7 @@ export class ClickHouseStore extends AnalyticStore {
   }
 
   orderChanges(account: string, since?: number): AsyncIterable<OrderChangeRow> {
-    return this.rebuildRead(account, (transport, db, unfinished) =>
-      rebuild.orderChanges(transport, db, unfinished, since),
-    );
+    return this.rebuildRead(account, (read) => rebuild.orderChanges(read, since));
   }
 
   optOutPool(account: string): AsyncIterable<{ kind: string; value: string }> {
@@ -389,10 +389,11 @@ export class ClickHouseStore extends AnalyticStore {
   /** A rebuild read of the account, run once it is iterated, without the unfinished messages' rows. */
   private async *rebuildRead<T>(
     account: string,
-    read: (transport: ClickHouseTransport, db: string, unfinished: readonly string[]) => AsyncIterable<T>,
+    read: (read: rebuild.RebuildRead) => AsyncIterable<T>,
   ): AsyncIterable<T> {
     const unfinished = await this.unfinishedMessages(account);
-    yield* read(this.transport, await this.readDatabase(account), unfinished);
+    const db = await this.readDatabase(account);
+    yield* read({ transport: this.transport, db, unfinished, sliceRows: this.rebuildSliceRows });
   }
 
   async products(account: string, productIds: string[]): Promise<ProductRow[]> {
@@ -479,6 +480,11 @@ function declaredColumns(layout: StoreLayout): string[] {
 export interface StoreOptions {
   layout?: StoreLayout;
   retention?: RetentionSource;
+  /**
+   * About how many rows one slice of a rebuild read holds (rebuild-reads.ts): the bound on what a
+   * rebuild holds in the engine at once. Tests set it tiny to read in many slices.
+   */
+  rebuildSliceRows?: number;
 }
 
 /** An account's events retention in days, `null` to keep events forever (the default). */
