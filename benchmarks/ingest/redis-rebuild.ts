@@ -22,6 +22,8 @@ import { args, printTable, writeResults, type Row } from '../lib/stats.js';
  * pool, then the index, all read back by the store's own rebuild reads. Its peak RSS (getrusage
  * maxrss) is the whole process's: Node, the chDB engine reading the store, and the driver's buffers.
  *
+ * `--slice-rows N` sets the store's rebuildSliceRows (0: its default).
+ *
  *   npm run build && node dist/benchmarks/ingest/redis-rebuild.js --customers 1000000
  */
 
@@ -51,9 +53,9 @@ async function seed(dir: string, customers: number) {
   }
 }
 
-async function rebuild(dir: string, port: number, customers: number) {
+async function rebuild(dir: string, port: number, customers: number, sliceRows: number) {
   const transport = new ChdbTransport(dir);
-  const store = new ClickHouseStore(transport);
+  const store = new ClickHouseStore(transport, sliceRows > 0 ? { rebuildSliceRows: sliceRows } : {});
   const { client, stop } = await startRedis(port);
   try {
     const base = await usedMemory(client);
@@ -106,16 +108,16 @@ const [mode, ...rest] = process.argv.slice(2);
 if (mode === 'seed') {
   process.stdout.write(`${JSON.stringify(await seed(rest[0]!, Number(rest[1])))}\n`);
 } else if (mode === 'rebuild') {
-  process.stdout.write(`${JSON.stringify(await rebuild(rest[0]!, Number(rest[1]), Number(rest[2])))}\n`);
+  process.stdout.write(`${JSON.stringify(await rebuild(rest[0]!, Number(rest[1]), Number(rest[2]), Number(rest[3] ?? 0)))}\n`);
 } else {
-  const opt = args({ customers: '1000000', 'redis-port': 6391 });
+  const opt = args({ customers: '1000000', 'redis-port': 6391, 'slice-rows': 0 });
   const rows: Row[] = [];
   const results: unknown[] = [];
   for (const customers of String(opt.customers).split(',').map(Number)) {
     const dir = mkdtempSync(join(tmpdir(), 'cdp-redis-rebuild-'));
     try {
       const seeded = child('seed', dir, customers);
-      const r = { ...seeded, ...child('rebuild', dir, opt['redis-port']!, customers), load: loadavg()[0] };
+      const r = { ...seeded, ...child('rebuild', dir, opt['redis-port']!, customers, opt['slice-rows']!), load: loadavg()[0] };
       results.push(r);
       const f = (k: string, d = 0) => Number(Number((r as Record<string, unknown>)[k]).toFixed(d));
       rows.push({

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { Module, type DynamicModule, type Abstract, type Provider } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Buckets } from '@cdp/buckets';
 import { EventBus } from '@cdp/bus';
@@ -60,6 +60,24 @@ export interface DriverOptions {
    * once (the request is refused with 503) instead of waiting for the engine to come back.
    */
   answersClients?: boolean;
+}
+
+/**
+ * The provider of a port whose state is kept in Redis when its setting says `redis` (on the one shared
+ * connection, REDIS_CLIENT) and by a local driver otherwise; either driver's module is imported only when
+ * chosen, so an embedded process never loads a Redis client.
+ */
+function redisOr<T>(
+  port: Abstract<T>,
+  setting: string,
+  inRedis: (redis: RedisConnection) => Promise<T>,
+  local: () => Promise<T>,
+): Provider {
+  return {
+    provide: port,
+    inject: [REDIS_CLIENT],
+    useFactory: (redis?: RedisConnection): Promise<T> => (setting === 'redis' ? inRedis(redis!) : local()),
+  };
 }
 
 /**
@@ -166,66 +184,54 @@ export class DriversModule {
                 onDeadLetter: metrics.deadLettered,
               }),
       },
-      {
-        provide: IdentityIndex,
-        inject: [REDIS_CLIENT],
-        useFactory: async (redis?: RedisConnection): Promise<IdentityIndex> =>
-          config.identity === 'redis'
-            ? new (await import('@cdp/identity/redis')).RedisIdentityIndex(redis!)
-            : new (await import('@cdp/identity/memory')).MemoryIdentityIndex(),
-      },
-      {
-        provide: ProfileState,
-        inject: [REDIS_CLIENT],
-        useFactory: async (redis?: RedisConnection): Promise<ProfileState> =>
-          config.identity === 'redis'
-            ? new (await import('@cdp/identity/redis')).RedisProfileState(redis!)
-            : new (await import('@cdp/identity/memory')).MemoryProfileState(),
-      },
-      {
-        provide: ConsentState,
-        inject: [REDIS_CLIENT],
-        useFactory: async (redis?: RedisConnection): Promise<ConsentState> =>
-          config.consentState === 'redis'
-            ? new (await import('@cdp/consent/redis')).RedisConsentState(redis!)
-            : new (await import('@cdp/consent/memory')).MemoryConsentState(),
-      },
-      {
-        provide: IdentifierState,
-        inject: [REDIS_CLIENT],
-        useFactory: async (redis?: RedisConnection): Promise<IdentifierState> =>
-          config.consentState === 'redis'
-            ? new (await import('@cdp/consent/redis')).RedisIdentifierState(redis!)
-            : new (await import('@cdp/consent/memory')).MemoryIdentifierState(),
-      },
-      {
-        // Shared by every API replica in Redis (spec/NOTES.md "Limits": per account, not per replica).
-        provide: RateLimiter,
-        inject: [REDIS_CLIENT],
-        useFactory: async (redis?: RedisConnection): Promise<RateLimiter> =>
-          config.rateLimiter === 'redis'
-            ? new (await import('@cdp/rate-limits/redis')).RedisRateLimiter(redis!)
-            : new (await import('@cdp/rate-limits/memory')).MemoryRateLimiter(),
-      },
-      {
-        // Redis when the API runs beside other replicas; a durable file in the data dir otherwise.
-        provide: IdempotencyStore,
-        inject: [REDIS_CLIENT],
-        useFactory: async (redis?: RedisConnection): Promise<IdempotencyStore> =>
-          config.idempotencyStore === 'redis'
-            ? new (await import('@cdp/idempotency/redis')).RedisIdempotencyStore(redis!)
-            : new (await import('@cdp/idempotency/file')).FileIdempotencyStore(
-                join(config.dataDir, 'idempotency'),
-              ),
-      },
-      {
-        provide: OrderState,
-        inject: [REDIS_CLIENT],
-        useFactory: async (redis?: RedisConnection): Promise<OrderState> =>
-          config.orderState === 'redis'
-            ? new (await import('@cdp/orders/redis')).RedisOrderState(redis!, config.orderRetentionMs)
-            : new (await import('@cdp/orders/memory')).MemoryOrderState(config.orderRetentionMs),
-      },
+      redisOr(
+        IdentityIndex,
+        config.identity,
+        async (redis) => new (await import('@cdp/identity/redis')).RedisIdentityIndex(redis),
+        async () => new (await import('@cdp/identity/memory')).MemoryIdentityIndex(),
+      ),
+      redisOr(
+        ProfileState,
+        config.identity,
+        async (redis) => new (await import('@cdp/identity/redis')).RedisProfileState(redis),
+        async () => new (await import('@cdp/identity/memory')).MemoryProfileState(),
+      ),
+      redisOr(
+        ConsentState,
+        config.consentState,
+        async (redis) => new (await import('@cdp/consent/redis')).RedisConsentState(redis),
+        async () => new (await import('@cdp/consent/memory')).MemoryConsentState(),
+      ),
+      redisOr(
+        IdentifierState,
+        config.consentState,
+        async (redis) => new (await import('@cdp/consent/redis')).RedisIdentifierState(redis),
+        async () => new (await import('@cdp/consent/memory')).MemoryIdentifierState(),
+      ),
+      // Shared by every API replica in Redis (spec/NOTES.md "Limits": per account, not per replica).
+      redisOr(
+        RateLimiter,
+        config.rateLimiter,
+        async (redis) => new (await import('@cdp/rate-limits/redis')).RedisRateLimiter(redis),
+        async () => new (await import('@cdp/rate-limits/memory')).MemoryRateLimiter(),
+      ),
+      // Redis when the API runs beside other replicas; a durable file in the data dir otherwise.
+      redisOr(
+        IdempotencyStore,
+        config.idempotencyStore,
+        async (redis) => new (await import('@cdp/idempotency/redis')).RedisIdempotencyStore(redis),
+        async () =>
+          new (await import('@cdp/idempotency/file')).FileIdempotencyStore(
+            join(config.dataDir, 'idempotency'),
+          ),
+      ),
+      redisOr(
+        OrderState,
+        config.orderState,
+        async (redis) =>
+          new (await import('@cdp/orders/redis')).RedisOrderState(redis, config.orderRetentionMs),
+        async () => new (await import('@cdp/orders/memory')).MemoryOrderState(config.orderRetentionMs),
+      ),
       {
         // The event inspector's fan-out follows the bus: core NATS subjects scaled out, in-process embedded.
         provide: Inspector,
@@ -289,19 +295,6 @@ export class DriversModule {
           ? new StoreRecommender(store, notices)
           : new (await import('@cdp/recommendations/nats')).NatsRecommender(nc!, config.natsPrefix),
     });
-    if (options.openStore && config.store === 'chdb' && config.bus === 'nats') {
-      providers.push({
-        provide: RECOMMENDATIONS_RESPONDER,
-        inject: [NATS_CONNECTION, Recommender],
-        useFactory: async (nc: NatsConnection, recommender: Recommender) =>
-          new (await import('@cdp/recommendations/nats')).RecommendationsResponder(
-            nc,
-            config.natsPrefix,
-            recommender,
-            (err) => logger.warn({ err }, 'a recommendation request failed'),
-          ),
-      });
-    }
     // The console's store reads, likewise: here when this process opened the store, else asked of its owner.
     if (!options.openStore && config.bus === 'nats') {
       providers.push({
@@ -309,19 +302,6 @@ export class DriversModule {
         inject: [NATS_CONNECTION],
         useFactory: async (nc: NatsConnection): Promise<RemoteConsoleReads> =>
           new (await import('@cdp/console-api/nats')).NatsConsoleReads(nc, config.natsPrefix),
-      });
-    }
-    if (options.openStore && config.store === 'chdb' && config.bus === 'nats') {
-      providers.push({
-        provide: CONSOLE_READS_RESPONDER,
-        inject: [NATS_CONNECTION, AnalyticStore],
-        useFactory: async (nc: NatsConnection, store: AnalyticStore) => {
-          const { ConsoleReadsResponder } = await import('@cdp/console-api/nats');
-          const { ConsoleStoreReads } = await import('@cdp/console-api/reads');
-          return new ConsoleReadsResponder(nc, config.natsPrefix, new ConsoleStoreReads(store), (err) =>
-            logger.warn({ err }, 'a console read failed'),
-          );
-        },
       });
     }
     // Segment event counts follow the recommendations: where the store is, or asked of its owner.
@@ -342,19 +322,6 @@ export class DriversModule {
               )
             : new StoreSegmentEventCounts(store),
     });
-    if (options.openStore && config.store === 'chdb' && config.bus === 'nats') {
-      providers.push({
-        provide: SEGMENT_COUNTS_RESPONDER,
-        inject: [NATS_CONNECTION, SegmentEventCounts],
-        useFactory: async (nc: NatsConnection, counts: SegmentEventCounts) =>
-          new (await import('@cdp/segments/nats')).SegmentCountsResponder(
-            nc,
-            config.natsPrefix,
-            counts,
-            (err) => logger.warn({ err }, 'a segment count request failed'),
-          ),
-      });
-    }
     // Segment sizes likewise; the store's side compiles the definition against the account's schema.
     providers.push({
       provide: SegmentSizes,
@@ -368,19 +335,6 @@ export class DriversModule {
           ? new StoreSegmentSizes(store, new SchemaExportCatalogs(new SchemaRegistry(metadata)))
           : new (await import('@cdp/segments/nats')).NatsSegmentSizes(nc!, config.natsPrefix),
     });
-    if (options.openStore && config.store === 'chdb' && config.bus === 'nats') {
-      providers.push({
-        provide: SEGMENT_SIZES_RESPONDER,
-        inject: [NATS_CONNECTION, SegmentSizes],
-        useFactory: async (nc: NatsConnection, sizes: SegmentSizes) =>
-          new (await import('@cdp/segments/nats')).SegmentSizesResponder(
-            nc,
-            config.natsPrefix,
-            sizes,
-            (err) => logger.warn({ err }, 'a segment size request failed'),
-          ),
-      });
-    }
     // GraphQL's recent events likewise.
     providers.push({
       provide: RecentEvents,
@@ -390,18 +344,64 @@ export class DriversModule {
           ? new StoreRecentEvents(store)
           : new (await import('@cdp/segments/nats')).NatsRecentEvents(nc!, config.natsPrefix),
     });
+    // This process owns the chDB store and others reach it over NATS: it answers their store reads.
     if (options.openStore && config.store === 'chdb' && config.bus === 'nats') {
-      providers.push({
-        provide: RECENT_EVENTS_RESPONDER,
-        inject: [NATS_CONNECTION, RecentEvents],
-        useFactory: async (nc: NatsConnection, events: RecentEvents) =>
-          new (await import('@cdp/segments/nats')).RecentEventsResponder(
-            nc,
-            config.natsPrefix,
-            events,
-            (err) => logger.warn({ err }, 'a recent events request failed'),
-          ),
+      const responder = <T>(
+        token: symbol,
+        port: Abstract<T> | typeof AnalyticStore,
+        failed: string,
+        open: (nc: NatsConnection, it: T, onError: (err: unknown) => void) => Promise<unknown>,
+      ): Provider => ({
+        provide: token,
+        inject: [NATS_CONNECTION, port],
+        useFactory: (nc: NatsConnection, it: T) => open(nc, it, (err) => logger.warn({ err }, failed)),
       });
+      const prefix = config.natsPrefix;
+      providers.push(
+        responder<Recommender>(
+          RECOMMENDATIONS_RESPONDER,
+          Recommender,
+          'a recommendation request failed',
+          async (nc, recommender, onError) =>
+            new (await import('@cdp/recommendations/nats')).RecommendationsResponder(
+              nc,
+              prefix,
+              recommender,
+              onError,
+            ),
+        ),
+        responder<AnalyticStore>(
+          CONSOLE_READS_RESPONDER,
+          AnalyticStore,
+          'a console read failed',
+          async (nc, store, onError) => {
+            const { ConsoleReadsResponder } = await import('@cdp/console-api/nats');
+            const { ConsoleStoreReads } = await import('@cdp/console-api/reads');
+            return new ConsoleReadsResponder(nc, prefix, new ConsoleStoreReads(store), onError);
+          },
+        ),
+        responder<SegmentEventCounts>(
+          SEGMENT_COUNTS_RESPONDER,
+          SegmentEventCounts,
+          'a segment count request failed',
+          async (nc, counts, onError) =>
+            new (await import('@cdp/segments/nats')).SegmentCountsResponder(nc, prefix, counts, onError),
+        ),
+        responder<SegmentSizes>(
+          SEGMENT_SIZES_RESPONDER,
+          SegmentSizes,
+          'a segment size request failed',
+          async (nc, sizes, onError) =>
+            new (await import('@cdp/segments/nats')).SegmentSizesResponder(nc, prefix, sizes, onError),
+        ),
+        responder<RecentEvents>(
+          RECENT_EVENTS_RESPONDER,
+          RecentEvents,
+          'a recent events request failed',
+          async (nc, events, onError) =>
+            new (await import('@cdp/segments/nats')).RecentEventsResponder(nc, prefix, events, onError),
+        ),
+      );
     }
     const exports = [
       APP_CONFIG,

@@ -167,7 +167,10 @@ describe('rebuild reads in slices', () => {
     expect(sorted(updates)).toEqual(sorted(await all(whole.identifierUpdates(account))));
     const byIdentifier = new Map<string, number[]>();
     for (const u of updates) byIdentifier.set(u.value, [...(byIdentifier.get(u.value) ?? []), u.version]);
-    for (const versions of byIdentifier.values()) expect(versions).toEqual([...versions].sort((x, y) => x - y));
-    expect(sorted(await all(sliced.optOutPool(account)))).toEqual(sorted(await all(whole.optOutPool(account))));
+    for (const versions of byIdentifier.values())
+      expect(versions).toEqual([...versions].sort((x, y) => x - y));
+    expect(sorted(await all(sliced.optOutPool(account)))).toEqual(
+      sorted(await all(whole.optOutPool(account))),
+    );
   });
 });

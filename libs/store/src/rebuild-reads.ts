@@ -30,8 +30,12 @@ export interface RebuildRead {
   sliceRows: number;
 }
 
-/** The default of StoreOptions.rebuildSliceRows: a slice's GROUP BY or sort stays in tens of megabytes. */
-export const REBUILD_SLICE_ROWS = 250_000;
+/**
+ * The default of StoreOptions.rebuildSliceRows. Smaller slices cost a scan each but hold less: at 1M
+ * customers (2M links) a rebuild peaked at 896 MB unsliced, 747 MB in slices of 250,000 and 613 MB in
+ * slices of 50,000, and was faster too (docs/benchmarks.md).
+ */
+export const REBUILD_SLICE_ROWS = 50_000;
 
 /**
  * A rebuild reads a whole account, and its GROUP BY and ORDER BY would hold all of it in the engine's
