@@ -1,5 +1,11 @@
 import type { DriverHealth } from '@cdp/contracts';
-import type { RedisCommands, RedisConnection } from '@cdp/redis';
+import {
+  ACCOUNT_SHARDS,
+  accountShard,
+  accountShardPrefix,
+  type RedisCommands,
+  type RedisConnection,
+} from '@cdp/redis';
 import {
   IdentifierState,
   replayIdentifierChanges,
@@ -20,8 +26,8 @@ const METADATA_PREFIX = 'm:';
 const TIME_PREFIX = 't:';
 
 /**
- * Applies a batch of changes in one atomic call, in order. KEYS[1] the account's index, then one
- * identifier hash per change. ARGV[1] JSON [[index member, at or '', [[hash field, value or null,
+ * Applies changes in one atomic call, in order. Two keys per change: its shard's index (KEYS[2i-1]) and
+ * its identifier's hash (KEYS[2i]). ARGV[1] JSON [[index member, at or '', [[hash field, value or null,
  * part], ...]], ...]. Every change counts a version; each hash field is written (or deleted, for null)
  * only if its part's time (field t:<part>) is not later than the change's at, and then takes it.
  * Returns the version after each change.
@@ -29,9 +35,9 @@ const TIME_PREFIX = 't:';
 const APPLY = `
 local out = {}
 for i, c in ipairs(cjson.decode(ARGV[1])) do
-  local key = KEYS[i + 1]
+  local key = KEYS[2 * i]
   out[i] = redis.call('HINCRBY', key, '${VERSION}', 1)
-  redis.call('SADD', KEYS[1], c[1])
+  redis.call('SADD', KEYS[2 * i - 1], c[1])
   local at = tonumber(c[2])
   for _, f in ipairs(c[3]) do
     local tf = '${TIME_PREFIX}' .. f[3]
@@ -45,22 +51,52 @@ for i, c in ipairs(cjson.decode(ARGV[1])) do
 end
 return out`;
 
-/** Key layout: the account as hash tag (one cluster slot per account); the field name holds no `:`. */
+/**
+ * Writes an identifier's hash moved from the layout before the sharding (KEYS[1] its new hash, KEYS[2] its
+ * shard's index; ARGV[1] the index member, then field, value pairs), unless the new hash exists: then a
+ * change applied since (by a process that had moved it already) holds the identifier's state.
+ */
+const MOVE = `if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+  redis.call('SADD', KEYS[2], ARGV[1])
+end
+return 1`;
+
+/**
+ * Key layout: an identifier's hash on its account shard (`{<account>#hh}`, hh the shard of
+ * `<field>:<value>`), beside that shard's index, so a big account's identifiers use every primary of a
+ * cluster (docs/architecture.md, "One account across the cluster"). The field name holds no `:`.
+ */
 export const identifierStateKeys = {
-  identifier: (account: string, field: string, value: string) => `cdp:{${account}}:idstate:${field}:${value}`,
-  /** `<field>:<value>` of every identifier with a state hash: a rebuild finds the keys from it, never by SCAN. */
-  index: (account: string) => `cdp:{${account}}:idstates`,
+  identifier: (account: string, field: string, value: string) =>
+    `${accountShardPrefix(account, accountShard(`${field}:${value}`))}idstate:${field}:${value}`,
+  /** `<field>:<value>` of the shard's identifiers with a state hash: a rebuild finds the keys from it, never by SCAN. */
+  index: (account: string, shard: number) => `${accountShardPrefix(account, shard)}idstates`,
+  /** The layout before the sharding: the account's own hash tag, one index (read only to move it). */
+  legacyIdentifier: (account: string, member: string) => `cdp:{${account}}:idstate:${member}`,
+  legacyIndex: (account: string) => `cdp:{${account}}:idstates`,
 };
+
+/** How many identifiers a rebuild writes per round of pipelined commands. */
+const LOAD_ROUND = 500;
 
 /**
  * Identifier state in Redis: one hash per identifier value. Every part of a change replaces the one
  * before (the latest consent or reachability; a metadata field set or deleted) unless a change
- * accepted later wrote it already, so a batch is one script call (APPLY): atomic, in order, each
- * change answered with the identifier's counter. The same call adds the identifier to the account's
- * index, so no hash exists unindexed.
+ * accepted later wrote it already, so a batch is one script call (APPLY) on a single server, and on a
+ * cluster one per shard the batch touches: each atomic, in order, each change answered with the
+ * identifier's counter. An identifier's changes are all on its shard, so their order holds; a crash
+ * between two shards' calls leaves the other shards' changes to the redelivery, which applies them as
+ * any repeated batch is applied (the parts by their times; the counter counts again, as before). The
+ * same call adds each identifier to its shard's index, so no hash exists unindexed.
+ *
+ * An account's state written before the sharding (one hash tag, one index) is moved to the shards the
+ * first time a process touches the account (`moved`); see MOVE for two processes doing it at once.
  */
 export class RedisIdentifierState extends IdentifierState {
   private readonly redis: RedisCommands;
+  /** Accounts this process has checked for (and moved) state in the layout before the sharding. */
+  private readonly moved = new Map<string, Promise<void>>();
   constructor(private readonly connection: RedisConnection) {
     super();
     this.redis = connection.commands;
@@ -68,23 +104,41 @@ export class RedisIdentifierState extends IdentifierState {
 
   async apply(account: string, changes: IdentifierChange[]): Promise<number[]> {
     if (changes.length === 0) return [];
-    const encoded = changes.map((c) => [
-      `${c.field}:${c.value}`,
-      c.at === undefined ? '' : String(c.at),
-      hashFields(c),
-    ]);
-    // EVAL, as the consent state does: a short script, nothing to load again after a Redis restart.
-    const versions = (await this.redis.eval(APPLY, {
-      keys: [
-        identifierStateKeys.index(account),
-        ...changes.map((c) => identifierStateKeys.identifier(account, c.field, c.value)),
-      ],
-      arguments: [JSON.stringify(encoded)],
-    })) as number[];
-    return versions.map(Number);
+    await this.moveLegacy(account);
+    // A single server takes every shard's keys in one call; a cluster, one call per shard (its slot).
+    const groups = new Map<number, number[]>();
+    changes.forEach((c, i) => {
+      const shard = this.connection.isCluster ? accountShard(`${c.field}:${c.value}`) : 0;
+      const group = groups.get(shard);
+      if (group) group.push(i);
+      else groups.set(shard, [i]);
+    });
+    const versions: number[] = new Array<number>(changes.length);
+    await Promise.all(
+      [...groups.values()].map(async (indices) => {
+        const keys: string[] = [];
+        const encoded = indices.map((i) => {
+          const c = changes[i]!;
+          const member = `${c.field}:${c.value}`;
+          keys.push(
+            identifierStateKeys.index(account, accountShard(member)),
+            identifierStateKeys.identifier(account, c.field, c.value),
+          );
+          return [member, c.at === undefined ? '' : String(c.at), hashFields(c)];
+        });
+        // EVAL, as the consent state does: a short script, nothing to load again after a Redis restart.
+        const out = (await this.redis.eval(APPLY, {
+          keys,
+          arguments: [JSON.stringify(encoded)],
+        })) as number[];
+        indices.forEach((i, k) => (versions[i] = Number(out[k])));
+      }),
+    );
+    return versions;
   }
 
   async get(account: string, field: string, value: string): Promise<IdentifierStatus | undefined> {
+    await this.moveLegacy(account);
     const hash = await this.redis.hGetAll(identifierStateKeys.identifier(account, field, value));
     if (!hash[VERSION]) return undefined;
     const status: IdentifierStatus = { version: Number(hash[VERSION]) };
@@ -104,17 +158,75 @@ export class RedisIdentifierState extends IdentifierState {
   }
 
   async load(account: string, changes: AsyncIterable<StoredIdentifierChange>): Promise<number> {
-    const index = identifierStateKeys.index(account);
-    const prefix = identifierStateKeys.identifier(account, '', '').slice(0, -1);
-    await this.connection.clearIndexed(index, (m) => prefix + m);
-    return this.connection.writeInBatches(
-      replayIdentifierChanges(changes),
-      (batch, { field, value, status }) => {
-        const key = identifierStateKeys.identifier(account, field, value);
-        batch.hSet(key, { [VERSION]: String(status.version), ...statusFields(status) });
-        batch.sAdd(index, `${field}:${value}`);
-      },
+    await this.connection.clearIndexed(identifierStateKeys.legacyIndex(account), (m) =>
+      identifierStateKeys.legacyIdentifier(account, m),
     );
+    for (let shard = 0; shard < ACCOUNT_SHARDS; shard++)
+      await this.connection.clearIndexed(identifierStateKeys.index(account, shard), (m) => {
+        const [field, value] = splitMember(m);
+        return identifierStateKeys.identifier(account, field, value);
+      });
+    this.moved.set(account, Promise.resolve());
+    // Rounds of single commands, not MULTI: a round spans shards, which a cluster cannot take in one
+    // transaction. A rebuild runs under the rebuild lock, before the account is ready: a crash midway
+    // leaves it not ready, and the next rebuild clears and writes it again.
+    let count = 0;
+    let round: Promise<unknown>[] = [];
+    for await (const { field, value, status } of replayIdentifierChanges(changes)) {
+      const member = `${field}:${value}`;
+      round.push(
+        this.redis.hSet(identifierStateKeys.identifier(account, field, value), {
+          [VERSION]: String(status.version),
+          ...statusFields(status),
+        }),
+        this.redis.sAdd(identifierStateKeys.index(account, accountShard(member)), member),
+      );
+      if (++count % LOAD_ROUND === 0) {
+        await Promise.all(round);
+        round = [];
+      }
+    }
+    await Promise.all(round);
+    return count;
+  }
+
+  /**
+   * Moves the account's state from the layout before the sharding, once per process: each identifier's
+   * hash written to its shard (unless a change since wrote it there: MOVE), then removed, and the old
+   * index last, so a process that crashes midway leaves the rest to the next one.
+   */
+  private moveLegacy(account: string): Promise<void> {
+    let done = this.moved.get(account);
+    if (!done) {
+      done = (async () => {
+        const legacyIndex = identifierStateKeys.legacyIndex(account);
+        if (!(await this.redis.exists(legacyIndex))) return;
+        for await (const members of this.connection.setMembers(legacyIndex)) {
+          // A page's identifiers at once (the client pipelines them), each read, moved, then removed.
+          await Promise.all(
+            members.map(async (member) => {
+              const legacy = identifierStateKeys.legacyIdentifier(account, member);
+              const fields = Object.entries(await this.redis.hGetAll(legacy)).flat();
+              if (fields.length) {
+                const [field, value] = splitMember(member);
+                await this.redis.eval(MOVE, {
+                  keys: [
+                    identifierStateKeys.identifier(account, field, value),
+                    identifierStateKeys.index(account, accountShard(member)),
+                  ],
+                  arguments: [member, ...fields],
+                });
+              }
+              await this.redis.unlink(legacy);
+            }),
+          );
+          await this.redis.sRem(legacyIndex, members);
+        }
+      })();
+      done.catch(() => this.moved.delete(account));
+      this.moved.set(account, done);
+    }
+    return done;
   }
 
   health(): Promise<DriverHealth> {
@@ -163,4 +275,10 @@ function statusFields(s: IdentifierStatus): Record<string, string> {
   }
   for (const [part, at] of Object.entries(s.times ?? {})) out[TIME_PREFIX + part] = String(at);
   return out;
+}
+
+/** `<field>:<value>` split at its first `:` (field names hold none). */
+function splitMember(member: string): [string, string] {
+  const at = member.indexOf(':');
+  return [member.slice(0, at), member.slice(at + 1)];
 }
