@@ -1,3 +1,5 @@
+import { accountShardPrefix } from '@cdp/redis';
+
 /**
  * Key layout. Every key of an account carries `{<account>}` as its hash tag, so an account lives in
  * one cluster slot and a function may touch all of its keys.
@@ -41,8 +43,11 @@ export const keys = {
   profileBuckets: (account: string) => `cdp:{${account}}:prb`,
   /** Customers whose profile's phone is exactly this value (its JSON text, as the profile hash holds it). */
   phone: (account: string, phoneJson: string) => `cdp:{${account}}:ph:${phoneJson}`,
-  /** The opt-out pool: `<kind>:<value>` of every identifier opted out (spec "Compliance opt-out"). */
-  optOutPool: (account: string) => `cdp:{${account}}:optout`,
+  /**
+   * The opt-out pool, one set per account shard (not the account's tag): `<kind>:<value>` of every
+   * identifier opted out (spec "Compliance opt-out") whose shard is `shard`.
+   */
+  optOutPool: (account: string, shard: number) => `${accountShardPrefix(account, shard)}optout`,
 };
 
 /**
@@ -56,4 +61,6 @@ export const legacyKeys = {
   members: (account: string, customerId: string) => `cdp:{${account}}:m:${customerId}`,
   /** The set of the customers with a profile hash. */
   profiles: (account: string) => `cdp:{${account}}:profiles`,
+  /** The opt-out pool before it was sharded: one set in the account's tag (moved at first use). */
+  optOutPool: (account: string) => `cdp:{${account}}:optout`,
 };

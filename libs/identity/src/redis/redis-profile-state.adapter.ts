@@ -7,7 +7,13 @@ import {
   type StoredProfile,
 } from '../profile-state.port.js';
 import { IdentityNotWarmError } from '../identity-index.port.js';
-import type { RedisBatch, RedisCommands, RedisConnection } from '@cdp/redis';
+import {
+  accountShard,
+  ACCOUNT_SHARDS,
+  type RedisBatch,
+  type RedisCommands,
+  type RedisConnection,
+} from '@cdp/redis';
 import { foldedProfile } from '../profile-fold.js';
 import type { FieldTimes } from '../field-order.js';
 import { fcall } from './redis-functions-loader.js';
@@ -22,12 +28,28 @@ const REDACTED_FIELD = '__r';
 const TIME_PREFIX = '__t:';
 const poolMember = (id: Identifier) => `${id.kind}:${id.value}`;
 
+/** Pool members by their account shard. */
+function shardsOf(members: Iterable<string>): Map<number, string[]> {
+  const out = new Map<number, string[]>();
+  for (const member of members) {
+    const shard = accountShard(member);
+    const group = out.get(shard);
+    if (group) group.push(member);
+    else out.set(shard, [member]);
+  }
+  return out;
+}
+
+const poolShards = (ids: readonly Identifier[]) => shardsOf(ids.map(poolMember));
+
 /**
  * Hot profiles in Redis: one hash per customer, each value JSON-encoded (so booleans stay booleans),
  * and a version counter. A batch of updates is applied by one function call, atomically.
  */
 export class RedisProfileState extends ProfileState {
   private readonly redis: RedisCommands;
+  /** Accounts whose opt-out pool this process has checked for (and moved from) its one set before the sharding. */
+  private readonly poolMoved = new Map<string, Promise<void>>();
   constructor(
     private readonly connection: RedisConnection,
     /**
@@ -173,34 +195,88 @@ export class RedisProfileState extends ProfileState {
     return (await this.redis.sMembers(keys.phone(account, JSON.stringify(phone)))).sort();
   }
 
+  /**
+   * The opt-out pool is one set per account shard (hh of `<kind>:<value>`), so a big account's pool uses
+   * every primary of a cluster; a batch asks each shard it touches once, the shards at once.
+   */
   async addToOptOutPool(account: string, ids: readonly Identifier[]): Promise<void> {
-    if (ids.length) await this.redis.sAdd(keys.optOutPool(account), ids.map(poolMember));
+    if (ids.length === 0) return;
+    await this.movePoolFromLegacy(account);
+    await Promise.all(
+      [...poolShards(ids)].map(([shard, members]) =>
+        this.redis.sAdd(keys.optOutPool(account, shard), members),
+      ),
+    );
   }
 
   async inOptOutPool(account: string, ids: readonly Identifier[]): Promise<Identifier[]> {
     if (ids.length === 0) return [];
-    const found = await this.redis.smIsMember(keys.optOutPool(account), ids.map(poolMember));
-    return ids.filter((_, i) => Boolean(found[i]));
+    await this.movePoolFromLegacy(account);
+    const found = new Set<string>();
+    await Promise.all(
+      [...poolShards(ids)].map(async ([shard, members]) => {
+        const answers = await this.redis.smIsMember(keys.optOutPool(account, shard), members);
+        members.forEach((m, i) => answers[i] && found.add(m));
+      }),
+    );
+    return ids.filter((id) => found.has(poolMember(id)));
   }
 
   /**
-   * Streams the pool into a key of its own, a chunk at a time, then puts it in place in one RENAME: a
-   * reader sees the old pool or the whole new one, and nothing of the pool is held in the process.
+   * Streams each shard's pool into a key of its own beside it, a chunk at a time, then puts each in place
+   * with one RENAME: a reader sees a shard's old pool or its whole new one (the pool only grows between
+   * rebuilds, so a mix of old and new shards misses nothing the old pool held), and the process holds at
+   * most a chunk per shard.
    */
   async loadOptOutPool(account: string, ids: AsyncIterable<Identifier>): Promise<number> {
-    const staging = `${keys.optOutPool(account)}:loading`;
-    await this.redis.del(staging);
+    const staging = (shard: number) => `${keys.optOutPool(account, shard)}:loading`;
+    for (let shard = 0; shard < ACCOUNT_SHARDS; shard++) await this.redis.del(staging(shard));
     let count = 0;
-    const chunk: string[] = [];
+    const chunks = new Map<number, string[]>();
     for await (const id of ids) {
-      chunk.push(poolMember(id));
+      const member = poolMember(id);
+      const shard = accountShard(member);
+      const chunk = chunks.get(shard) ?? [];
+      chunks.set(shard, chunk);
+      chunk.push(member);
       count++;
-      if (chunk.length === 1000) await this.redis.sAdd(staging, chunk.splice(0));
+      if (chunk.length === 1000) await this.redis.sAdd(staging(shard), chunk.splice(0));
     }
-    if (chunk.length) await this.redis.sAdd(staging, chunk);
-    if (count === 0) await this.redis.del(keys.optOutPool(account));
-    else await this.redis.rename(staging, keys.optOutPool(account));
+    await Promise.all(
+      [...chunks].map(([shard, chunk]) => chunk.length && this.redis.sAdd(staging(shard), chunk)),
+    );
+    for (let shard = 0; shard < ACCOUNT_SHARDS; shard++) {
+      if (chunks.has(shard)) await this.redis.rename(staging(shard), keys.optOutPool(account, shard));
+      else await this.redis.del(keys.optOutPool(account, shard));
+    }
+    await this.redis.del(legacyKeys.optOutPool(account));
+    this.poolMoved.set(account, Promise.resolve());
     return count;
+  }
+
+  /**
+   * Moves the account's pool from its one set before the sharding (legacyKeys.optOutPool) to the shards,
+   * once per process, before the process first adds to it or asks it: members are only ever added, so two
+   * processes moving it at once both add the same members, and the old set goes only once all are moved.
+   */
+  private movePoolFromLegacy(account: string): Promise<void> {
+    let done = this.poolMoved.get(account);
+    if (!done) {
+      done = (async () => {
+        const legacy = legacyKeys.optOutPool(account);
+        if (!(await this.redis.exists(legacy))) return;
+        for await (const members of this.connection.setMembers(legacy))
+          await Promise.all(
+            [...shardsOf(members)].map(([shard, page]) =>
+              this.redis.sAdd(keys.optOutPool(account, shard), page),
+            ),
+          );
+        await this.redis.del(legacy);
+      })();
+      done.catch(() => this.poolMoved.delete(account));
+      this.poolMoved.set(account, done);
+    }
+    return done;
   }
 
   health(): Promise<DriverHealth> {

@@ -1,6 +1,6 @@
 import { graphRows, identityIndexContract, profileStateContract, record } from '../identity.contract.js';
 import { IdentityNotWarmError } from '../identity-index.port.js';
-import { connectRedis, type RedisConnection } from '@cdp/redis';
+import { accountShard, connectRedis, type RedisConnection } from '@cdp/redis';
 import { RedisIdentityIndex } from './redis-identity-index.adapter.js';
 import { RedisProfileState } from './redis-profile-state.adapter.js';
 import { keys, legacyKeys } from './redis-keys.js';
@@ -316,5 +316,34 @@ describe('Redis customer entries (layout 2)', () => {
     expect(await index.identifiersOf(acc, 'c_old')).toEqual([id('old@x.com')]);
     await index.load(acc, graphRows([]));
     await redis.commands.del(keys.ready(acc));
+  });
+});
+
+describe('the opt-out pool on the account shards', () => {
+  it('moves a pool written before the sharding at first use, finds its members, and leaves no old set', async () => {
+    const account = `pool${Math.random().toString(36).slice(2, 8)}`;
+    await redis.commands.sAdd(legacyKeys.optOutPool(account), ['email:old@x.com', 'vuid:v1']);
+    const profiles = new RedisProfileState(redis, { requireLoaded: false });
+    const email = (value: string) => ({ kind: 'email', value });
+    expect(
+      await profiles.inOptOutPool(account, [
+        email('old@x.com'),
+        email('new@x.com'),
+        { kind: 'vuid', value: 'v1' },
+      ]),
+    ).toEqual([email('old@x.com'), { kind: 'vuid', value: 'v1' }]);
+    expect(await redis.commands.exists(legacyKeys.optOutPool(account))).toBe(0);
+    // Its members are on their shards' sets, and a later addition joins them.
+    await profiles.addToOptOutPool(account, [email('new@x.com')]);
+    expect(
+      await redis.commands.smIsMember(keys.optOutPool(account, accountShard('email:old@x.com')), [
+        'email:old@x.com',
+      ]),
+    ).toEqual([1]);
+    expect(
+      await new RedisProfileState(redis, { requireLoaded: false }).inOptOutPool(account, [
+        email('new@x.com'),
+      ]),
+    ).toEqual([email('new@x.com')]);
   });
 });
