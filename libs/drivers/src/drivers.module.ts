@@ -170,9 +170,11 @@ export class DriversModule {
         provide: IdentityIndex,
         inject: [REDIS_CLIENT],
         useFactory: async (redis?: RedisConnection): Promise<IdentityIndex> =>
-          config.identity === 'redis'
-            ? new (await import('@cdp/identity/redis')).RedisIdentityIndex(redis!)
-            : new (await import('@cdp/identity/memory')).MemoryIdentityIndex(),
+          config.identity !== 'redis'
+            ? new (await import('@cdp/identity/memory')).MemoryIdentityIndex()
+            : config.identitySharding === 'shards'
+              ? new (await import('@cdp/identity/redis')).ShardedIdentityIndex(redis!)
+              : new (await import('@cdp/identity/redis')).RedisIdentityIndex(redis!),
       },
       {
         provide: ProfileState,
