@@ -99,7 +99,9 @@ describe('the sharded identity index on a cluster', () => {
     const [c] = await index.resolve(account, [record([vuid('xv')], 'xc')]);
     const primaries = new Set(
       await Promise.all(
-        [a!.customerId, b!.customerId, c!.customerId].map((k) => cluster.primaryOf(shardedKeys.entries(account, k))),
+        [a!.customerId, b!.customerId, c!.customerId].map((k) =>
+          cluster.primaryOf(shardedKeys.entries(account, k)),
+        ),
       ),
     );
     const [r] = await index.resolve(account, [record([email('x1@x'), email('x2@x'), vuid('xv')], 'xd')]);
@@ -130,7 +132,9 @@ describe('the sharded identity index on a cluster', () => {
       configureFaults([]);
       const other = new ShardedIdentityIndex(redis, { leaseMs: 400 });
       expect(await other.resolve(crashed.account, batch)).toEqual(want);
-      expect(await graphOf(other, crashed.account, ids)).toEqual(await graphOf(control.index, control.account, ids));
+      expect(await graphOf(other, crashed.account, ids)).toEqual(
+        await graphOf(control.index, control.account, ids),
+      );
       expect(await redis.commands.sMembers(shardedKeys.pending(crashed.account))).toEqual([]);
     },
   );
@@ -144,7 +148,10 @@ describe('the sharded identity index on a cluster', () => {
       await crashed.index.resolve(crashed.account, b);
     }
     const next = [record([email('fina@x'), vuid('finv9')], 'fin-next', 'fin-next', 0)];
-    const want = [await control.index.resolve(control.account, batch), await control.index.resolve(control.account, next)];
+    const want = [
+      await control.index.resolve(control.account, batch),
+      await control.index.resolve(control.account, next),
+    ];
     configureFaults(parseFaults(`${SHARDED_IDENTITY_POINTS.losersWritten}:throw`));
     await expect(crashed.index.resolve(crashed.account, batch)).rejects.toThrow(InjectedFault);
     configureFaults([]);
@@ -153,7 +160,9 @@ describe('the sharded identity index on a cluster', () => {
     // The crashed batch's own redelivery gets the answers its first attempt decided.
     expect(await other.resolve(crashed.account, batch)).toEqual(want[0]);
     const all = [...ids, vuid('finv9')];
-    expect(await graphOf(other, crashed.account, all)).toEqual(await graphOf(control.index, control.account, all));
+    expect(await graphOf(other, crashed.account, all)).toEqual(
+      await graphOf(control.index, control.account, all),
+    );
   });
 
   it('two processors racing on one account: one at a time, every identifier ends with one customer', async () => {
@@ -192,7 +201,9 @@ describe('the sharded identity index on a cluster', () => {
     const taken = await next.acquire(shardedKeys.lease(account), shardedKeys.epoch(account));
     expect(taken.epoch).toBe(held.epoch + 1);
     const prefix = `cdp:{${account}#07}:`;
-    expect(await writeShard(redis.commands, `${prefix}fence`, '', taken.epoch, [['s', `${prefix}x`, 'new']])).toBe(true);
+    expect(
+      await writeShard(redis.commands, `${prefix}fence`, '', taken.epoch, [['s', `${prefix}x`, 'new']]),
+    ).toBe(true);
     await expect(
       writeShard(redis.commands, `${prefix}fence`, '', held.epoch, [['s', `${prefix}x`, 'stale']]),
     ).rejects.toThrow(FencedError);
@@ -233,6 +244,8 @@ describe('the sharded identity index on a cluster', () => {
     const shares = counts.map((n) => n / total);
     expect(shares).toHaveLength(3);
     for (const share of shares) expect(share).toBeGreaterThan(0.2);
-    console.info(`one account's index entries per primary: ${shares.map((s) => (s * 100).toFixed(1)).join(' %, ')} % (a batch of 20 new customers: ${perBatch.toFixed(1)} ms)`);
+    console.info(
+      `one account's index entries per primary: ${shares.map((s) => (s * 100).toFixed(1)).join(' %, ')} % (a batch of 20 new customers: ${perBatch.toFixed(1)} ms)`,
+    );
   }, 180_000);
 });

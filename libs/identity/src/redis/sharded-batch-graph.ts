@@ -98,7 +98,11 @@ export class ShardedBatchGraph implements IdentityGraph {
   }
 
   /** What the batch changed: merged customers' entries, the other entries, then identifier owners. */
-  changes(): { losers: [string, ShardedEntry][]; survivors: [string, ShardedEntry][]; ids: [string, string][] } {
+  changes(): {
+    losers: [string, ShardedEntry][];
+    survivors: [string, ShardedEntry][];
+    ids: [string, string][];
+  } {
     const dirty = [...this.dirtyEntries].map((c) => [c, this.entries.get(c)!] as [string, ShardedEntry]);
     return {
       losers: dirty.filter(([, e]) => e.s !== undefined),

@@ -90,7 +90,11 @@ export class ShardedIdentityIndex extends IdentityIndex {
     }
   }
 
-  private async resolveHolding(account: string, records: ResolveInput[], lease: Lease): Promise<Resolution[]> {
+  private async resolveHolding(
+    account: string,
+    records: ResolveInput[],
+    lease: Lease,
+  ): Promise<Resolution[]> {
     const [ready, mseq, pending] = await Promise.all([
       this.redis.exists(shardedKeys.ready(account)),
       this.redis.get(shardedKeys.mergeSeq(account)),
@@ -141,7 +145,10 @@ export class ShardedIdentityIndex extends IdentityIndex {
   }
 
   /** Fields of hashes spread over shards: one HMGET per shard, all at once. */
-  private async readFields(hashOf: (field: string) => string, fields: string[]): Promise<Map<string, string | undefined>> {
+  private async readFields(
+    hashOf: (field: string) => string,
+    fields: string[],
+  ): Promise<Map<string, string | undefined>> {
     const byHash = new Map<string, string[]>();
     for (const f of fields) {
       const h = hashOf(f);
@@ -152,7 +159,9 @@ export class ShardedIdentityIndex extends IdentityIndex {
     const out = new Map<string, string | undefined>();
     await Promise.all(
       [...byHash].map(async ([hash, list]) => {
-        const values = (await this.redis.eval(READ_FIELDS, { keys: [hash], arguments: list })) as (string | null)[];
+        const values = (await this.redis.eval(READ_FIELDS, { keys: [hash], arguments: list })) as (
+          string | null
+        )[];
         list.forEach((f, i) => out.set(f, values[i] ?? undefined));
       }),
     );
@@ -193,7 +202,9 @@ export class ShardedIdentityIndex extends IdentityIndex {
       }),
     };
     const key = shardedKeys.intent(account, first, randomUUID());
-    await writeShard(this.redis, `${prefixOf(key)}fence`, '', lease.epoch, [['s', key, JSON.stringify(intent)]]);
+    await writeShard(this.redis, `${prefixOf(key)}fence`, '', lease.epoch, [
+      ['s', key, JSON.stringify(intent)],
+    ]);
     faultPoint(POINT.intentStored);
     await accountStep(this.redis, lease, this.accountKeys(account), 'add', key, graph.mergeSeq);
     faultPoint(POINT.intentPending);
@@ -284,7 +295,8 @@ export class ShardedIdentityIndex extends IdentityIndex {
       if (!h) byHash.set(hash, (h = {}));
       h[field] = value;
     };
-    for (const [key, c] of graph.owners) put(shardedKeys.ids(account, key.replace('\u0000', ':')), key.replace('\u0000', ':'), c);
+    for (const [key, c] of graph.owners)
+      put(shardedKeys.ids(account, key.replace('\u0000', ':')), key.replace('\u0000', ':'), c);
     for (const [c, born] of graph.born) {
       const e: ShardedEntry = {
         b: born,
@@ -299,7 +311,8 @@ export class ShardedIdentityIndex extends IdentityIndex {
     }
     for (const [hash, fields] of byHash) {
       const list = Object.entries(fields);
-      for (let i = 0; i < list.length; i += CHUNK) await this.redis.hSet(hash, Object.fromEntries(list.slice(i, i + CHUNK)));
+      for (let i = 0; i < list.length; i += CHUNK)
+        await this.redis.hSet(hash, Object.fromEntries(list.slice(i, i + CHUNK)));
     }
     await this.redis.set(shardedKeys.mergeSeq(account), String(graph.mergeSeq));
     if (this.rebuilding.has(account)) {

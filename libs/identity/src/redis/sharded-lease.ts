@@ -49,9 +49,12 @@ export class AccountLeases {
       );
       if (epoch > 0) {
         const lease: Lease = { key, value: `${this.owner}:${epoch}`, epoch };
-        lease.timer = setInterval(() => {
-          this.keep(lease, this.leaseMs).catch(() => undefined); // the next tick tries again
-        }, Math.max(1, Math.floor(this.leaseMs / 3)));
+        lease.timer = setInterval(
+          () => {
+            this.keep(lease, this.leaseMs).catch(() => undefined); // the next tick tries again
+          },
+          Math.max(1, Math.floor(this.leaseMs / 3)),
+        );
         lease.timer.unref();
         return lease;
       }
