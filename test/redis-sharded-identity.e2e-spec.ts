@@ -1,6 +1,5 @@
 import type { Identifier } from '@cdp/domain';
 import { configureFaults, InjectedFault, parseFaults, SHARDED_IDENTITY_POINTS } from '@cdp/faults';
-import { connectRedis, type RedisConnection } from '@cdp/redis';
 import { ShardedIdentityIndex, shardedKeys } from '@cdp/identity/redis';
 import {
   AccountLeases,
@@ -11,37 +10,27 @@ import {
 import { identityProperties } from '../libs/identity/src/identity-properties.contract.js';
 import { graphRows, identityIndexContract, record } from '../libs/identity/src/identity.contract.js';
 import type { ResolveInput } from '../libs/identity/src/resolution.js';
-import { RedisClusterRig } from './support/redis-cluster.js';
-import { eventually } from './support/eventually.js';
+import { clusterForFile } from './support/redis-cluster.js';
 
 /**
  * The sharded identity index (CDP_IDENTITY_SHARDING=shards) on one 6-node loopback cluster for the
  * file: the contract and the properties, a merge across primaries, a crash at each step of a batch's
  * protocol, a crashed batch finished by another processor, two processors racing, and the lease's fence.
  */
-let cluster: RedisClusterRig;
-let redis: RedisConnection;
-beforeAll(async () => {
-  cluster = await RedisClusterRig.start();
-  redis = await connectRedis(cluster.seeds);
-}, 60_000);
-afterAll(async () => {
-  configureFaults([]);
-  await redis?.close();
-  await cluster?.stop();
-});
+const file = clusterForFile();
+afterAll(() => configureFaults([]));
 
 const run = Math.random().toString(36).slice(2, 8);
 let accounts = 0;
 /** A new, open account (nothing to rebuild) and an index on it; a short lease so a crash's runs out soon. */
 async function fresh(leaseMs = 400): Promise<{ account: string; index: ShardedIdentityIndex }> {
   const account = `sh${run}${accounts++}`;
-  await redis.commands.set(shardedKeys.ready(account), 'new');
-  return { account, index: new ShardedIdentityIndex(redis, { leaseMs }) };
+  await file.redis.commands.set(shardedKeys.ready(account), 'new');
+  return { account, index: new ShardedIdentityIndex(file.redis, { leaseMs }) };
 }
 
 identityIndexContract('redis cluster, sharded', async (names) => {
-  const index = new ShardedIdentityIndex(redis);
+  const index = new ShardedIdentityIndex(file.redis);
   for (const account of names) {
     await index.beginRebuild(account);
     await index.load(account, graphRows([]));
@@ -52,8 +41,8 @@ identityIndexContract('redis cluster, sharded', async (names) => {
 identityProperties(
   'redis cluster, sharded',
   async (account) => {
-    await redis.commands.set(shardedKeys.ready(account), 'new');
-    return new ShardedIdentityIndex(redis);
+    await file.redis.commands.set(shardedKeys.ready(account), 'new');
+    return new ShardedIdentityIndex(file.redis);
   },
   150,
 );
@@ -100,7 +89,7 @@ describe('the sharded identity index on a cluster', () => {
     const primaries = new Set(
       await Promise.all(
         [a!.customerId, b!.customerId, c!.customerId].map((k) =>
-          cluster.primaryOf(shardedKeys.entries(account, k)),
+          file.cluster.primaryOf(shardedKeys.entries(account, k)),
         ),
       ),
     );
@@ -130,12 +119,12 @@ describe('the sharded identity index on a cluster', () => {
       configureFaults(parseFaults(`${point}:throw`));
       await expect(crashed.index.resolve(crashed.account, batch)).rejects.toThrow(InjectedFault);
       configureFaults([]);
-      const other = new ShardedIdentityIndex(redis, { leaseMs: 400 });
+      const other = new ShardedIdentityIndex(file.redis, { leaseMs: 400 });
       expect(await other.resolve(crashed.account, batch)).toEqual(want);
       expect(await graphOf(other, crashed.account, ids)).toEqual(
         await graphOf(control.index, control.account, ids),
       );
-      expect(await redis.commands.sMembers(shardedKeys.pending(crashed.account))).toEqual([]);
+      expect(await file.redis.commands.sMembers(shardedKeys.pending(crashed.account))).toEqual([]);
     },
   );
 
@@ -155,7 +144,7 @@ describe('the sharded identity index on a cluster', () => {
     configureFaults(parseFaults(`${SHARDED_IDENTITY_POINTS.losersWritten}:throw`));
     await expect(crashed.index.resolve(crashed.account, batch)).rejects.toThrow(InjectedFault);
     configureFaults([]);
-    const other = new ShardedIdentityIndex(redis, { leaseMs: 400 });
+    const other = new ShardedIdentityIndex(file.redis, { leaseMs: 400 });
     expect(await other.resolve(crashed.account, next)).toEqual(want[1]);
     // The crashed batch's own redelivery gets the answers its first attempt decided.
     expect(await other.resolve(crashed.account, batch)).toEqual(want[0]);
@@ -167,8 +156,8 @@ describe('the sharded identity index on a cluster', () => {
 
   it('two processors racing on one account: one at a time, every identifier ends with one customer', async () => {
     const { account } = await fresh();
-    const one = new ShardedIdentityIndex(redis);
-    const two = new ShardedIdentityIndex(redis);
+    const one = new ShardedIdentityIndex(file.redis);
+    const two = new ShardedIdentityIndex(file.redis);
     const batches = Array.from({ length: 20 }, (_, b) =>
       Array.from({ length: 10 }, (_, i) =>
         record([email(`r${(b * 7 + i) % 30}@x`), vuid(`rv${b}-${i}`)], `r${b}-${i}`, `r-m${b}`, i),
@@ -194,21 +183,21 @@ describe('the sharded identity index on a cluster', () => {
   it("a holder that dies keeps the lease until it runs out; then the stale holder's writes are refused", async () => {
     const account = `lease${run}`;
     const keys = { pending: shardedKeys.pending(account), mergeSeq: shardedKeys.mergeSeq(account) };
-    const stale = new AccountLeases(redis.commands, 300);
-    const next = new AccountLeases(redis.commands, 300);
+    const stale = new AccountLeases(file.redis.commands, 300);
+    const next = new AccountLeases(file.redis.commands, 300);
     const held = await stale.acquire(shardedKeys.lease(account), shardedKeys.epoch(account));
     stale.abandon(held); // dies without releasing
     const taken = await next.acquire(shardedKeys.lease(account), shardedKeys.epoch(account));
     expect(taken.epoch).toBe(held.epoch + 1);
     const prefix = `cdp:{${account}#07}:`;
     expect(
-      await writeShard(redis.commands, `${prefix}fence`, '', taken.epoch, [['s', `${prefix}x`, 'new']]),
+      await writeShard(file.redis.commands, `${prefix}fence`, '', taken.epoch, [['s', `${prefix}x`, 'new']]),
     ).toBe(true);
     await expect(
-      writeShard(redis.commands, `${prefix}fence`, '', held.epoch, [['s', `${prefix}x`, 'stale']]),
+      writeShard(file.redis.commands, `${prefix}fence`, '', held.epoch, [['s', `${prefix}x`, 'stale']]),
     ).rejects.toThrow(FencedError);
-    await expect(accountStep(redis.commands, held, keys, 'add', 'intent')).rejects.toThrow(FencedError);
-    expect(await redis.commands.get(`${prefix}x`)).toBe('new');
+    await expect(accountStep(file.redis.commands, held, keys, 'add', 'intent')).rejects.toThrow(FencedError);
+    expect(await file.redis.commands.get(`${prefix}x`)).toBe('new');
     await next.release(taken);
   });
 
@@ -225,17 +214,10 @@ describe('the sharded identity index on a cluster', () => {
     const perBatch = (performance.now() - t0) / 50;
     // Each primary's keys of the account (SCAN on each; the account's name is unique to the run).
     const counts = await Promise.all(
-      (await cluster.primaries()).map(async ({ port }) => {
+      (await file.cluster.keysByPrimary(`cdp:{${account}#*`)).map(async (keys) => {
         let n = 0;
-        let cursor = '0';
-        do {
-          const out = await cluster.cli(port, 'SCAN', cursor, 'MATCH', `cdp:{${account}#*`, 'COUNT', '10000');
-          const [next, ...found] = out.trim().split('\n');
-          cursor = next!;
-          for (const key of found)
-            if (/:(ids|c)$/.test(key))
-              n += Number(await redis.commands.eval(`return redis.call('HLEN', KEYS[1])`, { keys: [key] }));
-        } while (cursor !== '0');
+        for (const key of keys.filter((k) => /:(ids|c)$/.test(k)))
+          n += Number(await file.redis.commands.eval(`return redis.call('HLEN', KEYS[1])`, { keys: [key] }));
         return n;
       }),
     );
