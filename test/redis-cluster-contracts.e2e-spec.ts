@@ -1,4 +1,3 @@
-import { connectRedis, type RedisConnection } from '@cdp/redis';
 import { RedisConsentState, RedisIdentifierState } from '@cdp/consent/redis';
 import { RedisIdempotencyStore } from '@cdp/idempotency/redis';
 import { RedisIdentityIndex, RedisProfileState } from '@cdp/identity/redis';
@@ -15,28 +14,19 @@ import {
 } from '../libs/identity/src/identity.contract.js';
 import { ORDER_CONTRACT_ACCOUNTS, orderStateContract } from '../libs/orders/src/order-state.contract.js';
 import { rateLimiterContract } from '../libs/rate-limits/src/rate-limiter.contract.js';
-import { RedisClusterRig } from './support/redis-cluster.js';
+import { clusterForFile } from './support/redis-cluster.js';
 
 /**
  * The Redis drivers' contract suites on a Redis Cluster (3 primaries, 3 replicas on loopback), through
  * the same connection factory the roles use, given the cluster's seed list: every account's keys go to
  * the primary of its slot, and the function libraries are on every primary.
  */
-let cluster: RedisClusterRig;
-let redis: RedisConnection;
-beforeAll(async () => {
-  cluster = await RedisClusterRig.start();
-  redis = await connectRedis(cluster.seeds);
-}, 60_000);
-afterAll(async () => {
-  await redis?.close();
-  await cluster?.stop();
-});
+const file = clusterForFile();
 
 async function* none<T>(): AsyncIterable<T> {}
 
 identityIndexContract('redis cluster', async (accounts) => {
-  const index = new RedisIdentityIndex(redis);
+  const index = new RedisIdentityIndex(file.redis);
   for (const account of accounts) {
     await index.beginRebuild(account);
     await index.load(account, graphRows([]));
@@ -44,12 +34,12 @@ identityIndexContract('redis cluster', async (accounts) => {
   return index;
 });
 profileStateContract('redis cluster', () =>
-  Promise.resolve(new RedisProfileState(redis, { requireLoaded: false })),
+  Promise.resolve(new RedisProfileState(file.redis, { requireLoaded: false })),
 );
-consentStateContract('redis cluster', () => Promise.resolve(new RedisConsentState(redis)));
-identifierStateContract('redis cluster', () => Promise.resolve(new RedisIdentifierState(redis)));
+consentStateContract('redis cluster', () => Promise.resolve(new RedisConsentState(file.redis)));
+identifierStateContract('redis cluster', () => Promise.resolve(new RedisIdentifierState(file.redis)));
 orderStateContract('redis cluster', async () => {
-  const state = new RedisOrderState(redis, 400 * 86_400_000);
+  const state = new RedisOrderState(file.redis, 400 * 86_400_000);
   for (const account of ORDER_CONTRACT_ACCOUNTS) {
     await state.beginRebuild(account);
     await state.load(account, none());
@@ -58,20 +48,20 @@ orderStateContract('redis cluster', async () => {
 });
 idempotencyStoreContract('redis cluster', () => {
   const clock = { now: Date.now() };
-  return Promise.resolve({ store: new RedisIdempotencyStore(redis, () => clock.now), clock });
+  return Promise.resolve({ store: new RedisIdempotencyStore(file.redis, () => clock.now), clock });
 });
-rateLimiterContract('redis cluster', (now) => Promise.resolve(new RedisRateLimiter(redis, now)));
+rateLimiterContract('redis cluster', (now) => Promise.resolve(new RedisRateLimiter(file.redis, now)));
 
 describe('the Redis connection on a cluster', () => {
   it('finds the cluster from its seed list and reports every primary healthy', async () => {
-    expect(redis.isCluster).toBe(true);
-    expect(await redis.health()).toEqual({ driver: 'redis-cluster', ready: true });
+    expect(file.redis.isCluster).toBe(true);
+    expect(await file.redis.health()).toEqual({ driver: 'redis-cluster', ready: true });
   });
 
   it('loads a library again on every primary when a node lost it, and the call goes through', async () => {
-    const limiter = new RedisRateLimiter(redis);
+    const limiter = new RedisRateLimiter(file.redis);
     await limiter.take('reload', 'profiles', { rate: 5, burst: 5 });
-    await redis.onEveryPrimary(['FUNCTION', 'DELETE', 'cdp_rate']);
+    await file.redis.onEveryPrimary(['FUNCTION', 'DELETE', 'cdp_rate']);
     // Accounts on every primary: each call meets a node without the library.
     for (let i = 0; i < 12; i++)
       expect((await limiter.take(`reload${i}`, 'profiles', { rate: 5, burst: 5 })).allowed).toBe(true);
@@ -79,27 +69,15 @@ describe('the Redis connection on a cluster', () => {
 
   it("spreads one account's idempotency records and rate-limit buckets over every primary", async () => {
     const account = `spread${Math.random().toString(36).slice(2, 8)}`;
-    const store = new RedisIdempotencyStore(redis);
+    const store = new RedisIdempotencyStore(file.redis);
     const until = Date.now() + 60_000;
     for (let i = 0; i < 600; i++)
       expect(await store.compareAndSet(account, `key-${i}`, undefined, `{"n":${i}}`, until)).toBe(true);
-    const limiter = new RedisRateLimiter(redis);
+    const limiter = new RedisRateLimiter(file.redis);
     for (const family of ['profiles', 'events', 'exports', 'subscriptions'])
       await limiter.take(account, family, { rate: 5, burst: 5 });
     // Each primary's share of the account's keys (SCAN on each; the account's name is unique to the run).
-    const counts = await Promise.all(
-      (await cluster.primaries()).map(async ({ port }) => {
-        const found = new Set<string>();
-        let cursor = '0';
-        do {
-          const out = await cluster.cli(port, 'SCAN', cursor, 'MATCH', `cdp:{${account}#*`, 'COUNT', '10000');
-          const [next, ...keys] = out.trim().split('\n');
-          cursor = next!;
-          for (const key of keys) if (key) found.add(key);
-        } while (cursor !== '0');
-        return found.size;
-      }),
-    );
+    const counts = (await file.cluster.keysByPrimary(`cdp:{${account}#*`)).map((keys) => keys.length);
     expect(counts.reduce((a, b) => a + b, 0)).toBe(604);
     for (const count of counts) {
       expect(count / 604).toBeGreaterThan(0.2);
@@ -110,7 +88,7 @@ describe('the Redis connection on a cluster', () => {
   });
 
   it('acknowledges a batch only once a replica holds it (WAIT 1), and says what that costs a batch', async () => {
-    const index = new RedisIdentityIndex(redis);
+    const index = new RedisIdentityIndex(file.redis);
     const account = `wait${Math.random().toString(36).slice(2, 8)}`;
     await index.beginRebuild(account);
     await index.load(account, graphRows([]));
@@ -133,7 +111,7 @@ describe('the Redis connection on a cluster', () => {
     let waiting = 0;
     for (let b = 0; b < batches; b++) {
       const t0 = performance.now();
-      await redis.waitForReplica(`cdp:{${account}}:ready`, 2000);
+      await file.redis.waitForReplica(`cdp:{${account}}:ready`, 2000);
       waiting += performance.now() - t0;
     }
     console.info(
@@ -145,7 +123,7 @@ describe('the Redis connection on a cluster', () => {
 
 /** WAIT commands the primaries have run (INFO commandstats). */
 async function waitCalls(): Promise<number> {
-  const stats = await redis.onEveryPrimary(['INFO', 'commandstats']);
+  const stats = await file.redis.onEveryPrimary(['INFO', 'commandstats']);
   return stats.reduce<number>(
     (sum, text) => sum + Number(/cmdstat_wait:calls=(\d+)/.exec(String(text))?.[1] ?? 0),
     0,

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { connectRedis, type RedisConnection } from '@cdp/redis';
 import { freePort } from './child-process.js';
 import { eventually } from './eventually.js';
 import { redisServerArgs } from './engines.js';
@@ -126,6 +127,23 @@ export class RedisClusterRig {
     return out;
   }
 
+  /** The keys matching `pattern` on each primary (SCAN on each), in the order of `primaries()`. */
+  async keysByPrimary(pattern: string): Promise<string[][]> {
+    return Promise.all(
+      (await this.primaries()).map(async ({ port }) => {
+        const found = new Set<string>();
+        let cursor = '0';
+        do {
+          const out = await this.cli(port, 'SCAN', cursor, 'MATCH', pattern, 'COUNT', '10000');
+          const [next, ...keys] = out.trim().split('\n');
+          cursor = next!;
+          for (const key of keys) if (key) found.add(key);
+        } while (cursor !== '0');
+        return [...found];
+      }),
+    );
+  }
+
   /** The port of the primary serving `key`'s slot. */
   async primaryOf(key: string): Promise<number> {
     const slot = Number((await this.cli(this.live[0]!.port, 'CLUSTER', 'KEYSLOT', key)).trim());
@@ -159,4 +177,27 @@ export class RedisClusterRig {
     );
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/** A test file's cluster and its connection (through the roles' connection factory, given the seed list). */
+export interface FileCluster {
+  cluster: RedisClusterRig;
+  redis: RedisConnection;
+}
+
+/**
+ * One 6-node cluster for the whole test file: started in its beforeAll, connection closed and nodes
+ * stopped in its afterAll (which runs when tests fail too). Read the fields inside tests and hooks.
+ */
+export function clusterForFile(): FileCluster {
+  const file = {} as FileCluster;
+  beforeAll(async () => {
+    file.cluster = await RedisClusterRig.start();
+    file.redis = await connectRedis(file.cluster.seeds);
+  }, 60_000);
+  afterAll(async () => {
+    await file.redis?.close();
+    await file.cluster?.stop();
+  });
+  return file;
 }

@@ -52,6 +52,14 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ CDP_ORDERS: 'postgres' })).toThrow(ConfigError);
   });
 
+  it('lays the Redis identity index out on the account tag unless CDP_IDENTITY_SHARDING=shards', () => {
+    expect(loadConfig({ CDP_IDENTITY: 'redis' }).identitySharding).toBe('account');
+    expect(loadConfig({ CDP_IDENTITY: 'redis', CDP_IDENTITY_SHARDING: 'shards' }).identitySharding).toBe(
+      'shards',
+    );
+    expect(() => loadConfig({ CDP_IDENTITY_SHARDING: 'slots' })).toThrow(/CDP_IDENTITY_SHARDING=slots/);
+  });
+
   it('fails the boot on an unknown driver instead of falling back', () => {
     expect(() => loadConfig({ CDP_BUS: 'kafka' })).toThrow(ConfigError);
     expect(() => loadConfig({ CDP_RATE_LIMITS: 'memcached' })).toThrow(/CDP_RATE_LIMITS=memcached/);

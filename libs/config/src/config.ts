@@ -16,6 +16,8 @@ export const IDEMPOTENCY_DRIVERS = ['file', 'redis'] as const;
 
 export type BusDriver = (typeof BUS_DRIVERS)[number];
 export type IdentityDriver = (typeof IDENTITY_DRIVERS)[number];
+export const IDENTITY_SHARDINGS = ['account', 'shards'] as const;
+export type IdentitySharding = (typeof IDENTITY_SHARDINGS)[number];
 export type StoreDriver = (typeof STORE_DRIVERS)[number];
 export type MetadataDriver = (typeof METADATA_DRIVERS)[number];
 export type StateDriver = (typeof STATE_DRIVERS)[number];
@@ -63,6 +65,11 @@ export interface AppConfig {
   bus: BusDriver;
   /** The identity index and hot profiles. The four ports below follow it unless set on their own. */
   identity: IdentityDriver;
+  /**
+   * How the Redis identity index lays out an account: `account`, all on the account's hash tag (one
+   * primary); `shards`, over its 256 shard tags (ShardedIdentityIndex).
+   */
+  identitySharding: IdentitySharding;
   /** `CDP_RATE_LIMITS`: per-account request limits. */
   rateLimiter: StateDriver;
   /** `CDP_IDEMPOTENCY`: the answers remembered for `Idempotency-Key`. */
@@ -235,6 +242,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     adminToken: env.CDP_ADMIN_TOKEN || undefined,
     bus,
     identity,
+    identitySharding: oneOf(env, 'CDP_IDENTITY_SHARDING', IDENTITY_SHARDINGS, 'account'),
     rateLimiter: oneOf(env, 'CDP_RATE_LIMITS', STATE_DRIVERS, shared ? 'redis' : 'memory'),
     idempotencyStore: oneOf(env, 'CDP_IDEMPOTENCY', IDEMPOTENCY_DRIVERS, shared ? 'redis' : 'file'),
     orderState: oneOf(env, 'CDP_ORDERS', STATE_DRIVERS, shared ? 'redis' : 'memory'),

@@ -187,7 +187,10 @@ export class DriversModule {
       redisOr(
         IdentityIndex,
         config.identity,
-        async (redis) => new (await import('@cdp/identity/redis')).RedisIdentityIndex(redis),
+        async (redis) =>
+          config.identitySharding === 'shards'
+            ? new (await import('@cdp/identity/redis')).ShardedIdentityIndex(redis)
+            : new (await import('@cdp/identity/redis')).RedisIdentityIndex(redis),
         async () => new (await import('@cdp/identity/memory')).MemoryIdentityIndex(),
       ),
       redisOr(

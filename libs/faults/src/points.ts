@@ -67,3 +67,23 @@ export function storeInsertPoint(table: (typeof STORE_TABLES)[number]): string {
 export function allFaultPoints(): string[] {
   return [...STORE_TABLES.map(storeInsertPoint), ...Object.values(FAULT_POINTS)];
 }
+
+/**
+ * The boundaries of the sharded identity index's batch protocol (ShardedIdentityIndex), in the order a
+ * batch crosses them. Not crash points of the default wiring: test/redis-sharded-identity.e2e-spec.ts
+ * throws at each and checks that the redelivery (or another processor) ends in the same graph.
+ */
+export const SHARDED_IDENTITY_POINTS = {
+  /** The intent is stored on the message's shard, before the account registers it as pending. */
+  intentStored: 'identity.sharded.intent',
+  /** The account lists the intent as pending (and its merge counter), before any graph write. */
+  intentPending: 'identity.sharded.pending',
+  /** After the losers' entries, before the survivors'. */
+  losersWritten: 'identity.sharded.losers',
+  /** After the survivors' entries, before the identifier entries. */
+  survivorsWritten: 'identity.sharded.survivors',
+  /** After the identifier entries, before the messages' markers. */
+  idsWritten: 'identity.sharded.ids',
+  /** After the markers, before the intent is dropped from the pending list. */
+  markersWritten: 'identity.sharded.markers',
+} as const;

@@ -1,0 +1,349 @@
+import { randomUUID } from 'node:crypto';
+import type { DriverHealth } from '@cdp/contracts';
+import type { Identifier } from '@cdp/domain';
+import { InjectedFault, faultPoint, SHARDED_IDENTITY_POINTS as POINT } from '@cdp/faults';
+import {
+  ACCOUNT_SHARDS,
+  accountShardPrefix,
+  RebuildLocks,
+  shardPrefixOf,
+  type RedisCommands,
+  type RedisConnection,
+} from '@cdp/redis';
+import { IdentityIndex, IdentityNotWarmError, type IdentityGraphRows } from '../identity-index.port.js';
+import { AccountGraph } from '../memory/account-graph.js';
+import { resolveRecord, type ResolveInput, type Resolution } from '../resolution.js';
+import { idKey, idOfKey, ShardedBatchGraph, type ShardedEntry } from './sharded-batch-graph.js';
+import { AccountLeases, accountStep, writeShard, type Lease, type ShardOp } from './sharded-lease.js';
+
+/** How long a batch waits for a replica to confirm its writes on a shard before it fails (and is redelivered). */
+const REPLICA_WAIT_MS = 2000;
+/** Entries per shard write of a rebuild. */
+const CHUNK = 500;
+
+/**
+ * Key layout of the sharded index (docs/architecture.md, "One account across the cluster"). On the
+ * account's own tag: the lease and its epoch, the pending intents, the merge counter, the ready
+ * marker. On a shard's tag `cdp:{A#hh}:`: `ids` (identifier `<kind>:<value>` → customer), `c`
+ * (customer → entry), `fence` (the newest epoch that wrote there), `done:<intent>:<phase>` markers,
+ * `msg:<message>` (a message's resolutions until settled) and `intent:<id>` (a batch's decision).
+ */
+export const shardedKeys = {
+  lease: (a: string) => `cdp:{${a}}:ix:lease`,
+  epoch: (a: string) => `cdp:{${a}}:ix:epoch`,
+  pending: (a: string) => `cdp:{${a}}:ix:pending`,
+  mergeSeq: (a: string) => `cdp:{${a}}:ix:mseq`,
+  ready: (a: string) => `cdp:{${a}}:ix:ready:1`,
+  rebuilding: (a: string) => `cdp:{${a}}:ix:rebuilding`,
+  ids: (a: string, key: string) => `${shardPrefixOf(a, key)}ids`,
+  entries: (a: string, customer: string) => `${shardPrefixOf(a, customer)}c`,
+  message: (a: string, message: string) => `${shardPrefixOf(a, message)}msg:${message}`,
+  intent: (a: string, message: string, id: string) => `${shardPrefixOf(a, message)}intent:${id}`,
+};
+
+/** The shard prefix a key of this layout starts with (`cdp:{A#hh}:`). */
+const prefixOf = (key: string): string => key.slice(0, key.indexOf('}:') + 2);
+
+/** A batch's decision: its writes, phase by phase, each phase's writes grouped by shard prefix. */
+interface Intent {
+  phases: Record<string, ShardOp[]>[];
+}
+
+/** HMGET on one shard's hash (one call per shard touched). */
+const READ_FIELDS = `return redis.call('HMGET', KEYS[1], unpack(ARGV))`;
+
+/**
+ * The identity index with an account's graph spread over its 256 shard tags, so one account spreads
+ * over a cluster's primaries (CDP_IDENTITY_SHARDING=shards). A batch holds the account's lease, reads
+ * the shards it touches, decides in the process (resolveRecord), stores that decision (the intent) on
+ * its first message's shard, then writes it shard by shard, each write fenced by the lease's epoch and
+ * skipped if already done: a crash anywhere leaves an intent the next holder finishes first.
+ */
+export class ShardedIdentityIndex extends IdentityIndex {
+  readonly persistent = true;
+  private readonly redis: RedisCommands;
+  private readonly leases: AccountLeases;
+  private readonly locks: RebuildLocks;
+  private readonly rebuilding = new Set<string>();
+
+  constructor(
+    private readonly connection: RedisConnection,
+    options: { leaseMs?: number; rebuildLockMs?: number } = {},
+  ) {
+    super();
+    this.redis = connection.commands;
+    this.leases = new AccountLeases(this.redis, options.leaseMs);
+    this.locks = new RebuildLocks(this.redis, options.rebuildLockMs);
+  }
+
+  async resolve(account: string, records: ResolveInput[]): Promise<Resolution[]> {
+    const lease = await this.leases.acquire(shardedKeys.lease(account), shardedKeys.epoch(account));
+    try {
+      const out = await this.resolveHolding(account, records, lease);
+      await this.leases.release(lease);
+      return out;
+    } catch (err) {
+      // An injected crash leaves the lease behind as a killed process would; it runs out by itself.
+      if (err instanceof InjectedFault) this.leases.abandon(lease);
+      else await this.leases.release(lease).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private async resolveHolding(
+    account: string,
+    records: ResolveInput[],
+    lease: Lease,
+  ): Promise<Resolution[]> {
+    const [ready, mseq, pending] = await Promise.all([
+      this.redis.exists(shardedKeys.ready(account)),
+      this.redis.get(shardedKeys.mergeSeq(account)),
+      this.redis.sMembers(shardedKeys.pending(account)),
+    ]);
+    if (!ready) throw new IdentityNotWarmError(account);
+    for (const intent of pending) await this.finish(account, intent, lease);
+    const messages = [...new Set(records.map((r) => r.message))];
+    const stored = new Map<string, (Resolution | null)[]>();
+    await Promise.all(
+      messages.map(async (m) => {
+        const text = await this.redis.get(shardedKeys.message(account, m));
+        if (text) stored.set(m, JSON.parse(text) as (Resolution | null)[]);
+      }),
+    );
+    const fresh = records.filter((r) => !stored.get(r.message)?.[r.index]);
+    const out = new Map<ResolveInput, Resolution>();
+    for (const r of records) {
+      const s = stored.get(r.message)?.[r.index];
+      if (s) out.set(r, s);
+    }
+    if (fresh.length) {
+      const graph = await this.read(account, fresh, Number(mseq ?? 0));
+      const byMessage = new Map<string, (Resolution | null)[]>();
+      for (const r of fresh) {
+        const resolution = resolveRecord(graph, r);
+        out.set(r, resolution);
+        let list = byMessage.get(r.message);
+        if (!list) byMessage.set(r.message, (list = []));
+        while (list.length < r.index) list.push(null);
+        list[r.index] = resolution;
+      }
+      await this.decideAndWrite(account, graph, byMessage, fresh[0]!.message, lease);
+    }
+    return records.map((r) => out.get(r)!);
+  }
+
+  /** Reads what the rules need of the batch: its identifiers' owners, then those customers' entries. */
+  private async read(account: string, records: ResolveInput[], mergeSeq: number): Promise<ShardedBatchGraph> {
+    const idKeys = [...new Set(records.flatMap((r) => r.ids.map(idKey)))];
+    const owners = await this.readFields((k) => shardedKeys.ids(account, k), idKeys);
+    const customers = new Set<string>();
+    for (const c of owners.values()) if (c !== undefined) customers.add(c);
+    const raw = await this.readFields((c) => shardedKeys.entries(account, c), [...customers]);
+    const entries = new Map<string, ShardedEntry>();
+    for (const [c, text] of raw) if (text !== undefined) entries.set(c, JSON.parse(text) as ShardedEntry);
+    return new ShardedBatchGraph(owners, entries, mergeSeq);
+  }
+
+  /** Fields of hashes spread over shards: one HMGET per shard, all at once. */
+  private async readFields(
+    hashOf: (field: string) => string,
+    fields: string[],
+  ): Promise<Map<string, string | undefined>> {
+    const byHash = new Map<string, string[]>();
+    for (const f of fields) {
+      const h = hashOf(f);
+      const list = byHash.get(h);
+      if (list) list.push(f);
+      else byHash.set(h, [f]);
+    }
+    const out = new Map<string, string | undefined>();
+    await Promise.all(
+      [...byHash].map(async ([hash, list]) => {
+        const values = (await this.redis.eval(READ_FIELDS, { keys: [hash], arguments: list })) as (
+          string | null
+        )[];
+        list.forEach((f, i) => out.set(f, values[i] ?? undefined));
+      }),
+    );
+    return out;
+  }
+
+  /**
+   * Stores the batch's decision, lists it as pending (with the merge counter), then writes it: a crash
+   * before the listing leaves nothing (the redelivery decides again), after it the next holder of the
+   * lease finishes the writes before it reads anything.
+   */
+  private async decideAndWrite(
+    account: string,
+    graph: ShardedBatchGraph,
+    byMessage: Map<string, (Resolution | null)[]>,
+    first: string,
+    lease: Lease,
+  ): Promise<void> {
+    const { losers, survivors, ids } = graph.changes();
+    const entryOps = (list: [string, ShardedEntry][]): [string, ShardOp][] =>
+      list.map(([c, e]) => {
+        const hash = shardedKeys.entries(account, c);
+        return [prefixOf(hash), ['h', hash, c, JSON.stringify(e)]];
+      });
+    const idOps = ids.map(([k, c]): [string, ShardOp] => {
+      const hash = shardedKeys.ids(account, k);
+      return [prefixOf(hash), ['h', hash, k, c]];
+    });
+    const markerOps = [...byMessage].map(([m, list]): [string, ShardOp] => {
+      const key = shardedKeys.message(account, m);
+      return [prefixOf(key), ['s', key, JSON.stringify(list)]];
+    });
+    const intent: Intent = {
+      phases: [entryOps(losers), entryOps(survivors), idOps, markerOps].map((ops) => {
+        const grouped: Record<string, ShardOp[]> = {};
+        for (const [prefix, op] of ops) (grouped[prefix] ??= []).push(op);
+        return grouped;
+      }),
+    };
+    const key = shardedKeys.intent(account, first, randomUUID());
+    await writeShard(this.redis, `${prefixOf(key)}fence`, '', lease.epoch, [
+      ['s', key, JSON.stringify(intent)],
+    ]);
+    faultPoint(POINT.intentStored);
+    await accountStep(this.redis, lease, this.accountKeys(account), 'add', key, graph.mergeSeq);
+    faultPoint(POINT.intentPending);
+    await this.write(account, key, intent, lease);
+  }
+
+  /** Finishes an intent a crashed (or fenced) holder left pending. */
+  private async finish(account: string, key: string, lease: Lease): Promise<void> {
+    const text = await this.redis.get(key);
+    if (text) await this.write(account, key, JSON.parse(text) as Intent, lease);
+    else await accountStep(this.redis, lease, this.accountKeys(account), 'rem', key);
+  }
+
+  /** The intent's phases in order, each shard's part of a phase fenced and done once; then WAIT 1 on each. */
+  private async write(account: string, key: string, intent: Intent, lease: Lease): Promise<void> {
+    const points = [POINT.losersWritten, POINT.survivorsWritten, POINT.idsWritten, POINT.markersWritten];
+    const written = new Set<string>([prefixOf(key)]);
+    for (const [n, phase] of intent.phases.entries()) {
+      await Promise.all(
+        Object.entries(phase).map(([prefix, ops]) => {
+          written.add(prefix);
+          return writeShard(this.redis, `${prefix}fence`, `${prefix}done:${key}:${n}`, lease.epoch, ops);
+        }),
+      );
+      faultPoint(points[n]!);
+    }
+    await Promise.all([...written].map((p) => this.connection.waitForReplica(`${p}fence`, REPLICA_WAIT_MS)));
+    await accountStep(this.redis, lease, this.accountKeys(account), 'rem', key);
+    await this.redis.del(key);
+  }
+
+  private accountKeys(account: string) {
+    return { pending: shardedKeys.pending(account), mergeSeq: shardedKeys.mergeSeq(account) };
+  }
+
+  /** Forgets the messages' resolutions (the store holds their effects); the profiles' node confirms too. */
+  async settle(account: string, messages: string[]): Promise<void> {
+    if (messages.length === 0) return;
+    await Promise.all(messages.map((m) => this.redis.del(shardedKeys.message(account, m))));
+    await this.connection.waitForReplica(shardedKeys.ready(account), REPLICA_WAIT_MS);
+  }
+
+  async lookup(account: string, id: Identifier): Promise<string | undefined> {
+    const key = idKey(id);
+    return (await this.redis.hGet(shardedKeys.ids(account, key), key)) ?? undefined;
+  }
+
+  /** A customer's entry, through the chain of merges to its survivor. */
+  private async survivorEntry(account: string, customerId: string): Promise<ShardedEntry | undefined> {
+    let c = customerId;
+    for (let hops = 0; hops < 1000; hops++) {
+      const text = await this.redis.hGet(shardedKeys.entries(account, c), c);
+      if (!text) return undefined;
+      const e = JSON.parse(text) as ShardedEntry;
+      if (e.s === undefined) return e;
+      c = e.s;
+    }
+    throw new Error(`a merge chain of ${customerId} does not end`);
+  }
+
+  async absorbedBy(account: string, customerId: string): Promise<string[]> {
+    const text = await this.redis.hGet(shardedKeys.entries(account, customerId), customerId);
+    const e = text ? (JSON.parse(text) as ShardedEntry) : undefined;
+    return e && e.s === undefined ? [...e.a].sort() : [];
+  }
+
+  async identifiersOf(account: string, customerId: string): Promise<Identifier[]> {
+    return ((await this.survivorEntry(account, customerId))?.i ?? []).map(idOfKey);
+  }
+
+  async beginRebuild(account: string): Promise<boolean> {
+    if (!(await this.locks.acquire(shardedKeys.rebuilding(account)))) return false;
+    await this.redis.del(shardedKeys.ready(account));
+    this.rebuilding.add(account);
+    return true;
+  }
+
+  /**
+   * Replaces the account's sharded graph with the store's: the graph is computed in the process
+   * (AccountGraph.fromRows), then written shard by shard, then the account opens with its own marker.
+   */
+  async load(account: string, rows: IdentityGraphRows): Promise<number> {
+    await this.forget(account);
+    const graph = await AccountGraph.fromRows(rows);
+    const byHash = new Map<string, Record<string, string>>();
+    const put = (hash: string, field: string, value: string) => {
+      let h = byHash.get(hash);
+      if (!h) byHash.set(hash, (h = {}));
+      h[field] = value;
+    };
+    for (const [key, c] of graph.owners)
+      put(shardedKeys.ids(account, key.replace('\u0000', ':')), key.replace('\u0000', ':'), c);
+    for (const [c, born] of graph.born) {
+      const e: ShardedEntry = {
+        b: born,
+        i: (graph.members.get(c) ?? []).map(idKey),
+        a: graph.absorbed.get(c) ?? [],
+      };
+      const cid = graph.customerIds.get(c);
+      if (cid !== undefined) e.k = cid;
+      const s = graph.mergedInto.get(c);
+      if (s !== undefined) e.s = s;
+      put(shardedKeys.entries(account, c), c, JSON.stringify(e));
+    }
+    for (const [hash, fields] of byHash) {
+      const list = Object.entries(fields);
+      for (let i = 0; i < list.length; i += CHUNK)
+        await this.redis.hSet(hash, Object.fromEntries(list.slice(i, i + CHUNK)));
+    }
+    await this.redis.set(shardedKeys.mergeSeq(account), String(graph.mergeSeq));
+    if (this.rebuilding.has(account)) {
+      this.locks.stopRenewing(shardedKeys.rebuilding(account));
+      this.rebuilding.delete(account);
+      if ((await this.redis.get(shardedKeys.rebuilding(account))) !== this.locks.owner)
+        throw new IdentityNotWarmError(account);
+      await this.redis.del(shardedKeys.rebuilding(account));
+    }
+    await this.redis.set(shardedKeys.ready(account), new Date().toISOString());
+    return graph.owners.size;
+  }
+
+  async endRebuild(account: string): Promise<void> {
+    this.locks.stopRenewing(shardedKeys.rebuilding(account));
+    if (this.rebuilding.delete(account)) await this.locks.release(shardedKeys.rebuilding(account));
+  }
+
+  /** Deletes the account's graph on every shard, and its pending intents. */
+  private async forget(account: string): Promise<void> {
+    const shards = Array.from({ length: ACCOUNT_SHARDS }, (_, s) => accountShardPrefix(account, s));
+    await Promise.all(shards.flatMap((p) => [this.redis.unlink(`${p}ids`), this.redis.unlink(`${p}c`)]));
+    for (const key of await this.redis.sMembers(shardedKeys.pending(account))) await this.redis.unlink(key);
+    await this.redis.unlink(shardedKeys.pending(account));
+  }
+
+  health(): Promise<DriverHealth> {
+    return this.connection.health();
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve(); // the connection belongs to the drivers module
+  }
+}
