@@ -108,7 +108,9 @@ const [mode, ...rest] = process.argv.slice(2);
 if (mode === 'seed') {
   process.stdout.write(`${JSON.stringify(await seed(rest[0]!, Number(rest[1])))}\n`);
 } else if (mode === 'rebuild') {
-  process.stdout.write(`${JSON.stringify(await rebuild(rest[0]!, Number(rest[1]), Number(rest[2]), Number(rest[3] ?? 0)))}\n`);
+  process.stdout.write(
+    `${JSON.stringify(await rebuild(rest[0]!, Number(rest[1]), Number(rest[2]), Number(rest[3] ?? 0)))}\n`,
+  );
 } else {
   const opt = args({ customers: '1000000', 'redis-port': 6391, 'slice-rows': 0 });
   const rows: Row[] = [];
@@ -117,7 +119,11 @@ if (mode === 'seed') {
     const dir = mkdtempSync(join(tmpdir(), 'cdp-redis-rebuild-'));
     try {
       const seeded = child('seed', dir, customers);
-      const r = { ...seeded, ...child('rebuild', dir, opt['redis-port']!, customers, opt['slice-rows']!), load: loadavg()[0] };
+      const r = {
+        ...seeded,
+        ...child('rebuild', dir, opt['redis-port']!, customers, opt['slice-rows']!),
+        load: loadavg()[0],
+      };
       results.push(r);
       const f = (k: string, d = 0) => Number(Number((r as Record<string, unknown>)[k]).toFixed(d));
       rows.push({

@@ -243,7 +243,9 @@ export class RedisProfileState extends ProfileState {
       if (chunk.length === 1000) await this.redis.sAdd(staging(shard), chunk.splice(0));
     }
     await Promise.all(
-      [...chunks].map(([shard, chunk]) => chunk.length && this.redis.sAdd(staging(shard), chunk)),
+      [...chunks]
+        .filter(([, chunk]) => chunk.length > 0)
+        .map(([shard, chunk]) => this.redis.sAdd(staging(shard), chunk)),
     );
     for (let shard = 0; shard < ACCOUNT_SHARDS; shard++) {
       if (chunks.has(shard)) await this.redis.rename(staging(shard), keys.optOutPool(account, shard));
