@@ -28,3 +28,28 @@ export function accountShardPrefix(account: string, shard: number): string {
 export function shardPrefixOf(account: string, text: string): string {
   return accountShardPrefix(account, accountShard(text));
 }
+
+/**
+ * Runs a per-account step once per process (the move of an account's state from the layout before the
+ * sharding onto its shards): later callers share the first run's promise; a failed run is forgotten, so
+ * the next caller tries again.
+ */
+export class OncePerAccount {
+  private readonly runs = new Map<string, Promise<void>>();
+  constructor(private readonly step: (account: string) => Promise<void>) {}
+
+  run(account: string): Promise<void> {
+    let running = this.runs.get(account);
+    if (!running) {
+      running = this.step(account);
+      this.runs.set(account, running);
+      running.catch(() => this.runs.delete(account));
+    }
+    return running;
+  }
+
+  /** Records the step as done (a rebuild wrote the account's state afresh). */
+  markDone(account: string): void {
+    this.runs.set(account, Promise.resolve());
+  }
+}

@@ -3,6 +3,7 @@ import {
   ACCOUNT_SHARDS,
   accountShard,
   accountShardPrefix,
+  OncePerAccount,
   type RedisCommands,
   type RedisConnection,
 } from '@cdp/redis';
@@ -96,7 +97,7 @@ const LOAD_ROUND = 500;
 export class RedisIdentifierState extends IdentifierState {
   private readonly redis: RedisCommands;
   /** Accounts this process has checked for (and moved) state in the layout before the sharding. */
-  private readonly moved = new Map<string, Promise<void>>();
+  private readonly moved = new OncePerAccount((account) => this.moveLegacy(account));
   constructor(private readonly connection: RedisConnection) {
     super();
     this.redis = connection.commands;
@@ -104,7 +105,7 @@ export class RedisIdentifierState extends IdentifierState {
 
   async apply(account: string, changes: IdentifierChange[]): Promise<number[]> {
     if (changes.length === 0) return [];
-    await this.moveLegacy(account);
+    await this.moved.run(account);
     // A single server takes every shard's keys in one call; a cluster, one call per shard (its slot).
     const groups = new Map<number, number[]>();
     changes.forEach((c, i) => {
@@ -138,7 +139,7 @@ export class RedisIdentifierState extends IdentifierState {
   }
 
   async get(account: string, field: string, value: string): Promise<IdentifierStatus | undefined> {
-    await this.moveLegacy(account);
+    await this.moved.run(account);
     const hash = await this.redis.hGetAll(identifierStateKeys.identifier(account, field, value));
     if (!hash[VERSION]) return undefined;
     const status: IdentifierStatus = { version: Number(hash[VERSION]) };
@@ -166,7 +167,7 @@ export class RedisIdentifierState extends IdentifierState {
         const [field, value] = splitMember(m);
         return identifierStateKeys.identifier(account, field, value);
       });
-    this.moved.set(account, Promise.resolve());
+    this.moved.markDone(account);
     // Rounds of single commands, not MULTI: a round spans shards, which a cluster cannot take in one
     // transaction. A rebuild runs under the rebuild lock, before the account is ready: a crash midway
     // leaves it not ready, and the next rebuild clears and writes it again.
@@ -195,38 +196,30 @@ export class RedisIdentifierState extends IdentifierState {
    * hash written to its shard (unless a change since wrote it there: MOVE), then removed, and the old
    * index last, so a process that crashes midway leaves the rest to the next one.
    */
-  private moveLegacy(account: string): Promise<void> {
-    let done = this.moved.get(account);
-    if (!done) {
-      done = (async () => {
-        const legacyIndex = identifierStateKeys.legacyIndex(account);
-        if (!(await this.redis.exists(legacyIndex))) return;
-        for await (const members of this.connection.setMembers(legacyIndex)) {
-          // A page's identifiers at once (the client pipelines them), each read, moved, then removed.
-          await Promise.all(
-            members.map(async (member) => {
-              const legacy = identifierStateKeys.legacyIdentifier(account, member);
-              const fields = Object.entries(await this.redis.hGetAll(legacy)).flat();
-              if (fields.length) {
-                const [field, value] = splitMember(member);
-                await this.redis.eval(MOVE, {
-                  keys: [
-                    identifierStateKeys.identifier(account, field, value),
-                    identifierStateKeys.index(account, accountShard(member)),
-                  ],
-                  arguments: [member, ...fields],
-                });
-              }
-              await this.redis.unlink(legacy);
-            }),
-          );
-          await this.redis.sRem(legacyIndex, members);
-        }
-      })();
-      done.catch(() => this.moved.delete(account));
-      this.moved.set(account, done);
+  private async moveLegacy(account: string): Promise<void> {
+    const legacyIndex = identifierStateKeys.legacyIndex(account);
+    if (!(await this.redis.exists(legacyIndex))) return;
+    for await (const members of this.connection.setMembers(legacyIndex)) {
+      // A page's identifiers at once (the client pipelines them), each read, moved, then removed.
+      await Promise.all(
+        members.map(async (member) => {
+          const legacy = identifierStateKeys.legacyIdentifier(account, member);
+          const fields = Object.entries(await this.redis.hGetAll(legacy)).flat();
+          if (fields.length) {
+            const [field, value] = splitMember(member);
+            await this.redis.eval(MOVE, {
+              keys: [
+                identifierStateKeys.identifier(account, field, value),
+                identifierStateKeys.index(account, accountShard(member)),
+              ],
+              arguments: [member, ...fields],
+            });
+          }
+          await this.redis.unlink(legacy);
+        }),
+      );
+      await this.redis.sRem(legacyIndex, members);
     }
-    return done;
   }
 
   health(): Promise<DriverHealth> {

@@ -10,6 +10,7 @@ import { IdentityNotWarmError } from '../identity-index.port.js';
 import {
   accountShard,
   ACCOUNT_SHARDS,
+  OncePerAccount,
   type RedisBatch,
   type RedisCommands,
   type RedisConnection,
@@ -49,7 +50,7 @@ const poolShards = (ids: readonly Identifier[]) => shardsOf(ids.map(poolMember))
 export class RedisProfileState extends ProfileState {
   private readonly redis: RedisCommands;
   /** Accounts whose opt-out pool this process has checked for (and moved from) its one set before the sharding. */
-  private readonly poolMoved = new Map<string, Promise<void>>();
+  private readonly poolMoved = new OncePerAccount((account) => this.movePoolFromLegacy(account));
   constructor(
     private readonly connection: RedisConnection,
     /**
@@ -201,7 +202,7 @@ export class RedisProfileState extends ProfileState {
    */
   async addToOptOutPool(account: string, ids: readonly Identifier[]): Promise<void> {
     if (ids.length === 0) return;
-    await this.movePoolFromLegacy(account);
+    await this.poolMoved.run(account);
     await Promise.all(
       [...poolShards(ids)].map(([shard, members]) =>
         this.redis.sAdd(keys.optOutPool(account, shard), members),
@@ -211,7 +212,7 @@ export class RedisProfileState extends ProfileState {
 
   async inOptOutPool(account: string, ids: readonly Identifier[]): Promise<Identifier[]> {
     if (ids.length === 0) return [];
-    await this.movePoolFromLegacy(account);
+    await this.poolMoved.run(account);
     const found = new Set<string>();
     await Promise.all(
       [...poolShards(ids)].map(async ([shard, members]) => {
@@ -252,7 +253,7 @@ export class RedisProfileState extends ProfileState {
       else await this.redis.del(keys.optOutPool(account, shard));
     }
     await this.redis.del(legacyKeys.optOutPool(account));
-    this.poolMoved.set(account, Promise.resolve());
+    this.poolMoved.markDone(account);
     return count;
   }
 
@@ -261,24 +262,14 @@ export class RedisProfileState extends ProfileState {
    * once per process, before the process first adds to it or asks it: members are only ever added, so two
    * processes moving it at once both add the same members, and the old set goes only once all are moved.
    */
-  private movePoolFromLegacy(account: string): Promise<void> {
-    let done = this.poolMoved.get(account);
-    if (!done) {
-      done = (async () => {
-        const legacy = legacyKeys.optOutPool(account);
-        if (!(await this.redis.exists(legacy))) return;
-        for await (const members of this.connection.setMembers(legacy))
-          await Promise.all(
-            [...shardsOf(members)].map(([shard, page]) =>
-              this.redis.sAdd(keys.optOutPool(account, shard), page),
-            ),
-          );
-        await this.redis.del(legacy);
-      })();
-      done.catch(() => this.poolMoved.delete(account));
-      this.poolMoved.set(account, done);
-    }
-    return done;
+  private async movePoolFromLegacy(account: string): Promise<void> {
+    const legacy = legacyKeys.optOutPool(account);
+    if (!(await this.redis.exists(legacy))) return;
+    for await (const members of this.connection.setMembers(legacy))
+      await Promise.all(
+        [...shardsOf(members)].map(([shard, page]) => this.redis.sAdd(keys.optOutPool(account, shard), page)),
+      );
+    await this.redis.del(legacy);
   }
 
   health(): Promise<DriverHealth> {
