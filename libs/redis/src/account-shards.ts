@@ -53,3 +53,18 @@ export class OncePerAccount {
     this.runs.set(account, Promise.resolve());
   }
 }
+
+/**
+ * Items grouped by a key (a shard, a hash's name), in the order met: what is sent as one call per shard
+ * or per hash. Within a group the items keep their order.
+ */
+export function groupBy<T, K>(items: Iterable<T>, keyOf: (item: T) => K): Map<K, T[]> {
+  const out = new Map<K, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const group = out.get(key);
+    if (group) group.push(item);
+    else out.set(key, [item]);
+  }
+  return out;
+}

@@ -3,6 +3,7 @@ import {
   ACCOUNT_SHARDS,
   accountShard,
   accountShardPrefix,
+  groupBy,
   OncePerAccount,
   type RedisCommands,
   type RedisConnection,
@@ -107,13 +108,9 @@ export class RedisIdentifierState extends IdentifierState {
     if (changes.length === 0) return [];
     await this.moved.run(account);
     // A single server takes every shard's keys in one call; a cluster, one call per shard (its slot).
-    const groups = new Map<number, number[]>();
-    changes.forEach((c, i) => {
-      const shard = this.connection.isCluster ? accountShard(`${c.field}:${c.value}`) : 0;
-      const group = groups.get(shard);
-      if (group) group.push(i);
-      else groups.set(shard, [i]);
-    });
+    const groups = groupBy(changes.keys(), (i) =>
+      this.connection.isCluster ? accountShard(`${changes[i]!.field}:${changes[i]!.value}`) : 0,
+    );
     const versions: number[] = new Array<number>(changes.length);
     await Promise.all(
       [...groups.values()].map(async (indices) => {

@@ -10,6 +10,7 @@ import { IdentityNotWarmError } from '../identity-index.port.js';
 import {
   accountShard,
   ACCOUNT_SHARDS,
+  groupBy,
   OncePerAccount,
   type RedisBatch,
   type RedisCommands,
@@ -30,16 +31,7 @@ const TIME_PREFIX = '__t:';
 const poolMember = (id: Identifier) => `${id.kind}:${id.value}`;
 
 /** Pool members by their account shard. */
-function shardsOf(members: Iterable<string>): Map<number, string[]> {
-  const out = new Map<number, string[]>();
-  for (const member of members) {
-    const shard = accountShard(member);
-    const group = out.get(shard);
-    if (group) group.push(member);
-    else out.set(shard, [member]);
-  }
-  return out;
-}
+const shardsOf = (members: Iterable<string>) => groupBy(members, accountShard);
 
 const poolShards = (ids: readonly Identifier[]) => shardsOf(ids.map(poolMember));
 

@@ -6,6 +6,7 @@ import {
   ACCOUNT_SHARDS,
   accountShardPrefix,
   RebuildLocks,
+  groupBy,
   shardPrefixOf,
   type RedisCommands,
   type RedisConnection,
@@ -149,13 +150,7 @@ export class ShardedIdentityIndex extends IdentityIndex {
     hashOf: (field: string) => string,
     fields: string[],
   ): Promise<Map<string, string | undefined>> {
-    const byHash = new Map<string, string[]>();
-    for (const f of fields) {
-      const h = hashOf(f);
-      const list = byHash.get(h);
-      if (list) list.push(f);
-      else byHash.set(h, [f]);
-    }
+    const byHash = groupBy(fields, hashOf);
     const out = new Map<string, string | undefined>();
     await Promise.all(
       [...byHash].map(async ([hash, list]) => {
