@@ -6,7 +6,13 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { ClickHouseStore } from '@cdp/store';
 import { ChdbTransport } from '@cdp/store/chdb';
-import { ingestBacklog, publishBaseline, removeRedisAccount, removeTopology } from './scaled.js';
+import {
+  ingestBacklog,
+  publishBaseline,
+  redisCpuSeconds,
+  removeRedisAccount,
+  removeTopology,
+} from './scaled.js';
 import {
   cpuByThreadKind,
   cpuSeconds,
@@ -203,6 +209,8 @@ interface Phase {
   machineCpu: number;
   /** The platform's CPU seconds in the phase by kind of thread (all its processes together). */
   threadCpu: Record<ThreadKind, number>;
+  /** Scaled out: CPU seconds the Redis server used in the phase (its INFO; the identity work it does). */
+  redisCpu?: number;
 }
 
 /**
@@ -236,6 +244,7 @@ async function drive(
   const threads = () => platform.roles.map((r) => threadCpuSeconds(r.pid));
   const threadsBefore = threads();
   const machineBefore = machineCpu();
+  const redisBefore = scaled ? await redisCpuSeconds(redisUrl) : 0;
   let done = false;
   const started = now();
   let lastVisible = started;
@@ -262,6 +271,7 @@ async function drive(
   }
   await sending;
   phase.platformCpu = platformCpu() - cpuBefore;
+  if (scaled) phase.redisCpu = (await redisCpuSeconds(redisUrl)) - redisBefore;
   threads().forEach((after, i) => {
     const kinds = cpuByThreadKind(threadsBefore[i]!, after);
     for (const kind of Object.keys(kinds) as ThreadKind[]) phase.threadCpu[kind] += kinds[kind];
@@ -400,6 +410,13 @@ const perRun: Row[] = runs.map((r, i) => ({
   ...(r.publishRate ? { 'vs publish': rateOf(r.full) / r.publishRate } : {}),
   // CPU a event: what bounds the rate on a machine of 2 cores, whatever else runs beside it
   'platform CPU µs/event': (r.full.platformCpu * 1e6) / r.full.visible,
+  // scaled out, the identity work Redis does for the platform (the single-tag index resolves in Redis)
+  ...(r.full.redisCpu !== undefined
+    ? {
+        'Redis CPU µs/event': (r.full.redisCpu * 1e6) / r.full.visible,
+        'platform + Redis CPU µs/event': ((r.full.platformCpu + r.full.redisCpu) * 1e6) / r.full.visible,
+      }
+    : {}),
   // the same by kind of thread (docs/benchmarks.md "Ingest CPU an event")
   ...Object.fromEntries(
     Object.entries(r.full.threadCpu).map(([kind, seconds]) => [

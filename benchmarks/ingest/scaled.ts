@@ -23,9 +23,19 @@ export async function removeTopology(natsUrl: string, prefix: string): Promise<v
 export async function removeRedisAccount(redisUrl: string, account: string): Promise<void> {
   const redis = createClient({ url: redisUrl });
   await redis.connect();
-  for await (const batch of redis.scanIterator({ MATCH: `cdp:{${account}}:*`, COUNT: 1000 }))
+  for await (const batch of redis.scanIterator({ MATCH: `cdp:{${account}[}#]*`, COUNT: 1000 }))
     if (batch.length) await redis.unlink(batch);
   await redis.quit();
+}
+
+/** CPU seconds the Redis server has used so far (INFO cpu: user + sys, all its threads). */
+export async function redisCpuSeconds(redisUrl: string): Promise<number> {
+  const redis = createClient({ url: redisUrl });
+  await redis.connect();
+  const info = await redis.info('cpu');
+  await redis.quit();
+  const of = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)![1]);
+  return of('used_cpu_user') + of('used_cpu_sys');
 }
 
 /** Messages of the ingest stream not yet acknowledged by a processor (acknowledged = stored). */

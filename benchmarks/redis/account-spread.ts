@@ -1,12 +1,11 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { freePort } from '../lib/free-port.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RedisIdempotencyStore } from '@cdp/idempotency/redis';
 import { RedisRateLimiter } from '@cdp/rate-limits/redis';
 import { connectRedis, type RedisConnection } from '@cdp/redis';
 import { args, median, printTable, writeResults, type Row } from '../lib/stats.js';
+import { figures, scanKeys, share, startCluster, stopNodes, type ClusterNode } from './loopback-cluster.js';
 
 /**
  * How one account's sharded state spreads over a Redis Cluster (issue 30): a 3-primary loopback
@@ -32,102 +31,6 @@ return 1
 `;
 const FAMILIES = ['profiles', 'events', 'exports', 'subscriptions', 'lists', 'orders'];
 
-interface Node {
-  port: number;
-  proc: ChildProcess;
-}
-
-const cli = (port: number, ...a: string[]) =>
-  execFileSync('redis-cli', ['-p', String(port), ...a], {
-    encoding: 'utf8',
-    maxBuffer: 1 << 30,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-
-async function until(check: () => boolean, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    try {
-      if (check()) return;
-    } catch {
-      // not up yet
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function startCluster(dir: string, size: number): Promise<Node[]> {
-  const ports: number[] = [];
-  while (ports.length < size) {
-    const port = await freePort();
-    if (!ports.includes(port) && port + 10000 < 65536) ports.push(port);
-  }
-  const nodes = ports.map((port) => ({
-    port,
-    proc: spawn(
-      'redis-server',
-      [
-        '--bind',
-        '127.0.0.1',
-        '--port',
-        String(port),
-        '--cluster-enabled',
-        'yes',
-        '--cluster-config-file',
-        join(dir, `nodes-${port}.conf`),
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--dir',
-        dir,
-      ],
-      { stdio: 'ignore' },
-    ),
-  }));
-  for (const { port } of nodes) await until(() => cli(port, 'PING').includes('PONG'), 10_000, `port ${port}`);
-  if (size >= 3) {
-    execFileSync(
-      'redis-cli',
-      [
-        '--cluster',
-        'create',
-        ...ports.map((p) => `127.0.0.1:${p}`),
-        '--cluster-replicas',
-        '0',
-        '--cluster-yes',
-      ],
-      { stdio: 'ignore' },
-    );
-  } else {
-    // `--cluster create` wants three primaries: one node (the 1-primary baseline) takes every slot itself.
-    if (size !== 1) throw new Error('--primaries must be 1 or at least 3');
-    cli(ports[0]!, 'CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
-  }
-  await until(
-    () => nodes.every((n) => cli(n.port, 'CLUSTER', 'INFO').includes('cluster_state:ok')),
-    30_000,
-    'cluster_state:ok',
-  );
-  return nodes;
-}
-
-/** A node's figures: used memory (bytes) and Redis CPU (user + sys, seconds). */
-function figures(port: number): { memory: number; cpu: number } {
-  const mem = Number(/used_memory:(\d+)/.exec(cli(port, 'INFO', 'memory'))![1]);
-  const cpu = cli(port, 'INFO', 'cpu');
-  const user = Number(/used_cpu_user:([\d.]+)/.exec(cpu)![1]);
-  const sys = Number(/used_cpu_sys:([\d.]+)/.exec(cpu)![1]);
-  return { memory: mem, cpu: user + sys };
-}
-
-/** Keys of `pattern` on one node (SCAN, not KEYS: no long command on the server). */
-function countKeys(port: number, pattern: string): number {
-  const out = cli(port, '--scan', '--pattern', pattern);
-  return out.split('\n').filter(Boolean).length;
-}
-
 async function inParallel(count: number, width: number, work: (i: number) => Promise<unknown>) {
   let next = 0;
   await Promise.all(
@@ -145,24 +48,22 @@ interface Measured {
 }
 
 /** Writes one account's records and measures each primary: its keys of `pattern`, memory and CPU taken. */
-async function phase(nodes: Node[], pattern: string, write: () => Promise<void>): Promise<Measured> {
+async function phase(nodes: ClusterNode[], pattern: string, write: () => Promise<void>): Promise<Measured> {
   const before = nodes.map((n) => figures(n.port));
   const t0 = performance.now();
   await write();
   const seconds = (performance.now() - t0) / 1000;
   const after = nodes.map((n) => figures(n.port));
   return {
-    keys: nodes.map((n) => countKeys(n.port, pattern)),
+    keys: nodes.map((n) => scanKeys(n.port, pattern).length),
     memory: after.map((a, i) => a.memory - before[i]!.memory),
     cpuPerRecordUs: after.map((a, i) => (1e6 * (a.cpu - before[i]!.cpu)) / Number(opts.records)),
     seconds,
   };
 }
 
-const share = (values: number[], i: number) => (100 * values[i]!) / values.reduce((a, b) => a + b, 0);
-
 /** One row per primary: shares of the last round, CPU per record the median over the rounds. */
-function rowsOf(nodes: Node[], layout: string, runs: Measured[]): Row[] {
+function rowsOf(nodes: ClusterNode[], layout: string, runs: Measured[]): Row[] {
   const last = runs[runs.length - 1]!;
   return nodes.map((n, i) => ({
     layout,
@@ -176,10 +77,10 @@ function rowsOf(nodes: Node[], layout: string, runs: Measured[]): Row[] {
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'cdp-spread-'));
-  let nodes: Node[] = [];
+  let nodes: ClusterNode[] = [];
   let redis: RedisConnection | undefined;
   const stop = () => {
-    for (const n of nodes) if (n.proc.exitCode === null) n.proc.kill('SIGKILL');
+    stopNodes(nodes);
     rmSync(dir, { recursive: true, force: true });
   };
   process.once('SIGINT', () => {
