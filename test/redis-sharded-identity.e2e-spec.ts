@@ -1,5 +1,6 @@
 import type { Identifier } from '@cdp/domain';
 import { configureFaults, InjectedFault, parseFaults, SHARDED_IDENTITY_POINTS } from '@cdp/faults';
+import { IdentityNotWarmError } from '@cdp/identity';
 import { ShardedIdentityIndex, shardedKeys } from '@cdp/identity/redis';
 import {
   AccountLeases,
@@ -202,6 +203,43 @@ describe('the sharded identity index on a cluster', () => {
     await expect(accountStep(file.redis.commands, held, keys, 'add', 'intent')).rejects.toThrow(FencedError);
     expect(await file.redis.commands.get(`${prefix}x`)).toBe('new');
     await next.release(taken);
+  });
+
+  it('a rebuild takes the lease: it waits out a dead holder, then that holder cannot write over the rebuilt graph', async () => {
+    const { account, index } = await fresh(300);
+    await index.resolve(account, [record([email('rb1@x'), vuid('rbv1')], 'rb1')]);
+    const dead = new AccountLeases(file.redis.commands, 300);
+    const held = await dead.acquire(shardedKeys.lease(account), shardedKeys.epoch(account));
+    dead.abandon(held); // dies holding the lease, a batch half written
+    expect(await index.beginRebuild(account)).toBe(true);
+    await expect(index.resolve(account, [record([vuid('rbv2')], 'rb2')])).rejects.toThrow(
+      IdentityNotWarmError,
+    );
+    await index.load(account, graphRows([{ kind: 'vuid', value: 'rbv9', svc_id: 'c-rb9', born: '1' }]));
+    await index.endRebuild(account);
+    // Every shard was fenced at the rebuild's epoch: the dead holder's late write is refused wherever it lands.
+    const ids = shardedKeys.ids(account, 'email:rb1@x');
+    const prefix = ids.slice(0, ids.indexOf('}:') + 2);
+    await expect(
+      writeShard(file.redis.commands, `${prefix}fence`, '', held.epoch, [['h', ids, 'email:rb1@x', 'ghost']]),
+    ).rejects.toThrow(FencedError);
+    expect(await index.lookup(account, email('rb1@x'))).toBeUndefined(); // the store had only rbv9
+    expect(await index.lookup(account, vuid('rbv9'))).toBe('c-rb9');
+  });
+
+  it('a crash before the intent is listed leaves an intent that expires, as the markers do', async () => {
+    const { account, index } = await fresh();
+    configureFaults(parseFaults(`${SHARDED_IDENTITY_POINTS.intentStored}:throw`));
+    await expect(index.resolve(account, [record([email('ttl@x')], 'ttl', 'ttl-m', 0)])).rejects.toThrow(
+      InjectedFault,
+    );
+    configureFaults([]);
+    const [intent] = (await file.cluster.keysByPrimary(`cdp:{${account}#*}:intent:*`)).flat();
+    expect(intent).toBeDefined();
+    const ttl = Number(
+      await file.redis.commands.eval(`return redis.call('TTL', KEYS[1])`, { keys: [intent!] }),
+    );
+    expect(ttl).toBeGreaterThan(6 * 86_400);
   });
 
   it("spreads one account's index entries over the cluster's primaries", async () => {

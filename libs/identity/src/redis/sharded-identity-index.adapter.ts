@@ -78,6 +78,8 @@ export class ShardedIdentityIndex extends IdentityIndex {
   }
 
   async resolve(account: string, records: ResolveInput[]): Promise<Resolution[]> {
+    // Before waiting for the lease: a rebuild holds it for as long as it runs.
+    if (!(await this.redis.exists(shardedKeys.ready(account)))) throw new IdentityNotWarmError(account);
     const lease = await this.leases.acquire(shardedKeys.lease(account), shardedKeys.epoch(account));
     try {
       const out = await this.resolveHolding(account, records, lease);
@@ -187,7 +189,7 @@ export class ShardedIdentityIndex extends IdentityIndex {
     });
     const markerOps = [...byMessage].map(([m, list]): [string, ShardOp] => {
       const key = shardedKeys.message(account, m);
-      return [prefixOf(key), ['s', key, JSON.stringify(list)]];
+      return [prefixOf(key), ['e', key, JSON.stringify(list)]];
     });
     const intent: Intent = {
       phases: [entryOps(losers), entryOps(survivors), idOps, markerOps].map((ops) => {
@@ -198,7 +200,7 @@ export class ShardedIdentityIndex extends IdentityIndex {
     };
     const key = shardedKeys.intent(account, first, randomUUID());
     await writeShard(this.redis, `${prefixOf(key)}fence`, '', lease.epoch, [
-      ['s', key, JSON.stringify(intent)],
+      ['e', key, JSON.stringify(intent)],
     ]);
     faultPoint(POINT.intentStored);
     await accountStep(this.redis, lease, this.accountKeys(account), 'add', key, graph.mergeSeq);
@@ -282,7 +284,20 @@ export class ShardedIdentityIndex extends IdentityIndex {
    * (AccountGraph.fromRows), then written shard by shard, then the account opens with its own marker.
    */
   async load(account: string, rows: IdentityGraphRows): Promise<number> {
-    await this.forget(account);
+    // Under the lease, with every shard fenced at its epoch: a batch that began before the rebuild has
+    // ended, and one whose lease ran out meanwhile cannot write over the rebuilt graph.
+    const lease = await this.leases.acquire(shardedKeys.lease(account), shardedKeys.epoch(account));
+    try {
+      return await this.loadHolding(account, rows, lease);
+    } finally {
+      await this.leases.release(lease).catch(() => undefined);
+    }
+  }
+
+  private async loadHolding(account: string, rows: IdentityGraphRows, lease: Lease): Promise<number> {
+    const shards = Array.from({ length: ACCOUNT_SHARDS }, (_, s) => accountShardPrefix(account, s));
+    await Promise.all(shards.map((p) => writeShard(this.redis, `${p}fence`, '', lease.epoch, [])));
+    await this.forget(account, shards);
     const graph = await AccountGraph.fromRows(rows);
     const byHash = new Map<string, Record<string, string>>();
     const put = (hash: string, field: string, value: string) => {
@@ -327,8 +342,7 @@ export class ShardedIdentityIndex extends IdentityIndex {
   }
 
   /** Deletes the account's graph on every shard, and its pending intents. */
-  private async forget(account: string): Promise<void> {
-    const shards = Array.from({ length: ACCOUNT_SHARDS }, (_, s) => accountShardPrefix(account, s));
+  private async forget(account: string, shards: string[]): Promise<void> {
     await Promise.all(shards.flatMap((p) => [this.redis.unlink(`${p}ids`), this.redis.unlink(`${p}c`)]));
     for (const key of await this.redis.sMembers(shardedKeys.pending(account))) await this.redis.unlink(key);
     await this.redis.unlink(shardedKeys.pending(account));

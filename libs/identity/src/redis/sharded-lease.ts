@@ -87,7 +87,7 @@ export class FencedError extends Error {
 /**
  * One fenced, replay-safe write on one shard. KEYS: the shard's fence, then the step's done marker
  * (absent for a write that is not a step); ARGV: epoch, marker TTL in s, the writes (JSON: ['h', key, field, value] | ['s', key, value] |
- * ['x', key]). Refuses an epoch older than the fence; skips a step whose marker is there (done before a
+ * ['e', key, value] (a SET that expires with the markers) | ['x', key]). Refuses an epoch older than the fence; skips a step whose marker is there (done before a
  * crash); else writes and leaves the marker, all at once. Returns 1 written, 0 skipped.
  */
 const SHARD_WRITE = `
@@ -99,14 +99,19 @@ if KEYS[2] and redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 for _, op in ipairs(cjson.decode(ARGV[3])) do
   if op[1] == 'h' then redis.call('HSET', op[2], op[3], op[4])
   elseif op[1] == 's' then redis.call('SET', op[2], op[3])
+  elseif op[1] == 'e' then redis.call('SET', op[2], op[3], 'EX', ARGV[2])
   else redis.call('DEL', op[2]) end
 end
 if KEYS[2] then redis.call('SET', KEYS[2], '1', 'EX', ARGV[2]) end
 return 1`;
 
-export type ShardOp = ['h', string, string, string] | ['s', string, string] | ['x', string];
+export type ShardOp =
+  ['h', string, string, string] | ['s', string, string] | ['e', string, string] | ['x', string];
 
-/** How long a step's done marker outlives it (a redelivery comes long before). */
+/**
+ * How long a step's done marker outlives it (a redelivery comes long before); also the life of an intent
+ * and of a message's resolutions, so that one a crash left unlisted or unsettled does not stay for ever.
+ */
 const DONE_TTL_S = 7 * 86_400;
 
 export async function writeShard(
