@@ -48,9 +48,13 @@ export class RedisProfileState extends ProfileState {
     /**
      * Refuse updates (IdentityNotWarmError) to an account the identity index does not hold as loaded:
      * after a flush, a batch resolved before it must not write partial profiles. Off only where
-     * profiles are used without an identity index (the contract suite).
+     * profiles are used without an identity index (the contract suite). `readyMarker`: the index's
+     * ready marker, the single-tag driver's unless the sharded driver is the index (on the account's
+     * tag either way, so the profiles' function may read it).
      */
-    private readonly options: { requireLoaded: boolean } = { requireLoaded: true },
+    private readonly options: { requireLoaded: boolean; readyMarker?: (account: string) => string } = {
+      requireLoaded: true,
+    },
   ) {
     super();
     this.redis = connection.commands;
@@ -87,7 +91,7 @@ export class RedisProfileState extends ProfileState {
           JSON.stringify(encoded),
           keys.prefix(account),
           JSON.stringify(customers),
-          this.options.requireLoaded ? keys.ready(account) : '',
+          this.options.requireLoaded ? (this.options.readyMarker ?? keys.ready)(account) : '',
         ],
       );
     } catch (err) {
