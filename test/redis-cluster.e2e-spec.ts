@@ -17,6 +17,8 @@ describe('scaled-out roles on a Redis Cluster', () => {
   /** A dozen accounts, four on each primary. */
   const accounts: TestAccount[] = [];
   const primaryOf = new Map<string, number>();
+  /** The primary the failover test killed: later platforms are given it as their first seed. */
+  let killed: number | undefined;
 
   beforeAll(async () => {
     cluster = await RedisClusterRig.start();
@@ -91,6 +93,7 @@ describe('scaled-out roles on a Redis Cluster', () => {
 
   it('a primary SIGKILLed during ingestion fails over: nothing acknowledged is lost, health goes not-ready and back', async () => {
     const victim = primaryOf.get(accounts[0]!.id)!;
+    killed = victim;
     const acknowledged = new Map<TestAccount, Map<string, string>>(accounts.map((a) => [a, new Map()]));
     const refusals: { status: number; retryAfter: string | null }[] = [];
     let sending = true;
@@ -162,5 +165,104 @@ describe('scaled-out roles on a Redis Cluster', () => {
       expect(refusal.retryAfter).not.toBeNull();
     }
     await everyProfileReadsBack(acknowledged);
+  });
+  it('one account sharded over every primary (CDP_IDENTITY_SHARDING=shards): started with a dead seed first; merges across primaries read back, and a primary SIGKILLed mid-ingestion loses and splits nothing', async () => {
+    // Started after a node died, with that node first in its seed list (as an operator's unchanged
+    // REDIS_URL would have it): the roles skip a seed that does not answer.
+    const dead = `redis://127.0.0.1:${killed}`;
+    const seeds = killed ? [dead, ...cluster.seeds.split(',').filter((s) => s !== dead)] : [cluster.seeds];
+    const sharded = await ScaledPlatform.start({
+      REDIS_URL: seeds.join(','),
+      CDP_IDENTITY_SHARDING: 'shards',
+    });
+    try {
+      const acc = await sharded.createAccount('one-big-account');
+      const post = (path: string, body: unknown) =>
+        fetch(sharded.url(path), {
+          method: 'POST',
+          headers: { 'x-api-key': acc.publicKey, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+      const profile = async (query: string) => {
+        const res = await fetch(sharded.url(`/v3/profiles?${query}`), {
+          headers: { 'x-api-key': acc.privateKey },
+        });
+        return { status: res.status, body: (await res.json()) as { attributes?: Record<string, unknown> } };
+      };
+      // Each round: 5 customers known by a vuid and 5 by an email, and an event naming the previous
+      // round's pairs, which merges them (their identifiers hash to shards on different primaries).
+      const created = new Map<number, boolean>();
+      const mergedRounds: number[] = [];
+      let round = 0;
+      let sending = true;
+      const sender = async () => {
+        while (sending) {
+          const r = round++;
+          const pairs = Array.from({ length: 5 }, (_, i) => i);
+          const made = await Promise.all(
+            pairs.flatMap((i) => [
+              post('/v3/profiles', { attributes: { vuid: `v${r}-${i}`, city: `city${r}-${i}` } }),
+              post('/v3/profiles', { attributes: { email: `e${r}-${i}@x.com`, first_name: `F${r}-${i}` } }),
+            ]),
+          );
+          created.set(
+            r,
+            made.every((res) => res.status === 202),
+          );
+          if (r > 0 && created.get(r - 1)) {
+            const joined = await post(
+              '/v3/events',
+              pairs.map((i) => ({
+                type: 'pageview',
+                identifiers: { vuid: `v${r - 1}-${i}`, email: `e${r - 1}-${i}@x.com` },
+              })),
+            );
+            if (joined.status === 202) mergedRounds.push(r - 1);
+          }
+        }
+      };
+      const sending$ = sender();
+      try {
+        await eventually(() => mergedRounds.length >= 3, 60_000);
+        // A primary that holds some of the account's shards (once the processor wrote there) and still
+        // has a replica to take over.
+        const victim = await eventually(async () => {
+          const primaries = await cluster.primaries();
+          const held = await cluster.keysByPrimary(`cdp:{${acc.id}#*}:ids`);
+          for (const [n, { port }] of primaries.entries()) {
+            const replicated = /connected_slaves:[1-9]/.test(await cluster.cli(port, 'INFO', 'replication'));
+            if (replicated && held[n]!.length > 0) return port;
+          }
+          return false;
+        }, 30_000);
+        await cluster.kill(victim);
+        await cluster.waitUntilOk(60_000);
+        const after = round;
+        await eventually(() => mergedRounds.length >= 3 && round > after + 3, 90_000);
+      } finally {
+        sending = false;
+        await sending$;
+      }
+      // Every acknowledged merge: both identifiers read back as one customer with both customers' attributes.
+      for (const r of mergedRounds)
+        for (let i = 0; i < 5; i++)
+          await eventually(async () => {
+            const [byVuid, byEmail] = await Promise.all([
+              profile(`vuid=v${r}-${i}`),
+              profile(`email=e${r}-${i}@x.com`),
+            ]);
+            return (
+              byVuid.status === 200 &&
+              byVuid.body.attributes?.city === `city${r}-${i}` &&
+              byVuid.body.attributes?.first_name === `F${r}-${i}` &&
+              JSON.stringify(byEmail.body) === JSON.stringify(byVuid.body)
+            );
+          }, 60_000);
+      // The account's identity entries sit on every primary of the cluster as it is now.
+      const owners = await cluster.keysByPrimary(`cdp:{${acc.id}#*}:ids`);
+      expect(owners.filter((keys) => keys.length > 0)).toHaveLength((await cluster.primaries()).length);
+    } finally {
+      await sharded.close();
+    }
   });
 });

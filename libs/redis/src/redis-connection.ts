@@ -14,6 +14,27 @@ function makeCluster(seeds: string[], queueWhileOffline: boolean) {
 }
 
 /**
+ * The first seed that accepts a connection, trying each once (no reconnects) round after round until
+ * one does, as a single reconnecting client would wait for its one server.
+ */
+async function firstAnswering(seeds: string[]): Promise<string> {
+  for (;;) {
+    for (const seed of seeds) {
+      const probe = createClient({ url: seed, socket: { reconnectStrategy: false, connectTimeout: 2000 } });
+      probe.on('error', () => undefined);
+      try {
+        await probe.connect();
+        await probe.close();
+        return seed;
+      } catch {
+        probe.destroy();
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+/**
  * A primary behind Sentinel: node-redis asks the sentinels for the primary named `name`, follows it
  * through failovers, and sends every command to it over one connection (the pool's one client), so a
  * WAIT counts the writes made before it.
@@ -145,7 +166,10 @@ export class RedisConnection {
       return new RedisConnection(sentinel as unknown as RedisCommands, undefined, undefined, sentinel);
     }
     let lastError: unknown;
-    for (const seed of seeds) {
+    // A seed list starts from one that answers: a client that reconnects on its own never gives up on a
+    // dead node, so a process restarted while one cluster node is down would wait on it for ever.
+    const first = seeds.length > 1 ? await firstAnswering(seeds) : seeds[0]!;
+    for (const seed of [first, ...seeds.filter((s) => s !== first)]) {
       const probe = makeClient(seed, queueWhileOffline);
       probe.on('error', () => undefined); // reconnects on its own; commands fail meanwhile and are retried
       try {
@@ -153,7 +177,8 @@ export class RedisConnection {
         const info = await probe.info('cluster');
         if (/cluster_enabled:1/.test(info)) {
           await probe.close();
-          const cluster = makeCluster(seeds, queueWhileOffline);
+          // The cluster client learns the slot map from its first root node: the one that answered.
+          const cluster = makeCluster([seed, ...seeds.filter((s) => s !== seed)], queueWhileOffline);
           cluster.on('error', () => undefined);
           await cluster.connect();
           return new RedisConnection(cluster as unknown as RedisCommands, undefined, cluster);
