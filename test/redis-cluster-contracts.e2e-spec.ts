@@ -87,6 +87,45 @@ describe('the Redis connection on a cluster', () => {
     for (let i = 0; i < 600; i += 37) expect(await store.get(account, `key-${i}`)).toBe(`{"n":${i}}`);
   });
 
+  it("spreads one account's orders over every primary, a batch being one call per shard it touches", async () => {
+    const account = `ospread${Math.random().toString(36).slice(2, 8)}`;
+    const state = new RedisOrderState(file.redis, 400 * 86_400_000);
+    await state.beginRebuild(account);
+    await state.load(account, none());
+    const purchase = (i: number) => ({
+      id: `p${i}`,
+      orderId: `order-${i}`,
+      kind: 'event' as const,
+      action: 'purchase' as const,
+      ts: i,
+      subtotal: 10_000,
+      fields: {},
+    });
+    for (let b = 0; b < 6; b++) {
+      const batch = Array.from({ length: 100 }, (_, i) => purchase(b * 100 + i));
+      const { outcomes } = await state.apply(account, batch);
+      expect(outcomes.every((o) => o.applied && o.seq === 1)).toBe(true);
+    }
+    // Each primary's share of the account's order hashes (SCAN on each; the account is unique to the run).
+    const counts = (await file.cluster.keysByPrimary(`cdp:{${account}#*}:o:*`)).map((keys) => keys.length);
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(600);
+    for (const count of counts) {
+      expect(count / 600).toBeGreaterThan(0.2);
+      expect(count / 600).toBeLessThan(0.5);
+    }
+    // Every order reads back through the driver, and a redelivered batch moves nothing.
+    for (let i = 0; i < 600; i += 37) expect((await state.get(account, `order-${i}`))!.version).toBe(1);
+    const again = await state.apply(account, [purchase(5), purchase(555)]);
+    expect(again.outcomes.map((o) => o.applied)).toEqual([false, false]);
+    // A rebuild clears every shard's orders (found from the shards' indexes) and opens every shard again.
+    await state.beginRebuild(account);
+    await state.load(account, none());
+    await state.endRebuild(account);
+    const left = (await file.cluster.keysByPrimary(`cdp:{${account}#*`)).flat();
+    expect(left.filter((key) => !key.endsWith('}:orders-ready'))).toEqual([]);
+    expect(left).toHaveLength(256);
+  });
+
   it('acknowledges a batch only once a replica holds it (WAIT 1), and says what that costs a batch', async () => {
     const index = new RedisIdentityIndex(file.redis);
     const account = `wait${Math.random().toString(36).slice(2, 8)}`;

@@ -37,7 +37,8 @@ export class OrdersNotWarmError extends Error {
 /**
  * The hot state of every order: running tally, kept purchase, last field values, and the ids of the
  * changes already applied (so a redelivered message never moves a tally twice). `apply` takes a batch
- * atomically, in order; two processors never interleave inside one call.
+ * in order, each order's changes atomically (orders are independent: Redis applies each account shard's
+ * orders in a call of their own); two processors never interleave inside one order's changes of a call.
  */
 export abstract class OrderState {
   abstract apply(account: string, changes: OrderChange[]): Promise<ApplyResult>;

@@ -14,14 +14,18 @@ import type { RedisLibrary } from '@cdp/redis';
  * Applied hash of an order: change id -> version it produced.
  * Pending hash of an order: change id -> JSON of an entity update waiting for an order event accepted
  * before it (`applyOrderChangeInOrder`); applied, in acceptance order, by the call that applies that event.
- * Index of the account's orders: a sorted set, order id -> when its keys expire (ms). A rebuild finds
+ * Index of a shard's orders: a sorted set, order id -> when its keys expire (ms). A rebuild finds
  * the keys to delete from it (no keyspace scan); every call drops the members already expired.
  * An order's keys expire `retention` ms after its last applied change (CDP_ORDER_RETENTION_DAYS).
+ *
+ * A call takes the orders of one account shard (their keys, the shard's index and ready marker share a
+ * slot). A change whose id the order's applied hash holds is answered from it and writes nothing, so a
+ * batch applied again (a redelivery after a crash between two shards' calls) moves no tally twice.
  */
-export const ORDER_LIBRARY_VERSION = '4';
+export const ORDER_LIBRARY_VERSION = '5';
 /**
  * The version is in the library's and the function's names, as the identity library's is: a processor of
- * the release before calls its own code, never this one with its arguments (v3 takes a third key).
+ * the release before calls its own code, never this one with its arguments (v5 takes a shard's keys).
  */
 export const ORDER_LIBRARY_NAME = `cdp_orders_v${ORDER_LIBRARY_VERSION}`;
 export const ORDER_APPLY_FN = `${ORDER_LIBRARY_NAME}_apply`;
@@ -114,7 +118,7 @@ local function apply_due(order, applied_ids, pending)
     apply_change(order, applied_ids, u)
   end
 end
--- KEYS[1] the account's ready marker, KEYS[2] its order index; then, per order i (0-based), KEYS[3+3i]
+-- KEYS[1] the shard's ready marker, KEYS[2] its order index; then, per order i (0-based), KEYS[3+3i]
 -- its hash, KEYS[4+3i] its applied ids and KEYS[5+3i] its pending updates. ARGV[1] JSON
 -- [[order index, change], ...] where change is {id, k = event|entity, a = action, ts = ms as text,
 -- at? (acceptance order as text), cu?, s?, t? (units as text), f = {field: JSON text}}.

@@ -1,6 +1,6 @@
 import { loadConfig } from '@cdp/config';
 import { toUnits } from '@cdp/domain';
-import { connectRedis, type RedisConnection } from '@cdp/redis';
+import { ACCOUNT_SHARDS, connectRedis, type RedisConnection } from '@cdp/redis';
 import { OrdersNotWarmError } from '../order-state.port.js';
 import { ORDER_CONTRACT_ACCOUNTS, orderStateContract } from '../order-state.contract.js';
 import { orderKeys, RedisOrderState } from './redis-order-state.adapter.js';
@@ -17,6 +17,20 @@ afterAll(async () => {
 const RETENTION_MS = 400 * 86_400_000;
 
 async function* none<T>(): AsyncIterable<T> {}
+
+async function* from<T>(items: T[]): AsyncIterable<T> {
+  for (const item of items) yield await Promise.resolve(item);
+}
+
+/** The order ids in an account's shard indexes. */
+async function indexed(account: string): Promise<string[]> {
+  const shards = await Promise.all(
+    Array.from({ length: ACCOUNT_SHARDS }, (_, shard) =>
+      redis.commands.zRange(orderKeys.index(account, shard), 0, -1),
+    ),
+  );
+  return shards.flat().sort();
+}
 
 orderStateContract('redis', async () => {
   const state = new RedisOrderState(redis, RETENTION_MS);
@@ -110,18 +124,110 @@ describe('RedisOrderState specifics', () => {
       expect(ttl).toBeGreaterThan(50_000);
       expect(ttl).toBeLessThanOrEqual(60_000);
     }
-    expect((await redis.commands.zRange(orderKeys.index(acc), 0, -1)).sort()).toEqual(['o1', 'o2']);
+    expect(await indexed(acc)).toEqual(['o1', 'o2']);
     // A rebuild from a store that holds only o2: o1's keys go, found from the index.
     await shortLived.beginRebuild(acc);
-    await shortLived.load(
-      acc,
-      (async function* () {
-        yield await Promise.resolve({ ...purchase, id: 'p2', orderId: 'o2' });
-      })(),
-    );
+    await shortLived.load(acc, from([{ ...purchase, id: 'p2', orderId: 'o2' }]));
     expect(await redis.commands.exists(orderKeys.order(acc, 'o1'))).toBe(0);
     expect(await redis.commands.exists(orderKeys.applied(acc, 'o1'))).toBe(0);
     expect((await shortLived.get(acc, 'o2'))!.purchaseEventId).toBe('p2');
-    expect(await redis.commands.zRange(orderKeys.index(acc), 0, -1)).toEqual(['o2']);
+    expect(await indexed(acc)).toEqual(['o2']);
+  });
+
+  it('reads an order of the layout before the sharding, refuses its first batch, and the rebuild removes that layout', async () => {
+    const acc = `${account}e`;
+    const state = new RedisOrderState(redis, RETENTION_MS);
+    const purchase = {
+      id: 'p',
+      orderId: 'old',
+      kind: 'event',
+      action: 'purchase',
+      ts: 1_000,
+      subtotal: toUnits(15),
+      fields: { coupon_code: 'K' },
+    } as const;
+    // An account as the release before left it: its ready marker, its index and an order, all on the
+    // account's tag. The hash format did not change, so the order's keys are copied from one written now.
+    const source = `${acc}src`;
+    await state.beginRebuild(source);
+    await state.load(source, from([purchase]));
+    const legacy = orderKeys.legacy;
+    await redis.commands.set(legacy.ready(acc), new Date().toISOString());
+    await redis.commands.hSet(
+      legacy.order(acc, 'old'),
+      await redis.commands.hGetAll(orderKeys.order(source, 'old')),
+    );
+    await redis.commands.hSet(legacy.applied(acc, 'old'), { p: '1' });
+    await redis.commands
+      .multi()
+      .zAdd(legacy.index(acc), { score: Date.now() + RETENTION_MS, value: 'old' })
+      .exec();
+
+    // Before any batch, the API still finds the order (an entity update needs it to exist).
+    const before = await state.get(acc, 'old');
+    expect(before).toMatchObject({ version: 1, purchaseEventId: 'p', subtotal: toUnits(15) });
+    expect(before!.fields.coupon_code!.value).toBe('K');
+    expect(await state.get(acc, 'missing')).toBeUndefined();
+
+    // No shard of the account is ready: its first batch is refused, and nothing is written.
+    const refund = {
+      ...purchase,
+      id: 'r',
+      action: 'refund',
+      ts: 2_000,
+      subtotal: toUnits(5),
+      fields: {},
+    } as const;
+    await expect(state.apply(acc, [refund])).rejects.toBeInstanceOf(OrdersNotWarmError);
+    expect(await redis.commands.exists(orderKeys.order(acc, 'old'))).toBe(0);
+
+    // The rebuild the processor then runs (OrdersRebuild): from the store's change log, here the purchase.
+    expect(await state.beginRebuild(acc)).toBe(true);
+    expect(await state.load(acc, from([purchase]))).toBe(1);
+    await state.endRebuild(acc);
+    for (const key of [
+      legacy.ready(acc),
+      legacy.index(acc),
+      legacy.order(acc, 'old'),
+      legacy.applied(acc, 'old'),
+    ])
+      expect([key, await redis.commands.exists(key)]).toEqual([key, 0]);
+    expect(await state.get(acc, 'old')).toEqual(before);
+
+    // The batch again: the refund applies once; the purchase redelivered moves nothing.
+    const { outcomes } = await state.apply(acc, [refund, purchase]);
+    expect(outcomes.map((o) => [o.applied, o.seq])).toEqual([
+      [true, 2],
+      [false, 1],
+    ]);
+    expect(await state.get(acc, 'old')).toMatchObject({ version: 2, subtotal: toUnits(10), adjustments: 1 });
+    // A process that has not looked since finds no legacy orders either.
+    expect(await new RedisOrderState(redis, RETENTION_MS).get(acc, 'missing')).toBeUndefined();
+  });
+
+  it("applies a batch over many shards in each order's own sequence, one outcome per change in place", async () => {
+    const acc = `${account}f`;
+    const state = new RedisOrderState(redis, RETENTION_MS);
+    await state.beginRebuild(acc);
+    await state.load(acc, none());
+    // 40 orders (on many shards), each a purchase then two returns, interleaved across orders.
+    const orderIds = Array.from({ length: 40 }, (_, i) => `m${i}`);
+    const batch = [0, 1, 2].flatMap((step) =>
+      orderIds.map((orderId) => ({
+        id: `${orderId}-${step}`,
+        orderId,
+        kind: 'event' as const,
+        action: step === 0 ? ('purchase' as const) : ('return' as const),
+        ts: step,
+        subtotal: toUnits(step === 0 ? 100 : 1),
+        fields: { ship_address: `${orderId}-${step}` },
+      })),
+    );
+    const { outcomes, orders } = await state.apply(acc, batch);
+    expect(outcomes.map((o) => o.seq)).toEqual(batch.map((c) => Number(c.id.split('-')[1]) + 1));
+    expect(orders.map((o) => o.orderId).sort()).toEqual([...orderIds].sort());
+    for (const order of orders)
+      expect(order).toMatchObject({ version: 3, subtotal: toUnits(98), adjustments: 2 });
+    expect(new Set(orderIds.map((id) => orderKeys.order(acc, id).split('}')[0])).size).toBeGreaterThan(20);
   });
 });

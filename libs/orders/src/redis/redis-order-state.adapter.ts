@@ -1,32 +1,67 @@
 import type { DriverHealth } from '@cdp/contracts';
-import { RebuildLocks, type RedisCommands, type RedisConnection } from '@cdp/redis';
+import {
+  ACCOUNT_SHARDS,
+  accountShard,
+  accountShardPrefix,
+  groupBy,
+  RebuildLocks,
+  shardPrefixOf,
+  type RedisCommands,
+  type RedisConnection,
+} from '@cdp/redis';
 import type { OrderChange, OrderSnapshot, OrderValue } from '@cdp/domain';
-import { OrdersNotWarmError, OrderState, type ApplyResult } from '../order-state.port.js';
+import { OrdersNotWarmError, OrderState, type ApplyResult, type ChangeOutcome } from '../order-state.port.js';
 import { ORDER_APPLY_FN, ORDER_LIBRARY } from './redis-order-functions.js';
 
-/** Every key carries `{<account>}`, so an account's orders share one cluster slot with its identities. */
+/**
+ * An order's keys are on the shard of its order id (`{<account>#hh}`), beside that shard's index and
+ * ready marker, so a big account's orders use every primary of a cluster (docs/architecture.md, "One
+ * account across the cluster"): a function call may touch one slot only, so each shard's call checks
+ * its own ready marker. The rebuild lock guards the whole account and stays on the account's tag.
+ */
 export const orderKeys = {
-  ready: (account: string) => `cdp:{${account}}:orders-ready`,
+  ready: (account: string, shard: number) => `${accountShardPrefix(account, shard)}orders-ready`,
   rebuilding: (account: string) => `cdp:{${account}}:orders-rebuilding`,
-  order: (account: string, orderId: string) => `cdp:{${account}}:o:${orderId}`,
-  applied: (account: string, orderId: string) => `cdp:{${account}}:oa:${orderId}`,
+  order: (account: string, orderId: string) => `${shardPrefixOf(account, orderId)}o:${orderId}`,
+  applied: (account: string, orderId: string) => `${shardPrefixOf(account, orderId)}oa:${orderId}`,
   /** Entity updates waiting for an order event accepted before them (redis-order-functions.ts). */
-  pending: (account: string, orderId: string) => `cdp:{${account}}:op:${orderId}`,
-  /** Sorted set: order id -> when its keys expire (redis-order-functions.ts). */
-  index: (account: string) => `cdp:{${account}}:orders`,
+  pending: (account: string, orderId: string) => `${shardPrefixOf(account, orderId)}op:${orderId}`,
+  /** Sorted set of the shard's orders: order id -> when its keys expire (redis-order-functions.ts). */
+  index: (account: string, shard: number) => `${accountShardPrefix(account, shard)}orders`,
+  /**
+   * The layout before the sharding, all on the account's tag: read by `get` until the account's first
+   * rebuild on this release, which deletes it (the missing shard ready markers force that rebuild).
+   */
+  legacy: {
+    ready: (account: string) => `cdp:{${account}}:orders-ready`,
+    order: (account: string, orderId: string) => `cdp:{${account}}:o:${orderId}`,
+    applied: (account: string, orderId: string) => `cdp:{${account}}:oa:${orderId}`,
+    pending: (account: string, orderId: string) => `cdp:{${account}}:op:${orderId}`,
+    index: (account: string) => `cdp:{${account}}:orders`,
+  },
 };
 
 /** Changes per function call while rebuilding: each call blocks Redis for its duration. */
 const LOAD_CHUNK = 500;
 
+/** Orders deleted per MULTI while forgetting an account. */
+const FORGET_PAGE = 1000;
+
+type WireOutcome = [0 | 1, number, 0 | 1, 0 | 1];
+
 /**
  * The order state in Redis: one hash per order, one of applied change ids and one of pending entity
- * updates, a batch per function call.
+ * updates. A batch is one function call per shard it touches, all at once: an order's changes are all
+ * on its shard and keep their order there; different orders are independent. A crash between two
+ * shards' calls leaves the others to the redelivery, which is safe: a change whose id an order's
+ * applied hash holds is answered from it and moves nothing (redis-order-functions.ts).
  */
 export class RedisOrderState extends OrderState {
   private readonly redis: RedisCommands;
   readonly persistent = true;
   private readonly locks: RebuildLocks;
+  /** Accounts seen without orders in the layout before the sharding: `get` reads no legacy hash for them. */
+  private readonly legacyGone = new Set<string>();
 
   /** `retentionMs`: an order's keys expire this long after its last applied change. */
   constructor(
@@ -45,6 +80,35 @@ export class RedisOrderState extends OrderState {
 
   private async call(account: string, changes: OrderChange[], rebuilding: boolean): Promise<ApplyResult> {
     if (changes.length === 0) return { outcomes: [], orders: [] };
+    // One call per shard even on a single server: the same path everywhere, and a shard's call is small.
+    const shards = groupBy(changes.keys(), (i) => accountShard(changes[i]!.orderId));
+    const outcomes: ChangeOutcome[] = new Array<ChangeOutcome>(changes.length);
+    const orders: OrderSnapshot[] = [];
+    const calls = await Promise.allSettled(
+      [...shards].map(async ([shard, indices]) => {
+        const part = await this.callShard(
+          account,
+          shard,
+          indices.map((i) => changes[i]!),
+          rebuilding,
+        );
+        indices.forEach((i, k) => (outcomes[i] = part.outcomes[k]!));
+        orders.push(...part.orders);
+      }),
+    );
+    // Every call has ended before this throws: a caller that rebuilds and applies again races none.
+    const failed = calls.find((c): c is PromiseRejectedResult => c.status === 'rejected');
+    if (failed) throw failed.reason;
+    return { outcomes, orders };
+  }
+
+  /** Applies the changes of one shard's orders in one atomic function call (`changes` in order). */
+  private async callShard(
+    account: string,
+    shard: number,
+    changes: OrderChange[],
+    rebuilding: boolean,
+  ): Promise<ApplyResult> {
     const orderIds: string[] = [];
     const index = new Map<string, number>();
     const encoded = changes.map((c) => {
@@ -59,7 +123,7 @@ export class RedisOrderState extends OrderState {
       if (c.total !== undefined) wire.t = String(c.total);
       return [i, wire];
     });
-    const keys = [orderKeys.ready(account), orderKeys.index(account)];
+    const keys = [orderKeys.ready(account, shard), orderKeys.index(account, shard)];
     for (const id of orderIds)
       keys.push(orderKeys.order(account, id), orderKeys.applied(account, id), orderKeys.pending(account, id));
     const args = [
@@ -75,10 +139,7 @@ export class RedisOrderState extends OrderState {
       if (/CDP_ORDERS_NOT_WARM/.test(String(err))) throw new OrdersNotWarmError(account);
       throw err;
     }
-    const [outcomes, touched] = JSON.parse(raw) as [
-      [0 | 1, number, 0 | 1, 0 | 1][],
-      [number, string[]][] | object,
-    ];
+    const [outcomes, touched] = JSON.parse(raw) as [WireOutcome[], [number, string[]][] | object];
     // cjson encodes an empty array as {}.
     const orders: [number, string[]][] = Array.isArray(touched) ? (touched as [number, string[]][]) : [];
     return {
@@ -92,15 +153,27 @@ export class RedisOrderState extends OrderState {
     };
   }
 
+  /**
+   * The order from its shard, or else (an account not rebuilt since the sharding) from the layout
+   * before, so "does the order exist" holds across the upgrade.
+   */
   async get(account: string, orderId: string): Promise<OrderSnapshot | undefined> {
     const hash = await this.redis.hGetAll(orderKeys.order(account, orderId));
-    if (!hash.v) return undefined;
-    return decode(orderId, Object.entries(hash).flat());
+    if (hash.v) return decode(orderId, Object.entries(hash).flat());
+    if (this.legacyGone.has(account)) return undefined;
+    // The legacy index lists every legacy order (indexed in the call that wrote it): without it, none.
+    if (!(await this.redis.exists(orderKeys.legacy.index(account)))) {
+      this.legacyGone.add(account);
+      return undefined;
+    }
+    const legacy = await this.redis.hGetAll(orderKeys.legacy.order(account, orderId));
+    return legacy.v ? decode(orderId, Object.entries(legacy).flat()) : undefined;
   }
 
   async beginRebuild(account: string): Promise<boolean> {
     if (!(await this.locks.acquire(orderKeys.rebuilding(account)))) return false;
-    await this.redis.del(orderKeys.ready(account));
+    // One key per shard, each its own slot: sent at once (the client pipelines them).
+    await Promise.all(shardNumbers().map((shard) => this.redis.del(orderKeys.ready(account, shard))));
     return true;
   }
 
@@ -118,10 +191,11 @@ export class RedisOrderState extends OrderState {
     }
     await this.call(account, chunk, true);
     this.locks.stopRenewing(orderKeys.rebuilding(account));
-    const open = this.redis.multi();
-    open.set(orderKeys.ready(account), new Date().toISOString());
-    open.del(orderKeys.rebuilding(account));
-    await open.exec();
+    // Every shard is loaded before any opens; a crash midway leaves some shards closed, and the first
+    // batch that touches one rebuilds the account again.
+    const now = new Date().toISOString();
+    await Promise.all(shardNumbers().map((shard) => this.redis.set(orderKeys.ready(account, shard), now)));
+    await this.redis.del(orderKeys.rebuilding(account));
     return count;
   }
 
@@ -131,20 +205,38 @@ export class RedisOrderState extends OrderState {
   }
 
   /**
-   * Deletes the account's orders, found from its index a page at a time; a page leaves the index only
-   * with its keys (one MULTI), so a crash in between leaves nothing unindexed.
+   * Deletes the account's orders: those of the layout before the sharding (and its ready marker), then
+   * every shard's, all shards at once.
    */
   private async forget(account: string): Promise<void> {
-    const index = orderKeys.index(account);
+    const legacy = orderKeys.legacy;
+    await this.forgetIndexed(legacy.index(account), (id) => [
+      legacy.order(account, id),
+      legacy.applied(account, id),
+      legacy.pending(account, id),
+    ]);
+    await this.redis.del(legacy.ready(account));
+    this.legacyGone.add(account);
+    await Promise.all(
+      shardNumbers().map((shard) =>
+        this.forgetIndexed(orderKeys.index(account, shard), (id) => [
+          orderKeys.order(account, id),
+          orderKeys.applied(account, id),
+          orderKeys.pending(account, id),
+        ]),
+      ),
+    );
+  }
+
+  /**
+   * Deletes the orders an index lists, a page at a time; a page leaves the index only with its keys (one
+   * MULTI: the index and its orders share a slot), so a crash in between leaves nothing unindexed.
+   */
+  private async forgetIndexed(index: string, keysOf: (orderId: string) => string[]): Promise<void> {
     for (;;) {
-      const page = await this.redis.zRange(index, 0, 999);
+      const page = await this.redis.zRange(index, 0, FORGET_PAGE - 1);
       if (page.length === 0) return;
-      const doomed = page.flatMap((id) => [
-        orderKeys.order(account, id),
-        orderKeys.applied(account, id),
-        orderKeys.pending(account, id),
-      ]);
-      await this.redis.multi().unlink(doomed).zRem(index, page).exec();
+      await this.redis.multi().unlink(page.flatMap(keysOf)).zRem(index, page).exec();
     }
   }
 
@@ -155,6 +247,10 @@ export class RedisOrderState extends OrderState {
   close(): Promise<void> {
     return Promise.resolve(); // the connection belongs to the drivers module
   }
+}
+
+function shardNumbers(): number[] {
+  return Array.from({ length: ACCOUNT_SHARDS }, (_, shard) => shard);
 }
 
 function decode(orderId: string, flat: string[]): OrderSnapshot {
