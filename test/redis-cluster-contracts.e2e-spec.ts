@@ -87,6 +87,30 @@ describe('the Redis connection on a cluster', () => {
     for (let i = 0; i < 600; i += 37) expect(await store.get(account, `key-${i}`)).toBe(`{"n":${i}}`);
   });
 
+  it("spreads one account's list memberships over every primary, and reads them all back", async () => {
+    const account = `members${Math.random().toString(36).slice(2, 8)}`;
+    const state = new RedisConsentState(file.redis);
+    const changes = Array.from({ length: 600 }, (_, i) => ({
+      customerId: `c-${i}`,
+      listId: 'news',
+      subscribed: i % 3 !== 0,
+      at: 1000 + i,
+    }));
+    expect((await state.apply(account, changes)).map((c) => c.version)).toEqual(changes.map(() => 1));
+    const counts = (await file.cluster.keysByPrimary(`cdp:{${account}#*}:consent:*`)).map(
+      (keys) => keys.length,
+    );
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(600);
+    for (const count of counts) {
+      expect(count / 600).toBeGreaterThan(0.2);
+      expect(count / 600).toBeLessThan(0.5);
+    }
+    const seen = new Map<string, boolean>();
+    for await (const s of state.customers(account)) seen.set(s.customerId, s.lists.news!);
+    expect(seen.size).toBe(600);
+    for (const c of changes) expect(seen.get(c.customerId)).toBe(c.subscribed);
+  });
+
   it("spreads one account's orders over every primary, a batch being one call per shard it touches", async () => {
     const account = `ospread${Math.random().toString(36).slice(2, 8)}`;
     const state = new RedisOrderState(file.redis, 400 * 86_400_000);

@@ -1,5 +1,17 @@
 import type { DriverHealth } from '@cdp/contracts';
-import type { RedisBatch, RedisCommands, RedisConnection } from '@cdp/redis';
+import {
+  ACCOUNT_SHARDS,
+  accountShard,
+  accountShardPrefix,
+  groupBy,
+  clearIndexedHashes,
+  moveIndexedHashesToShards,
+  type IndexedHashes,
+  OncePerAccount,
+  shardPrefixOf,
+  type RedisCommands,
+  type RedisConnection,
+} from '@cdp/redis';
 import {
   ConsentState,
   type AppliedConsentChange,
@@ -11,16 +23,16 @@ import {
 const VERSION_FIELD = '__v';
 
 /**
- * Applies a batch of changes in one atomic call. A list's value is '1' or '0', followed by the \`at\` of
+ * Applies changes in one atomic call, in order. A list's value is '1' or '0', followed by the \`at\` of
  * the change that set it when it had one: a change whose \`at\` is not newer is skipped (it counts no
- * version). KEYS: one consent hash per customer, then the account's index of customers. ARGV[1] JSON
- * [[key index, list, '1'|'0', at or ''], ...]; ARGV[2] JSON [customer id, ...] in KEYS' order.
- * Returns [[version after it, applied 1|0], ...].
+ * version). Two keys per customer: its shard's index (KEYS[2c-1]) and its consent hash (KEYS[2c]).
+ * ARGV[1] JSON [[customer number c, list, '1'|'0', at or ''], ...]; ARGV[2] JSON [customer id, ...] in
+ * that order. Returns [[version after it, applied 1|0], ...].
  */
 const APPLY = `
 local out = {}
 for i, c in ipairs(cjson.decode(ARGV[1])) do
-  local key = KEYS[c[1] + 1]
+  local key = KEYS[2 * c[1]]
   local at = tonumber(c[4])
   local last = nil
   if at then last = tonumber(string.sub(redis.call('HGET', key, c[2]) or '', 2)) end
@@ -31,28 +43,50 @@ for i, c in ipairs(cjson.decode(ARGV[1])) do
     redis.call('HSET', key, c[2], c[3] .. c[4])
   end
 end
-local index = KEYS[#KEYS]
-for _, customer in ipairs(cjson.decode(ARGV[2])) do redis.call('SADD', index, customer) end
+for c, customer in ipairs(cjson.decode(ARGV[2])) do redis.call('SADD', KEYS[2 * c - 1], customer) end
 return out`;
 
 /** A list's stored value: membership, then the \`at\` of the change that set it, if it had one. */
 const stored = (subscribed: boolean, at: number | undefined) => (subscribed ? '1' : '0') + (at ?? '');
 
-/** Key layout: the account as hash tag (one cluster slot per account, as for identity and profiles). */
+/** How many customers a rebuild writes per round of pipelined commands. */
+const LOAD_ROUND = 500;
+
+/**
+ * Key layout: a customer's consent hash on its account shard (`{<account>#hh}`, hh the shard of the
+ * customer id), beside that shard's index, so a big account's memberships use every primary of a
+ * cluster (docs/architecture.md, "One account across the cluster"). No Redis call writes two customers'
+ * memberships together with anything else of theirs (a merge reads each hash on its own), so the
+ * customer is the unit.
+ */
 export const consentKeys = {
-  customer: (account: string, customerId: string) => `cdp:{${account}}:consent:${customerId}`,
-  /** The customers that have a consent hash: readers and rebuilds find the keys from it, never by SCAN. */
-  index: (account: string) => `cdp:{${account}}:consent-customers`,
+  customer: (account: string, customerId: string) =>
+    `${shardPrefixOf(account, customerId)}consent:${customerId}`,
+  /** The shard's customers that have a consent hash: readers and rebuilds find the keys from it, never by SCAN. */
+  index: (account: string, shard: number) => `${accountShardPrefix(account, shard)}consent-customers`,
+  /** The layout before the sharding: the account's own hash tag, one index (read only to move it). */
+  legacyCustomer: (account: string, customerId: string) => `cdp:{${account}}:consent:${customerId}`,
+  legacyIndex: (account: string) => `cdp:{${account}}:consent-customers`,
 };
 
 /**
  * List memberships in Redis: one hash per customer (list id → 1 or 0, and the \`at\` that set it) and a
- * change counter. A batch of changes is one script call: applied atomically, in order, each answered
- * with the counter after it; the same call adds the customer to the account's index, so no hash exists
- * unindexed.
+ * change counter. A batch is one script call (APPLY) on a single server, and on a cluster one per shard
+ * the batch touches: each applied atomically, in order, each change answered with the counter after it.
+ * A customer's changes are all on its shard, so their order holds; a crash between two shards' calls
+ * leaves the rest to the redelivery, whose changes carry the same \`at\` and are skipped where applied
+ * (a change without one counts again, as any repeated batch did before). The same call adds the
+ * customer to its shard's index, so no hash exists unindexed.
+ *
+ * An account's memberships written before the sharding (one hash tag, one index) are moved to the shards
+ * the first time a process touches the account (`moved`, moveIndexedHashesToShards in @cdp/redis).
  */
 export class RedisConsentState extends ConsentState {
   private readonly redis: RedisCommands;
+  /** Accounts this process has checked for (and moved) memberships in the layout before the sharding. */
+  private readonly moved = new OncePerAccount((account) =>
+    moveIndexedHashesToShards(this.connection, this.hashesOf(account)),
+  );
   constructor(private readonly connection: RedisConnection) {
     super();
     this.redis = connection.commands;
@@ -60,65 +94,102 @@ export class RedisConsentState extends ConsentState {
 
   async apply(account: string, changes: ConsentChange[]): Promise<AppliedConsentChange[]> {
     if (changes.length === 0) return [];
-    const customers: string[] = [];
-    const slot = new Map<string, number>();
-    const encoded = changes.map((c) => {
-      let i = slot.get(c.customerId);
-      if (i === undefined) slot.set(c.customerId, (i = customers.push(c.customerId) - 1));
-      return [i, c.listId, c.subscribed ? '1' : '0', c.at === undefined ? '' : String(c.at)];
-    });
-    // EVAL, not a Functions library: the script is short, and a Redis restarted without persistence
-    // needs nothing loaded again.
-    const replies = (await this.redis.eval(APPLY, {
-      keys: [...customers.map((c) => consentKeys.customer(account, c)), consentKeys.index(account)],
-      arguments: [JSON.stringify(encoded), JSON.stringify(customers)],
-    })) as [number, number][];
-    return changes.map((c, i) => {
-      const [version, applied] = replies[i]!;
-      return applied ? { ...c, version } : { ...c, version, stale: true };
-    });
+    await this.moved.run(account);
+    // A single server takes every shard's keys in one call; a cluster, one call per shard (its slot).
+    const groups = groupBy(changes.keys(), (i) =>
+      this.connection.isCluster ? accountShard(changes[i]!.customerId) : 0,
+    );
+    const out: AppliedConsentChange[] = new Array<AppliedConsentChange>(changes.length);
+    await Promise.all(
+      [...groups.values()].map(async (indices) => {
+        const customers: string[] = [];
+        const number = new Map<string, number>();
+        const encoded = indices.map((i) => {
+          const c = changes[i]!;
+          let n = number.get(c.customerId);
+          if (n === undefined) number.set(c.customerId, (n = customers.push(c.customerId)));
+          return [n, c.listId, c.subscribed ? '1' : '0', c.at === undefined ? '' : String(c.at)];
+        });
+        // EVAL, not a Functions library: the script is short, and a Redis restarted without persistence
+        // needs nothing loaded again.
+        const replies = (await this.redis.eval(APPLY, {
+          keys: customers.flatMap((c) => [
+            consentKeys.index(account, accountShard(c)),
+            consentKeys.customer(account, c),
+          ]),
+          arguments: [JSON.stringify(encoded), JSON.stringify(customers)],
+        })) as [number, number][];
+        indices.forEach((i, k) => {
+          const [version, applied] = replies[k]!;
+          const c = changes[i]!;
+          out[i] = applied ? { ...c, version } : { ...c, version, stale: true };
+        });
+      }),
+    );
+    return out;
   }
 
   async get(account: string, customerId: string): Promise<ConsentSnapshot | undefined> {
+    await this.moved.run(account);
     return snapshotOf(customerId, await this.redis.hGetAll(consentKeys.customer(account, customerId)));
   }
 
   async *customers(account: string): AsyncIterable<ConsentSnapshot> {
-    for await (const customers of this.connection.setMembers(consentKeys.index(account))) {
-      // One round trip per page of the index: the hashes of its customers read together.
-      const pipeline = this.redis.multi();
-      for (const customer of customers) pipeline.hGetAll(consentKeys.customer(account, customer));
-      const hashes = (await pipeline.execAsPipeline()) as unknown as Record<string, string>[];
-      for (const [i, customer] of customers.entries()) {
-        const snapshot = snapshotOf(customer, hashes[i] ?? {});
-        if (snapshot) yield snapshot;
+    await this.moved.run(account);
+    for (let shard = 0; shard < ACCOUNT_SHARDS; shard++)
+      for await (const customers of this.connection.setMembers(consentKeys.index(account, shard))) {
+        // One round trip per page of a shard's index: its customers' hashes (one slot) read together.
+        const pipeline = this.redis.multi();
+        for (const customer of customers) pipeline.hGetAll(consentKeys.customer(account, customer));
+        const hashes = (await pipeline.execAsPipeline()) as unknown as Record<string, string>[];
+        for (const [i, customer] of customers.entries()) {
+          const snapshot = snapshotOf(customer, hashes[i] ?? {});
+          if (snapshot) yield snapshot;
+        }
       }
-    }
   }
 
   async load(account: string, states: AsyncIterable<StoredConsent>): Promise<number> {
-    const index = consentKeys.index(account);
-    await this.connection.clearIndexed(index, (c) => consentKeys.customer(account, c));
+    await clearIndexedHashes(this.connection, this.hashesOf(account));
+    this.moved.markDone(account);
     // The store gives a customer's memberships together (ordered by customer): its version is known
-    // once the next customer starts, so nothing is held per customer.
-    let current: { key: string; version: number } | undefined;
-    const writeVersion = (batch: RedisBatch) => {
-      if (current) batch.hSet(current.key, VERSION_FIELD, String(current.version));
+    // once the next customer starts, so nothing is held per customer. Rounds of single commands, not
+    // MULTI: a round spans shards, which a cluster cannot take in one transaction. A rebuild runs before
+    // the account is ready: a crash midway leaves it not ready, and the next rebuild writes it again.
+    let count = 0;
+    let customers = 0;
+    let round: Promise<unknown>[] = [];
+    let current: { customer: string; key: string; version: number } | undefined;
+    const writeVersion = () => {
+      if (current) round.push(this.redis.hSet(current.key, VERSION_FIELD, String(current.version)));
     };
-    return this.connection.writeInBatches(
-      states,
-      (batch, s) => {
-        const key = consentKeys.customer(account, s.svc_id);
-        if (current?.key !== key) {
-          writeVersion(batch);
-          current = { key, version: 0 };
+    for await (const s of states) {
+      count++;
+      if (current?.customer !== s.svc_id) {
+        writeVersion();
+        current = { customer: s.svc_id, key: consentKeys.customer(account, s.svc_id), version: 0 };
+        round.push(this.redis.sAdd(consentKeys.index(account, accountShard(s.svc_id)), s.svc_id));
+        if (++customers % LOAD_ROUND === 0) {
+          await Promise.all(round);
+          round = [];
         }
-        current.version = Math.max(current.version, s.version);
-        batch.hSet(key, s.list_id, stored(s.subscribed, s.at));
-        batch.sAdd(index, s.svc_id);
-      },
-      { finish: writeVersion },
-    );
+      }
+      current.version = Math.max(current.version, s.version);
+      round.push(this.redis.hSet(current.key, s.list_id, stored(s.subscribed, s.at)));
+    }
+    writeVersion();
+    await Promise.all(round);
+    return count;
+  }
+
+  /** Where the account's hashes live, before the sharding and on its shards. */
+  private hashesOf(account: string): IndexedHashes {
+    return {
+      legacyIndex: consentKeys.legacyIndex(account),
+      legacyHash: (c) => consentKeys.legacyCustomer(account, c),
+      shardedHash: (c) => consentKeys.customer(account, c),
+      shardIndex: (shard) => consentKeys.index(account, shard),
+    };
   }
 
   health(): Promise<DriverHealth> {

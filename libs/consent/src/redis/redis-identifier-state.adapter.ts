@@ -1,9 +1,11 @@
 import type { DriverHealth } from '@cdp/contracts';
 import {
-  ACCOUNT_SHARDS,
   accountShard,
   accountShardPrefix,
   groupBy,
+  clearIndexedHashes,
+  moveIndexedHashesToShards,
+  type IndexedHashes,
   OncePerAccount,
   type RedisCommands,
   type RedisConnection,
@@ -54,17 +56,6 @@ end
 return out`;
 
 /**
- * Writes an identifier's hash moved from the layout before the sharding (KEYS[1] its new hash, KEYS[2] its
- * shard's index; ARGV[1] the index member, then field, value pairs), unless the new hash exists: then a
- * change applied since (by a process that had moved it already) holds the identifier's state.
- */
-const MOVE = `if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('HSET', KEYS[1], unpack(ARGV, 2))
-  redis.call('SADD', KEYS[2], ARGV[1])
-end
-return 1`;
-
-/**
  * Key layout: an identifier's hash on its account shard (`{<account>#hh}`, hh the shard of
  * `<field>:<value>`), beside that shard's index, so a big account's identifiers use every primary of a
  * cluster (docs/architecture.md, "One account across the cluster"). The field name holds no `:`.
@@ -93,12 +84,14 @@ const LOAD_ROUND = 500;
  * same call adds each identifier to its shard's index, so no hash exists unindexed.
  *
  * An account's state written before the sharding (one hash tag, one index) is moved to the shards the
- * first time a process touches the account (`moved`); see MOVE for two processes doing it at once.
+ * first time a process touches the account (`moved`, moveIndexedHashesToShards in @cdp/redis).
  */
 export class RedisIdentifierState extends IdentifierState {
   private readonly redis: RedisCommands;
   /** Accounts this process has checked for (and moved) state in the layout before the sharding. */
-  private readonly moved = new OncePerAccount((account) => this.moveLegacy(account));
+  private readonly moved = new OncePerAccount((account) =>
+    moveIndexedHashesToShards(this.connection, this.hashesOf(account)),
+  );
   constructor(private readonly connection: RedisConnection) {
     super();
     this.redis = connection.commands;
@@ -156,14 +149,7 @@ export class RedisIdentifierState extends IdentifierState {
   }
 
   async load(account: string, changes: AsyncIterable<StoredIdentifierChange>): Promise<number> {
-    await this.connection.clearIndexed(identifierStateKeys.legacyIndex(account), (m) =>
-      identifierStateKeys.legacyIdentifier(account, m),
-    );
-    for (let shard = 0; shard < ACCOUNT_SHARDS; shard++)
-      await this.connection.clearIndexed(identifierStateKeys.index(account, shard), (m) => {
-        const [field, value] = splitMember(m);
-        return identifierStateKeys.identifier(account, field, value);
-      });
+    await clearIndexedHashes(this.connection, this.hashesOf(account));
     this.moved.markDone(account);
     // Rounds of single commands, not MULTI: a round spans shards, which a cluster cannot take in one
     // transaction. A rebuild runs under the rebuild lock, before the account is ready: a crash midway
@@ -188,35 +174,14 @@ export class RedisIdentifierState extends IdentifierState {
     return count;
   }
 
-  /**
-   * Moves the account's state from the layout before the sharding, once per process: each identifier's
-   * hash written to its shard (unless a change since wrote it there: MOVE), then removed, and the old
-   * index last, so a process that crashes midway leaves the rest to the next one.
-   */
-  private async moveLegacy(account: string): Promise<void> {
-    const legacyIndex = identifierStateKeys.legacyIndex(account);
-    if (!(await this.redis.exists(legacyIndex))) return;
-    for await (const members of this.connection.setMembers(legacyIndex)) {
-      // A page's identifiers at once (the client pipelines them), each read, moved, then removed.
-      await Promise.all(
-        members.map(async (member) => {
-          const legacy = identifierStateKeys.legacyIdentifier(account, member);
-          const fields = Object.entries(await this.redis.hGetAll(legacy)).flat();
-          if (fields.length) {
-            const [field, value] = splitMember(member);
-            await this.redis.eval(MOVE, {
-              keys: [
-                identifierStateKeys.identifier(account, field, value),
-                identifierStateKeys.index(account, accountShard(member)),
-              ],
-              arguments: [member, ...fields],
-            });
-          }
-          await this.redis.unlink(legacy);
-        }),
-      );
-      await this.redis.sRem(legacyIndex, members);
-    }
+  /** Where the account's hashes live, before the sharding and on its shards. */
+  private hashesOf(account: string): IndexedHashes {
+    return {
+      legacyIndex: identifierStateKeys.legacyIndex(account),
+      legacyHash: (m) => identifierStateKeys.legacyIdentifier(account, m),
+      shardedHash: (m) => identifierStateKeys.identifier(account, ...splitMember(m)),
+      shardIndex: (shard) => identifierStateKeys.index(account, shard),
+    };
   }
 
   health(): Promise<DriverHealth> {
