@@ -1,4 +1,3 @@
-import type { Identifier } from '@cdp/domain';
 import { configureFaults, InjectedFault, parseFaults, SHARDED_IDENTITY_POINTS } from '@cdp/faults';
 import { IdentityNotWarmError } from '@cdp/identity';
 import { ShardedIdentityIndex, shardedKeys } from '@cdp/identity/redis';
@@ -8,9 +7,15 @@ import {
   FencedError,
   writeShard,
 } from '../libs/identity/src/redis/sharded-lease.js';
-import { identityProperties } from '../libs/identity/src/identity-properties.contract.js';
-import { graphRows, identityIndexContract, record } from '../libs/identity/src/identity.contract.js';
-import type { ResolveInput } from '../libs/identity/src/resolution.js';
+import { graphRows, record } from '../libs/identity/src/identity.contract.js';
+import {
+  cid,
+  email,
+  graphOf,
+  scenario,
+  shardedIdentityContract,
+  vuid,
+} from '../libs/identity/src/redis/sharded-identity.contract.js';
 import { clusterForFile } from './support/redis-cluster.js';
 
 /**
@@ -21,63 +26,8 @@ import { clusterForFile } from './support/redis-cluster.js';
 const file = clusterForFile();
 afterAll(() => configureFaults([]));
 
+const { fresh } = shardedIdentityContract('redis cluster, sharded', () => file.redis, 150);
 const run = Math.random().toString(36).slice(2, 8);
-let accounts = 0;
-/** A new, open account (nothing to rebuild) and an index on it; a short lease so a crash's runs out soon. */
-async function fresh(leaseMs = 400): Promise<{ account: string; index: ShardedIdentityIndex }> {
-  const account = `sh${run}${accounts++}`;
-  await file.redis.commands.set(shardedKeys.ready(account), 'new');
-  return { account, index: new ShardedIdentityIndex(file.redis, { leaseMs }) };
-}
-
-identityIndexContract('redis cluster, sharded', async (names) => {
-  const index = new ShardedIdentityIndex(file.redis);
-  for (const account of names) {
-    await index.beginRebuild(account);
-    await index.load(account, graphRows([]));
-  }
-  return index;
-});
-
-identityProperties(
-  'redis cluster, sharded',
-  async (account) => {
-    await file.redis.commands.set(shardedKeys.ready(account), 'new');
-    return new ShardedIdentityIndex(file.redis);
-  },
-  150,
-);
-
-const email = (value: string): Identifier => ({ kind: 'email', value });
-const vuid = (value: string): Identifier => ({ kind: 'vuid', value });
-const cid = (value: string): Identifier => ({ kind: 'customer_id', value });
-
-/** Where each identifier resolves, and each customer's identifiers (sorted), for comparing two accounts. */
-async function graphOf(index: ShardedIdentityIndex, account: string, ids: Identifier[]) {
-  return Promise.all(
-    ids.map(async (i) => {
-      const owner = await index.lookup(account, i);
-      const members = owner ? await index.identifiersOf(account, owner) : [];
-      return { id: i, owner, members: members.map((m) => `${m.kind}:${m.value}`).sort() };
-    }),
-  );
-}
-
-/** A history that spreads over shards and merges, then a batch that merges more and links new ones. */
-function scenario(tag: string): { before: ResolveInput[][]; batch: ResolveInput[]; ids: Identifier[] } {
-  const before = [
-    [record([email(`${tag}a@x`), cid(`${tag}-1`)], `${tag}a`)],
-    [record([vuid(`${tag}v1`)], `${tag}b`)],
-    [record([email(`${tag}c@x`), vuid(`${tag}v2`)], `${tag}c`)],
-  ];
-  const batch = [
-    record([vuid(`${tag}v1`), email(`${tag}a@x`), vuid(`${tag}v3`)], `${tag}d`, `${tag}-m1`, 0),
-    record([email(`${tag}c@x`), vuid(`${tag}v1`), email(`${tag}e@x`)], `${tag}e`, `${tag}-m1`, 1),
-    record([email(`${tag}f@x`)], `${tag}f`, `${tag}-m2`, 0),
-  ];
-  const ids = [...before.flat(), ...batch].flatMap((r) => r.ids);
-  return { before, batch, ids };
-}
 
 describe('the sharded identity index on a cluster', () => {
   afterEach(() => configureFaults([]));
@@ -108,29 +58,6 @@ describe('the sharded identity index on a cluster', () => {
     expect(await index.lookup(account, email('x2@x'))).toBe(b!.customerId);
     expect((await index.identifiersOf(account, c!.customerId)).length).toBe(3);
   });
-
-  it.each(Object.values(SHARDED_IDENTITY_POINTS))(
-    'a crash at %s: the redelivery, by another processor after the lease, gives the same graph',
-    async (point) => {
-      const control = await fresh();
-      const crashed = await fresh();
-      const { before, batch, ids } = scenario(`k${point.split('.').pop()}`);
-      for (const b of before) {
-        await control.index.resolve(control.account, b);
-        await crashed.index.resolve(crashed.account, b);
-      }
-      const want = await control.index.resolve(control.account, batch);
-      configureFaults(parseFaults(`${point}:throw`));
-      await expect(crashed.index.resolve(crashed.account, batch)).rejects.toThrow(InjectedFault);
-      configureFaults([]);
-      const other = new ShardedIdentityIndex(file.redis, { leaseMs: 400 });
-      expect(await other.resolve(crashed.account, batch)).toEqual(want);
-      expect(await graphOf(other, crashed.account, ids)).toEqual(
-        await graphOf(control.index, control.account, ids),
-      );
-      expect(await file.redis.commands.sMembers(shardedKeys.pending(crashed.account))).toEqual([]);
-    },
-  );
 
   it('a crashed batch is finished by the next batch of another processor, before it reads', async () => {
     const control = await fresh();

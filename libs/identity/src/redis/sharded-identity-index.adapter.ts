@@ -15,7 +15,14 @@ import { IdentityIndex, IdentityNotWarmError, type IdentityGraphRows } from '../
 import { AccountGraph } from '../memory/account-graph.js';
 import { resolveRecord, type ResolveInput, type Resolution } from '../resolution.js';
 import { idKey, idOfKey, ShardedBatchGraph, type ShardedEntry } from './sharded-batch-graph.js';
-import { AccountLeases, accountStep, writeShard, type Lease, type ShardOp } from './sharded-lease.js';
+import {
+  AccountLeases,
+  accountStep,
+  writeShard,
+  writeShards,
+  type Lease,
+  type ShardOp,
+} from './sharded-lease.js';
 
 /** How long a batch waits for a replica to confirm its writes on a shard before it fails (and is redelivered). */
 const REPLICA_WAIT_MS = 2000;
@@ -52,6 +59,10 @@ interface Intent {
 
 /** HMGET on one shard's hash (one call per shard touched). */
 const READ_FIELDS = `return redis.call('HMGET', KEYS[1], unpack(ARGV))`;
+/** HMGET on several hashes in one call (a single server): ARGV[1] JSON [fields of KEYS[1], ...]. */
+const READ_HASHES = `local out = {}
+for i, fields in ipairs(cjson.decode(ARGV[1])) do out[i] = redis.call('HMGET', KEYS[i], unpack(fields)) end
+return out`;
 
 /**
  * The identity index with an account's graph spread over its 256 shard tags, so one account spreads
@@ -147,13 +158,25 @@ export class ShardedIdentityIndex extends IdentityIndex {
     return new ShardedBatchGraph(owners, entries, mergeSeq);
   }
 
-  /** Fields of hashes spread over shards: one HMGET per shard, all at once. */
+  /**
+   * Fields of hashes spread over shards: on a cluster one HMGET per shard, all at once; on a single
+   * server one call for them all.
+   */
   private async readFields(
     hashOf: (field: string) => string,
     fields: string[],
   ): Promise<Map<string, string | undefined>> {
     const byHash = groupBy(fields, hashOf);
     const out = new Map<string, string | undefined>();
+    if (!this.connection.isCluster) {
+      const lists = [...byHash.values()];
+      const values = (await this.redis.eval(READ_HASHES, {
+        keys: [...byHash.keys()],
+        arguments: [JSON.stringify(lists)],
+      })) as (string | null)[][];
+      lists.forEach((list, h) => list.forEach((f, i) => out.set(f, values[h]![i] ?? undefined)));
+      return out;
+    }
     await Promise.all(
       [...byHash].map(async ([hash, list]) => {
         const values = (await this.redis.eval(READ_FIELDS, { keys: [hash], arguments: list })) as (
@@ -220,12 +243,11 @@ export class ShardedIdentityIndex extends IdentityIndex {
     const points = [POINT.losersWritten, POINT.survivorsWritten, POINT.idsWritten, POINT.markersWritten];
     const written = new Set<string>([prefixOf(key)]);
     for (const [n, phase] of intent.phases.entries()) {
-      await Promise.all(
-        Object.entries(phase).map(([prefix, ops]) => {
-          written.add(prefix);
-          return writeShard(this.redis, `${prefix}fence`, `${prefix}done:${key}:${n}`, lease.epoch, ops);
-        }),
-      );
+      const parts = Object.entries(phase).map(([prefix, ops]) => {
+        written.add(prefix);
+        return { fenceKey: `${prefix}fence`, doneKey: `${prefix}done:${key}:${n}`, ops };
+      });
+      await writeShards(this.redis, this.connection.isCluster, lease.epoch, parts);
       faultPoint(points[n]!);
     }
     await Promise.all([...written].map((p) => this.connection.waitForReplica(`${p}fence`, REPLICA_WAIT_MS)));

@@ -134,6 +134,66 @@ export async function writeShard(
 }
 
 /**
+ * `SHARD_WRITE` for several shards in one call, where one server holds every shard (no cluster): KEYS
+ * per shard its fence then its done marker; ARGV: epoch, marker TTL in s, JSON [ops of shard 1, ...].
+ * Every fence is checked before anything is written, so a refusal writes nothing.
+ */
+const SHARDS_WRITE = `
+local epoch = tonumber(ARGV[1])
+for s = 1, #KEYS, 2 do
+  if tonumber(redis.call('GET', KEYS[s]) or '0') > epoch then return redis.error_reply('CDP_FENCED') end
+end
+local parts = cjson.decode(ARGV[3])
+local written = 0
+for s = 1, #KEYS, 2 do
+  redis.call('SET', KEYS[s], ARGV[1])
+  if redis.call('EXISTS', KEYS[s + 1]) == 0 then
+    for _, op in ipairs(parts[(s + 1) / 2]) do
+      if op[1] == 'h' then redis.call('HSET', op[2], op[3], op[4])
+      elseif op[1] == 's' then redis.call('SET', op[2], op[3])
+      elseif op[1] == 'e' then redis.call('SET', op[2], op[3], 'EX', ARGV[2])
+      else redis.call('DEL', op[2]) end
+    end
+    redis.call('SET', KEYS[s + 1], '1', 'EX', ARGV[2])
+    written = written + 1
+  end
+end
+return written`;
+
+/** One shard's part of a step: its fence, its done marker and its writes. */
+export interface ShardPart {
+  fenceKey: string;
+  doneKey: string;
+  ops: ShardOp[];
+}
+
+/**
+ * A step's parts on several shards: on a cluster one fenced write per shard (its slot), all at once; on
+ * a single server one call for them all (the same checks, atomically).
+ */
+export async function writeShards(
+  redis: RedisCommands,
+  cluster: boolean,
+  epoch: number,
+  parts: ShardPart[],
+): Promise<void> {
+  if (parts.length === 0) return;
+  if (cluster) {
+    await Promise.all(parts.map((p) => writeShard(redis, p.fenceKey, p.doneKey, epoch, p.ops)));
+    return;
+  }
+  try {
+    await redis.eval(SHARDS_WRITE, {
+      keys: parts.flatMap((p) => [p.fenceKey, p.doneKey]),
+      arguments: [String(epoch), String(DONE_TTL_S), JSON.stringify(parts.map((p) => p.ops))],
+    });
+  } catch (err) {
+    if (/CDP_FENCED/.test(String(err))) throw new FencedError(`shard write fenced: ${parts[0]!.fenceKey}`);
+    throw err;
+  }
+}
+
+/**
  * The account's own step, checked against the lease: adds or removes a pending intent (and stores the
  * merge counter with an added one). KEYS: lease, pending set, merge counter; ARGV: lease value, 'add' |
  * 'rem', intent key, merge counter.
