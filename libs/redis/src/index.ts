@@ -1,3 +1,4 @@
 export * from './redis-connection.js';
 export * from './rebuild-lock.js';
 export * from './account-shards.js';
+export * from './sets-across-shards.js';
