@@ -111,4 +111,15 @@ describe('the opt-out pool on a single Redis', () => {
     ).toEqual({ eval: 1, sadd: 0, smismember: shardsOf(asked) });
     expect(found).toEqual(asked.filter((_, i) => i % 2 === 0));
   });
+
+  it('takes more members of one shard set than one command is given at once (a thousand)', async () => {
+    const account = `big${Math.random().toString(36).slice(2, 8)}`;
+    const profiles = new RedisProfileState(redis, { requireLoaded: false });
+    const sameShard: Identifier[] = [];
+    for (let i = 0; sameShard.length < 2500; i++)
+      if (accountShard(`vuid:v${i}`) === 0) sameShard.push({ kind: 'vuid', value: `v${i}` });
+    await profiles.addToOptOutPool(account, sameShard.slice(0, 2000));
+    const found = await profiles.inOptOutPool(account, sameShard);
+    expect(found).toEqual(sameShard.slice(0, 2000));
+  });
 });
