@@ -3,6 +3,7 @@ import { RedisIdempotencyStore } from '@cdp/idempotency/redis';
 import { RedisIdentityIndex, RedisProfileState } from '@cdp/identity/redis';
 import { RedisOrderState } from '@cdp/orders/redis';
 import { RedisRateLimiter } from '@cdp/rate-limits/redis';
+import { accountShard } from '@cdp/redis';
 import { consentStateContract } from '../libs/consent/src/consent-state.contract.js';
 import { identifierStateContract } from '../libs/consent/src/identifier-state.contract.js';
 import { idempotencyStoreContract } from '../libs/idempotency/src/idempotency-store.contract.js';
@@ -127,8 +128,11 @@ describe('the Redis connection on a cluster', () => {
     });
     for (let b = 0; b < 6; b++) {
       const batch = Array.from({ length: 100 }, (_, i) => purchase(b * 100 + i));
+      const fcalls = await calls('fcall');
       const { outcomes } = await state.apply(account, batch);
       expect(outcomes.every((o) => o.applied && o.seq === 1)).toBe(true);
+      // A call may touch one slot: one per shard the batch touches (a single server takes one in all).
+      expect((await calls('fcall')) - fcalls).toBe(new Set(batch.map((c) => accountShard(c.orderId))).size);
     }
     // Each primary's share of the account's order hashes (SCAN on each; the account is unique to the run).
     const counts = (await file.cluster.keysByPrimary(`cdp:{${account}#*}:o:*`)).map((keys) => keys.length);
@@ -150,12 +154,25 @@ describe('the Redis connection on a cluster', () => {
     expect(left).toHaveLength(256);
   });
 
+  it("spreads one account's opt-out pool over every primary, asked and added to per shard set", async () => {
+    const account = `pspread${Math.random().toString(36).slice(2, 8)}`;
+    const profiles = new RedisProfileState(file.redis, { requireLoaded: false });
+    const email = (i: number) => ({ kind: 'email', value: `c${i}@example.com` });
+    const opted = Array.from({ length: 600 }, (_, i) => email(2 * i));
+    await profiles.addToOptOutPool(account, opted);
+    const sets = await file.cluster.keysByPrimary(`cdp:{${account}#*}:optout`);
+    expect(sets.flat()).toHaveLength(new Set(opted.map((id) => accountShard(`email:${id.value}`))).size);
+    for (const onPrimary of sets) expect(onPrimary.length / sets.flat().length).toBeGreaterThan(0.2);
+    const asked = Array.from({ length: 1200 }, (_, i) => email(i));
+    expect(await profiles.inOptOutPool(account, asked)).toEqual(asked.filter((_, i) => i % 2 === 0));
+  });
+
   it('acknowledges a batch only once a replica holds it (WAIT 1), and says what that costs a batch', async () => {
     const index = new RedisIdentityIndex(file.redis);
     const account = `wait${Math.random().toString(36).slice(2, 8)}`;
     await index.beginRebuild(account);
     await index.load(account, graphRows([]));
-    const waitsBefore = await waitCalls();
+    const waitsBefore = await calls('wait');
     const batches = 200;
     let resolving = 0;
     let settling = 0;
@@ -170,7 +187,7 @@ describe('the Redis connection on a cluster', () => {
       resolving += t1 - t0;
       settling += performance.now() - t1;
     }
-    expect((await waitCalls()) - waitsBefore).toBeGreaterThanOrEqual(batches);
+    expect((await calls('wait')) - waitsBefore).toBeGreaterThanOrEqual(batches);
     let waiting = 0;
     for (let b = 0; b < batches; b++) {
       const t0 = performance.now();
@@ -184,11 +201,9 @@ describe('the Redis connection on a cluster', () => {
   });
 });
 
-/** WAIT commands the primaries have run (INFO commandstats). */
-async function waitCalls(): Promise<number> {
+/** How many times the primaries ran `command`, together (INFO commandstats). */
+async function calls(command: string): Promise<number> {
   const stats = await file.redis.onEveryPrimary(['INFO', 'commandstats']);
-  return stats.reduce<number>(
-    (sum, text) => sum + Number(/cmdstat_wait:calls=(\d+)/.exec(String(text))?.[1] ?? 0),
-    0,
-  );
+  const pattern = new RegExp(`cmdstat_${command}:calls=(\\d+)`);
+  return stats.reduce<number>((sum, text) => sum + Number(pattern.exec(String(text))?.[1] ?? 0), 0);
 }

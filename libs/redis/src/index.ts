@@ -2,3 +2,4 @@ export * from './redis-connection.js';
 export * from './rebuild-lock.js';
 export * from './account-shards.js';
 export * from './legacy-move.js';
+export * from './sets-across-shards.js';

@@ -10,11 +10,13 @@ import { IdentityNotWarmError } from '../identity-index.port.js';
 import {
   accountShard,
   ACCOUNT_SHARDS,
+  addToSets,
   groupBy,
   OncePerAccount,
   type RedisBatch,
   type RedisCommands,
   type RedisConnection,
+  setsHold,
 } from '@cdp/redis';
 import { foldedProfile } from '../profile-fold.js';
 import type { FieldTimes } from '../field-order.js';
@@ -30,10 +32,9 @@ const REDACTED_FIELD = '__r';
 const TIME_PREFIX = '__t:';
 const poolMember = (id: Identifier) => `${id.kind}:${id.value}`;
 
-/** Pool members by their account shard. */
-const shardsOf = (members: Iterable<string>) => groupBy(members, accountShard);
-
-const poolShards = (ids: readonly Identifier[]) => shardsOf(ids.map(poolMember));
+/** Pool members by the key of their account shard's set. */
+const poolSets = (account: string, members: Iterable<string>) =>
+  groupBy(members, (member) => keys.optOutPool(account, accountShard(member)));
 
 /**
  * Hot profiles in Redis: one hash per customer, each value JSON-encoded (so booleans stay booleans),
@@ -194,28 +195,22 @@ export class RedisProfileState extends ProfileState {
 
   /**
    * The opt-out pool is one set per account shard (hh of `<kind>:<value>`), so a big account's pool uses
-   * every primary of a cluster; a batch asks each shard it touches once, the shards at once.
+   * every primary of a cluster; a batch asks or adds to every shard set it touches in one call on a single
+   * server, and on a cluster once per shard, the shards at once (setsHold, addToSets).
    */
   async addToOptOutPool(account: string, ids: readonly Identifier[]): Promise<void> {
     if (ids.length === 0) return;
     await this.poolMoved.run(account);
-    await Promise.all(
-      [...poolShards(ids)].map(([shard, members]) =>
-        this.redis.sAdd(keys.optOutPool(account, shard), members),
-      ),
-    );
+    await addToSets(this.connection, poolSets(account, ids.map(poolMember)));
   }
 
   async inOptOutPool(account: string, ids: readonly Identifier[]): Promise<Identifier[]> {
     if (ids.length === 0) return [];
     await this.poolMoved.run(account);
+    const sets = poolSets(account, ids.map(poolMember));
     const found = new Set<string>();
-    await Promise.all(
-      [...poolShards(ids)].map(async ([shard, members]) => {
-        const answers = await this.redis.smIsMember(keys.optOutPool(account, shard), members);
-        members.forEach((m, i) => answers[i] && found.add(m));
-      }),
-    );
+    for (const [key, answers] of await setsHold(this.connection, sets))
+      sets.get(key)!.forEach((member, i) => answers[i] && found.add(member));
     return ids.filter((id) => found.has(poolMember(id)));
   }
 
@@ -262,9 +257,7 @@ export class RedisProfileState extends ProfileState {
     const legacy = legacyKeys.optOutPool(account);
     if (!(await this.redis.exists(legacy))) return;
     for await (const members of this.connection.setMembers(legacy))
-      await Promise.all(
-        [...shardsOf(members)].map(([shard, page]) => this.redis.sAdd(keys.optOutPool(account, shard), page)),
-      );
+      await addToSets(this.connection, poolSets(account, members));
     await this.redis.del(legacy);
   }
 

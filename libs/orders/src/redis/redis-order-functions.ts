@@ -15,17 +15,21 @@ import type { RedisLibrary } from '@cdp/redis';
  * Pending hash of an order: change id -> JSON of an entity update waiting for an order event accepted
  * before it (`applyOrderChangeInOrder`); applied, in acceptance order, by the call that applies that event.
  * Index of a shard's orders: a sorted set, order id -> when its keys expire (ms). A rebuild finds
- * the keys to delete from it (no keyspace scan); every call drops the members already expired.
+ * the keys to delete from it (no keyspace scan); a call drops the expired members of those it touches.
  * An order's keys expire `retention` ms after its last applied change (CDP_ORDER_RETENTION_DAYS).
  *
- * A call takes the orders of one account shard (their keys, the shard's index and ready marker share a
- * slot). A change whose id the order's applied hash holds is answered from it and writes nothing, so a
- * batch applied again (a redelivery after a crash between two shards' calls) moves no tally twice.
+ * A call takes orders of any number of account shards, each with its shard's ready marker and index:
+ * on a single server a whole batch is one call (atomic, as before the sharding), on a cluster one call
+ * per shard (a call may touch one slot; a shard's keys share one). A change whose id the order's applied
+ * hash holds is answered from it and writes nothing, so a batch applied again (a redelivery after a
+ * crash between two shards' calls on a cluster) moves no tally twice.
  */
-export const ORDER_LIBRARY_VERSION = '5';
+export const ORDER_LIBRARY_VERSION = '6';
 /**
  * The version is in the library's and the function's names, as the identity library's is: a processor of
- * the release before calls its own code, never this one with its arguments (v5 takes a shard's keys).
+ * the release before calls its own code, never this one with its arguments (v5 took one shard's keys;
+ * v6 takes the ready marker and index of every shard the call touches). The keys are the same, so both
+ * may run side by side during an upgrade.
  */
 export const ORDER_LIBRARY_NAME = `cdp_orders_v${ORDER_LIBRARY_VERSION}`;
 export const ORDER_APPLY_FN = `${ORDER_LIBRARY_NAME}_apply`;
@@ -118,29 +122,41 @@ local function apply_due(order, applied_ids, pending)
     apply_change(order, applied_ids, u)
   end
 end
--- KEYS[1] the shard's ready marker, KEYS[2] its order index; then, per order i (0-based), KEYS[3+3i]
--- its hash, KEYS[4+3i] its applied ids and KEYS[5+3i] its pending updates. ARGV[1] JSON
--- [[order index, change], ...] where change is {id, k = event|entity, a = action, ts = ms as text,
--- at? (acceptance order as text), cu?, s?, t? (units as text), f = {field: JSON text}}.
--- ARGV[2] '1' while rebuilding (the marker is absent then). ARGV[3] retention in ms. ARGV[4] JSON
--- [order id per order index]. Returns JSON [[[applied 0|1, seq, recorded 0|1, pending 0|1] per change],
+-- KEYS: first, per shard s (1-based) of the S the call touches, KEYS[2s-1] its ready marker and
+-- KEYS[2s] its order index; then, per order i (0-based), KEYS[2S+1+3i] its hash, KEYS[2S+2+3i] its
+-- applied ids and KEYS[2S+3+3i] its pending updates. ARGV[1] JSON [[order index, change], ...] where
+-- change is {id, k = event|entity, a = action, ts = ms as text, at? (acceptance order as text), cu?,
+-- s?, t? (units as text), f = {field: JSON text}}. ARGV[2] '1' while rebuilding (the markers are absent
+-- then). ARGV[3] retention in ms. ARGV[4] JSON [[order id, its shard s - 1] per order index]. ARGV[5] S.
+-- Returns JSON [[[applied 0|1, seq, recorded 0|1, pending 0|1] per change],
 -- [[order index, [field, value, ...]] per touched order]].
 local function cdp_orders_apply(keys, args)
-  if args[2] ~= '1' and redis.call('EXISTS', keys[1]) == 0 then
-    return redis.error_reply('CDP_ORDERS_NOT_WARM order state not loaded')
+  local shards = tonumber(args[5])
+  if args[2] ~= '1' then
+    -- Every touched shard must be loaded, or nothing is written: a shard not rebuilt yet would take a
+    -- change its rebuild then clears.
+    local markers = {}
+    for s = 1, shards do markers[s] = keys[2 * s - 1] end
+    if redis.call('EXISTS', unpack(markers)) < shards then
+      return redis.error_reply('CDP_ORDERS_NOT_WARM order state not loaded')
+    end
   end
   local changes = cjson.decode(args[1])
   local ids = cjson.decode(args[4])
   local clock = redis.call('TIME')
   local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
   local expires = now + tonumber(args[3])
-  redis.call('ZREMRANGEBYSCORE', keys[2], '-inf', now)
+  for s = 1, shards do redis.call('ZREMRANGEBYSCORE', keys[2 * s], '-inf', now) end
+  local first = 2 * shards
   local out = {}
   local touched = {}
   for n, entry in ipairs(changes) do
-    local order = keys[3 + entry[1] * 3]
-    local applied_ids = keys[4 + entry[1] * 3]
-    local pending = keys[5 + entry[1] * 3]
+    local base = first + entry[1] * 3
+    local order = keys[base + 1]
+    local applied_ids = keys[base + 2]
+    local pending = keys[base + 3]
+    local id = ids[entry[1] + 1]
+    local index = keys[2 * id[2] + 2]
     local c = entry[2]
     local seq = redis.call('HGET', applied_ids, c.id)
     local state = 'apply'
@@ -159,7 +175,7 @@ local function cdp_orders_apply(keys, args)
       end
       if state == 'pending' then
         -- Kept as long as an applied change would be, and indexed with the keys it creates.
-        redis.call('ZADD', keys[2], expires, ids[entry[1] + 1])
+        redis.call('ZADD', index, expires, id[1])
         redis.call('PEXPIREAT', pending, expires)
       end
     end
@@ -180,7 +196,7 @@ local function cdp_orders_apply(keys, args)
           apply_due(order, applied_ids, pending)
         end
         -- Indexed in the call that creates the keys: a crash cannot leave an order unindexed.
-        redis.call('ZADD', keys[2], expires, ids[entry[1] + 1])
+        redis.call('ZADD', index, expires, id[1])
         redis.call('PEXPIREAT', order, expires)
         redis.call('PEXPIREAT', applied_ids, expires)
         redis.call('PEXPIREAT', pending, expires)
@@ -192,7 +208,7 @@ local function cdp_orders_apply(keys, args)
     end
   end
   local orders = {}
-  for i, _ in pairs(touched) do orders[#orders + 1] = {i, redis.call('HGETALL', keys[3 + i * 3])} end
+  for i, _ in pairs(touched) do orders[#orders + 1] = {i, redis.call('HGETALL', keys[first + 1 + i * 3])} end
   return cjson.encode({out, orders})
 end
 redis.register_function('${ORDER_APPLY_FN}', cdp_orders_apply)

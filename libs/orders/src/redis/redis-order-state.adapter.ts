@@ -16,8 +16,9 @@ import { ORDER_APPLY_FN, ORDER_LIBRARY } from './redis-order-functions.js';
 /**
  * An order's keys are on the shard of its order id (`{<account>#hh}`), beside that shard's index and
  * ready marker, so a big account's orders use every primary of a cluster (docs/architecture.md, "One
- * account across the cluster"): a function call may touch one slot only, so each shard's call checks
- * its own ready marker. The rebuild lock guards the whole account and stays on the account's tag.
+ * account across the cluster"): a function call checks the ready marker of every shard it touches (on a
+ * cluster, where a call may touch one slot only, that is its one shard's). The rebuild lock guards the
+ * whole account and stays on the account's tag.
  */
 export const orderKeys = {
   ready: (account: string, shard: number) => `${accountShardPrefix(account, shard)}orders-ready`,
@@ -51,10 +52,11 @@ type WireOutcome = [0 | 1, number, 0 | 1, 0 | 1];
 
 /**
  * The order state in Redis: one hash per order, one of applied change ids and one of pending entity
- * updates. A batch is one function call per shard it touches, all at once: an order's changes are all
- * on its shard and keep their order there; different orders are independent. A crash between two
- * shards' calls leaves the others to the redelivery, which is safe: a change whose id an order's
- * applied hash holds is answered from it and moves nothing (redis-order-functions.ts).
+ * updates. On a single server a batch is one atomic function call over every shard it touches, as before
+ * the sharding; on a cluster, one call per shard it touches (a call may touch one slot), all at once: an
+ * order's changes are all on its shard and keep their order there; different orders are independent. A
+ * crash between two shards' calls leaves the others to the redelivery, which is safe: a change whose id
+ * an order's applied hash holds is answered from it and moves nothing (redis-order-functions.ts).
  */
 export class RedisOrderState extends OrderState {
   private readonly redis: RedisCommands;
@@ -80,15 +82,16 @@ export class RedisOrderState extends OrderState {
 
   private async call(account: string, changes: OrderChange[], rebuilding: boolean): Promise<ApplyResult> {
     if (changes.length === 0) return { outcomes: [], orders: [] };
-    // One call per shard even on a single server: the same path everywhere, and a shard's call is small.
-    const shards = groupBy(changes.keys(), (i) => accountShard(changes[i]!.orderId));
+    // A single server takes every shard's orders in one call; a cluster, one call per shard (its slot).
+    const groups = groupBy(changes.keys(), (i) =>
+      this.connection.isCluster ? accountShard(changes[i]!.orderId) : 0,
+    );
     const outcomes: ChangeOutcome[] = new Array<ChangeOutcome>(changes.length);
     const orders: OrderSnapshot[] = [];
     const calls = await Promise.allSettled(
-      [...shards].map(async ([shard, indices]) => {
-        const part = await this.callShard(
+      [...groups.values()].map(async (indices) => {
+        const part = await this.callOnce(
           account,
-          shard,
           indices.map((i) => changes[i]!),
           rebuilding,
         );
@@ -102,18 +105,35 @@ export class RedisOrderState extends OrderState {
     return { outcomes, orders };
   }
 
-  /** Applies the changes of one shard's orders in one atomic function call (`changes` in order). */
-  private async callShard(
-    account: string,
-    shard: number,
-    changes: OrderChange[],
-    rebuilding: boolean,
-  ): Promise<ApplyResult> {
+  /**
+   * Applies `changes` (in order) in one atomic function call, with the ready marker and index of each
+   * shard their orders are on: it refuses them all if any of those shards is not loaded.
+   */
+  private async callOnce(account: string, changes: OrderChange[], rebuilding: boolean): Promise<ApplyResult> {
     const orderIds: string[] = [];
     const index = new Map<string, number>();
+    // Each shard's ready marker and index once, however many of its orders the call holds.
+    const shardKeys: string[] = [];
+    const shardAt = new Map<number, number>();
+    const orderWire: [string, number][] = [];
+    const perOrder: string[] = [];
     const encoded = changes.map((c) => {
       let i = index.get(c.orderId);
-      if (i === undefined) index.set(c.orderId, (i = orderIds.push(c.orderId) - 1));
+      if (i === undefined) {
+        index.set(c.orderId, (i = orderIds.push(c.orderId) - 1));
+        const shard = accountShard(c.orderId);
+        let at = shardAt.get(shard);
+        if (at === undefined) {
+          shardAt.set(shard, (at = shardKeys.length / 2));
+          shardKeys.push(orderKeys.ready(account, shard), orderKeys.index(account, shard));
+        }
+        orderWire.push([c.orderId, at]);
+        perOrder.push(
+          orderKeys.order(account, c.orderId),
+          orderKeys.applied(account, c.orderId),
+          orderKeys.pending(account, c.orderId),
+        );
+      }
       const f: Record<string, string> = {};
       for (const [name, value] of Object.entries(c.fields)) f[name] = JSON.stringify(value);
       const wire: Record<string, unknown> = { id: c.id, k: c.kind, a: c.action, ts: String(c.ts), f };
@@ -123,18 +143,16 @@ export class RedisOrderState extends OrderState {
       if (c.total !== undefined) wire.t = String(c.total);
       return [i, wire];
     });
-    const keys = [orderKeys.ready(account, shard), orderKeys.index(account, shard)];
-    for (const id of orderIds)
-      keys.push(orderKeys.order(account, id), orderKeys.applied(account, id), orderKeys.pending(account, id));
     const args = [
       JSON.stringify(encoded),
       rebuilding ? '1' : '0',
       String(this.retentionMs),
-      JSON.stringify(orderIds),
+      JSON.stringify(orderWire),
+      String(shardAt.size),
     ];
     let raw: string;
     try {
-      raw = await this.connection.fcall(ORDER_LIBRARY, ORDER_APPLY_FN, keys, args);
+      raw = await this.connection.fcall(ORDER_LIBRARY, ORDER_APPLY_FN, [...shardKeys, ...perOrder], args);
     } catch (err) {
       if (/CDP_ORDERS_NOT_WARM/.test(String(err))) throw new OrdersNotWarmError(account);
       throw err;
