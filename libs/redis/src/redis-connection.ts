@@ -2,8 +2,16 @@ import { createClient, createCluster, createSentinel } from 'redis';
 
 const reconnectStrategy = (retries: number) => Math.min(retries * 100, 2000);
 
-function makeClient(url: string, queueWhileOffline = true) {
-  return createClient({ url, socket: { reconnectStrategy }, disableOfflineQueue: !queueWhileOffline });
+function makeClient(
+  url: string,
+  queueWhileOffline = true,
+  reconnect: typeof reconnectStrategy | false = reconnectStrategy,
+) {
+  return createClient({
+    url,
+    socket: { reconnectStrategy: reconnect },
+    disableOfflineQueue: !queueWhileOffline,
+  });
 }
 
 function makeCluster(seeds: string[], queueWhileOffline: boolean) {
@@ -146,7 +154,10 @@ export class RedisConnection {
     }
     let lastError: unknown;
     for (const seed of seeds) {
-      const probe = makeClient(seed, queueWhileOffline);
+      // Of several seeds (a cluster's), one that does not answer is passed over at once: a primary
+      // killed in a failover stays in REDIS_URL, and a probe reconnecting to it would never return. The
+      // probe of several seeds is never kept (a single server must be the only seed), so it needs no reconnects.
+      const probe = makeClient(seed, queueWhileOffline, seeds.length > 1 ? false : reconnectStrategy);
       probe.on('error', () => undefined); // reconnects on its own; commands fail meanwhile and are retried
       try {
         await probe.connect();
