@@ -227,6 +227,12 @@ export class ShardedIdentityIndex extends IdentityIndex {
     ]);
     faultPoint(POINT.intentStored);
     await accountStep(this.redis, lease, this.accountKeys(account), 'add', key, graph.mergeSeq);
+    // On a replica before any graph write: a failover that lost the intent or its listing would let the
+    // redelivery decide again over phases already written.
+    await Promise.all([
+      this.connection.waitForReplica(key, REPLICA_WAIT_MS),
+      this.connection.waitForReplica(shardedKeys.pending(account), REPLICA_WAIT_MS),
+    ]);
     faultPoint(POINT.intentPending);
     await this.write(account, key, intent, lease);
   }
