@@ -27,163 +27,153 @@ const BACKLOG_CACHE_MS = 1000;
 export class Metrics {
   readonly registry = new Registry();
 
-  readonly httpRequests = new Counter({
-    name: 'cdp_http_requests_total',
-    help: 'HTTP requests answered, by method, route pattern and status code',
-    labelNames: ['method', 'route', 'status'] as const,
-    registers: [this.registry],
-  });
-  readonly httpDuration = new Histogram({
-    name: 'cdp_http_request_duration_seconds',
-    help: 'Time from a request arriving to its answer being sent, by method and route pattern',
-    labelNames: ['method', 'route'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
+  readonly httpRequests = this.counter(
+    'cdp_http_requests_total',
+    'HTTP requests answered, by method, route pattern and status code',
+    ['method', 'route', 'status'],
+  );
+  readonly httpDuration = this.histogram(
+    'cdp_http_request_duration_seconds',
+    'Time from a request arriving to its answer being sent, by method and route pattern',
+    LATENCY_BUCKETS,
+    ['method', 'route'],
+  );
 
-  readonly recordsAccepted = new Counter({
-    name: 'cdp_records_accepted_total',
-    help: 'Records the API acknowledged (202) after the bus held them durably, by kind',
-    labelNames: ['kind'] as const,
-    registers: [this.registry],
-  });
-  readonly recordsStored = new Counter({
-    name: 'cdp_records_stored_total',
-    help: 'Records of messages the processor settled as stored, by kind (a redelivered message counts again)',
-    labelNames: ['kind'] as const,
-    registers: [this.registry],
-  });
-  readonly recordsDropped = new Counter({
-    name: 'cdp_records_dropped_total',
-    help: 'Records acknowledged without being stored, by kind and the reason a processor step dropped them (duplicate: a second copy of a message in one batch; unknown-object: records of an object the schema does not have)',
-    labelNames: ['kind', 'reason'] as const,
-    registers: [this.registry],
-  });
-  readonly recordsDeadLettered = new Counter({
-    name: 'cdp_records_dead_lettered_total',
-    help: 'Records of messages the processor gave up on (dead letters), by kind',
-    labelNames: ['kind'] as const,
-    registers: [this.registry],
-  });
-  readonly messagesDeadLettered = new Counter({
-    name: 'cdp_bus_dead_lettered_messages_total',
-    help: 'Messages moved to the dead letters, by kind (an undecodable message counts here with no records)',
-    labelNames: ['kind'] as const,
-    registers: [this.registry],
-  });
-  readonly messageLag = new Histogram({
-    name: 'cdp_bus_message_lag_seconds',
-    help: 'Seconds from a request being accepted to its message being settled by the processor',
-    buckets: LAG_BUCKETS,
-    registers: [this.registry],
-  });
+  readonly recordsAccepted = this.counter(
+    'cdp_records_accepted_total',
+    'Records the API acknowledged (202) after the bus held them durably, by kind',
+    ['kind'],
+  );
+  readonly recordsStored = this.counter(
+    'cdp_records_stored_total',
+    'Records of messages the processor settled as stored, by kind (a redelivered message counts again)',
+    ['kind'],
+  );
+  readonly recordsDropped = this.counter(
+    'cdp_records_dropped_total',
+    'Records acknowledged without being stored, by kind and the reason a processor step dropped them (duplicate: a second copy of a message in one batch; unknown-object: records of an object the schema does not have)',
+    ['kind', 'reason'],
+  );
+  readonly recordsDeadLettered = this.counter(
+    'cdp_records_dead_lettered_total',
+    'Records of messages the processor gave up on (dead letters), by kind',
+    ['kind'],
+  );
+  readonly messagesDeadLettered = this.counter(
+    'cdp_bus_dead_lettered_messages_total',
+    'Messages moved to the dead letters, by kind (an undecodable message counts here with no records)',
+    ['kind'],
+  );
+  readonly messageLag = this.histogram(
+    'cdp_bus_message_lag_seconds',
+    'Seconds from a request being accepted to its message being settled by the processor',
+    LAG_BUCKETS,
+  );
 
-  readonly storeInsertRows = new Counter({
-    name: 'cdp_store_insert_rows_total',
-    help: 'Rows inserted into the analytic store, by table (without the account database)',
-    labelNames: ['table'] as const,
-    registers: [this.registry],
-  });
-  readonly storeInsertDuration = new Histogram({
-    name: 'cdp_store_insert_duration_seconds',
-    help: 'Time of one insert into the analytic store, by table and outcome (ok, error)',
-    labelNames: ['table', 'outcome'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
+  readonly storeInsertRows = this.counter(
+    'cdp_store_insert_rows_total',
+    'Rows inserted into the analytic store, by table (without the account database)',
+    ['table'],
+  );
+  readonly storeInsertDuration = this.histogram(
+    'cdp_store_insert_duration_seconds',
+    'Time of one insert into the analytic store, by table and outcome (ok, error)',
+    LATENCY_BUCKETS,
+    ['table', 'outcome'],
+  );
 
-  readonly identityResolveDuration = new Histogram({
-    name: 'cdp_identity_resolve_duration_seconds',
-    help: "Time to resolve one batch's identities (and look up the opt-out pool), rebuilds included",
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
-  readonly identityResolvedRecords = new Counter({
-    name: 'cdp_identity_resolved_records_total',
-    help: 'Records whose identifiers were resolved to a customer',
-    registers: [this.registry],
-  });
-  readonly identityMerges = new Counter({
-    name: 'cdp_identity_merges_total',
-    help: 'Customers merged into another by identity resolution',
-    registers: [this.registry],
-  });
-  readonly identityConflicts = new Counter({
-    name: 'cdp_identity_conflicts_total',
-    help: 'Identity conflicts recorded (a merge refused)',
-    registers: [this.registry],
-  });
+  readonly identityResolveDuration = this.histogram(
+    'cdp_identity_resolve_duration_seconds',
+    "Time to resolve one batch's identities (and look up the opt-out pool), rebuilds included",
+    LATENCY_BUCKETS,
+  );
+  readonly identityResolvedRecords = this.counter(
+    'cdp_identity_resolved_records_total',
+    'Records whose identifiers were resolved to a customer',
+  );
+  readonly identityMerges = this.counter(
+    'cdp_identity_merges_total',
+    'Customers merged into another by identity resolution',
+  );
+  readonly identityConflicts = this.counter(
+    'cdp_identity_conflicts_total',
+    'Identity conflicts recorded (a merge refused)',
+  );
 
-  readonly rateLimitRefusals = new Counter({
-    name: 'cdp_rate_limit_refusals_total',
-    help: 'Requests refused with 429 by the per-account rate limits, by API family',
-    labelNames: ['family'] as const,
-    registers: [this.registry],
-  });
+  readonly rateLimitRefusals = this.counter(
+    'cdp_rate_limit_refusals_total',
+    'Requests refused with 429 by the per-account rate limits, by API family',
+    ['family'],
+  );
 
-  readonly exportJobs = new Counter({
-    name: 'cdp_export_jobs_total',
-    help: 'Export jobs this process finished, by final state (completed, completed_with_errors, interrupted)',
-    labelNames: ['state'] as const,
-    registers: [this.registry],
-  });
-  readonly exportJobsRunning = new Gauge({
-    name: 'cdp_export_jobs_running',
-    help: 'Export jobs this process is running now',
-    registers: [this.registry],
-  });
-  readonly exportRows = new Counter({
-    name: 'cdp_export_rows_total',
-    help: 'Rows written to export files by finished jobs',
-    registers: [this.registry],
-  });
-  readonly exportBytes = new Counter({
-    name: 'cdp_export_bytes_total',
-    help: 'Bytes of export files written by finished jobs',
-    registers: [this.registry],
-  });
+  readonly exportJobs = this.counter(
+    'cdp_export_jobs_total',
+    'Export jobs this process finished, by final state (completed, completed_with_errors, interrupted)',
+    ['state'],
+  );
+  readonly exportJobsRunning = this.gauge(
+    'cdp_export_jobs_running',
+    'Export jobs this process is running now',
+  );
+  readonly exportRows = this.counter(
+    'cdp_export_rows_total',
+    'Rows written to export files by finished jobs',
+  );
+  readonly exportBytes = this.counter(
+    'cdp_export_bytes_total',
+    'Bytes of export files written by finished jobs',
+  );
 
-  readonly bulkFiles = new Counter({
-    name: 'cdp_bulk_files_total',
-    help: 'Bulk files this loader finished, by final state (completed, rejected, failed), and attempts it ended without one (interrupted: stopped, lost to another loader, or failed and left for a retry)',
-    labelNames: ['state'] as const,
-    registers: [this.registry],
-  });
-  readonly bulkFilesRunning = new Gauge({
-    name: 'cdp_bulk_files_running',
-    help: 'Bulk files this loader is loading now',
-    registers: [this.registry],
-  });
-  readonly bulkRecordsRead = new Counter({
-    name: 'cdp_bulk_records_read_total',
-    help: 'Records of bulk files read and checked, by data type (a file taken over is read again)',
-    labelNames: ['data_type'] as const,
-    registers: [this.registry],
-  });
-  readonly bulkRecordsLoaded = new Counter({
-    name: 'cdp_bulk_records_loaded_total',
-    help: 'Records of bulk files published to the bus and acknowledged, by data type',
-    labelNames: ['data_type'] as const,
-    registers: [this.registry],
-  });
-  readonly bulkRecordsInvalid = new Counter({
-    name: 'cdp_bulk_records_invalid_total',
-    help: 'Records of bulk files refused by the checks (written to the rejected-records file), by data type',
-    labelNames: ['data_type'] as const,
-    registers: [this.registry],
-  });
-  readonly bulkRecordsDropped = new Counter({
-    name: 'cdp_bulk_records_dropped_total',
-    help: "Valid records of bulk files with a value of no meaning dropped (the activity record's records.dropped), by data type",
-    labelNames: ['data_type'] as const,
-    registers: [this.registry],
-  });
-  readonly bulkBytesRead = new Counter({
-    name: 'cdp_bulk_bytes_read_total',
-    help: 'Bytes of bulk files read (as stored: compressed for .gz), by data type',
-    labelNames: ['data_type'] as const,
-    registers: [this.registry],
-  });
+  readonly bulkFiles = this.counter(
+    'cdp_bulk_files_total',
+    'Bulk files this loader finished, by final state (completed, rejected, failed), and attempts it ended without one (interrupted: stopped, lost to another loader, or failed and left for a retry)',
+    ['state'],
+  );
+  readonly bulkFilesRunning = this.gauge('cdp_bulk_files_running', 'Bulk files this loader is loading now');
+  readonly bulkRecordsRead = this.counter(
+    'cdp_bulk_records_read_total',
+    'Records of bulk files read and checked, by data type (a file taken over is read again)',
+    ['data_type'],
+  );
+  readonly bulkRecordsLoaded = this.counter(
+    'cdp_bulk_records_loaded_total',
+    'Records of bulk files published to the bus and acknowledged, by data type',
+    ['data_type'],
+  );
+  readonly bulkRecordsInvalid = this.counter(
+    'cdp_bulk_records_invalid_total',
+    'Records of bulk files refused by the checks (written to the rejected-records file), by data type',
+    ['data_type'],
+  );
+  readonly bulkRecordsDropped = this.counter(
+    'cdp_bulk_records_dropped_total',
+    "Valid records of bulk files with a value of no meaning dropped (the activity record's records.dropped), by data type",
+    ['data_type'],
+  );
+  readonly bulkBytesRead = this.counter(
+    'cdp_bulk_bytes_read_total',
+    'Bytes of bulk files read (as stored: compressed for .gz), by data type',
+    ['data_type'],
+  );
+
+  // Every metric is made by one of these three, so none can land in prom-client's global registry.
+  private counter<L extends string = string>(name: string, help: string, labelNames: readonly L[] = []) {
+    return new Counter<L>({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  /** `collect`: sets the gauge at scrape time. */
+  private gauge(name: string, help: string, collect?: (this: Gauge) => Promise<void>) {
+    return new Gauge({ name, help, collect, registers: [this.registry] });
+  }
+
+  private histogram<L extends string = string>(
+    name: string,
+    help: string,
+    buckets: number[],
+    labelNames: readonly L[] = [],
+  ) {
+    return new Histogram<L>({ name, help, buckets, labelNames, registers: [this.registry] });
+  }
 
   /** Counts a message a bus moved to its dead letters (the bus drivers' `onDeadLetter`). */
   readonly deadLettered = (kind: string, records: number): void => {
@@ -207,15 +197,10 @@ export class Metrics {
     this.backlogSource = source;
     const gauge = (name: string, help: string, read: (b: BusBacklog) => number | undefined) => {
       const backlog = () => this.backlog();
-      new Gauge({
-        name,
-        help,
-        registers: [this.registry],
-        async collect() {
-          const found = await backlog();
-          const value = found && read(found);
-          if (value !== undefined) this.set(value);
-        },
+      this.gauge(name, help, async function () {
+        const found = await backlog();
+        const value = found && read(found);
+        if (value !== undefined) this.set(value);
       });
     };
     gauge(

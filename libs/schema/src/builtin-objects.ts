@@ -25,87 +25,81 @@ const plain = (names: string[], type: CustomFieldType = 'string') =>
 const fromDomain = (type: string): CustomFieldType =>
   type === 'integer' || type === 'number' ? 'number' : type === 'boolean' ? 'boolean' : 'string';
 
+/** A built-in object: made by `svc`, named as shown, stored in the account's table of its name. */
+function builtin(name: string, alias: string, fields: FieldDef[], relations: RelationDef[]): ObjectDef {
+  return { name, display_name: title(name), alias, created_by: 'svc', table: name, fields, relations };
+}
+
+/** Whose and when: the fields of what a customer did (an event, an order), beside its relation to the customer. */
+const customerAndTime = (): FieldDef[] => [
+  field('svc_id', 'string', 'Internal Customer ID'),
+  field('ts', 'timestamp', 'Timestamp'),
+];
+
 const toCustomer = relation('customer', 'Customer', 'customers', [{ parent: 'svc_id', child: 'svc_id' }]);
 const toProduct = relation('product', 'Product', 'products', [{ parent: 'product_id', child: 'product_id' }]);
 
 export const BUILTIN_OBJECTS: readonly ObjectDef[] = [
-  {
-    name: 'customers',
-    display_name: 'Customers',
-    alias: 'customer',
-    created_by: 'svc',
-    table: 'customers',
+  builtin(
+    'customers',
+    'customer',
     // svc_id is the platform's internal customer id (docs/api-notes.md "Internal customer id").
-    fields: [
+    [
       field('svc_id', 'string', 'Internal Customer ID', true),
       ...Object.entries(CUSTOMER_FIELDS).map(([n, t]) => field(n, fromDomain(t), title(n))),
     ],
-    relations: [],
-  },
-  {
-    name: 'events',
-    display_name: 'Events',
-    alias: 'event',
-    created_by: 'svc',
-    table: 'events',
-    fields: [
+    [],
+  ),
+  builtin(
+    'events',
+    'event',
+    [
       field('event_id', 'string', 'Event ID', true),
-      field('svc_id', 'string', 'Internal Customer ID'),
-      field('ts', 'timestamp', 'Timestamp'),
+      ...customerAndTime(),
       ...plain(['type', 'action', 'channel']),
       ...EVENT_COLUMN_FIELDS.map((n) => field(n, fromDomain(EVENT_DATA_FIELDS[n]!), title(n))),
     ],
-    relations: [toProduct, toCustomer],
-  },
-  {
-    name: 'products',
-    display_name: 'Products',
-    alias: 'product',
-    created_by: 'svc',
-    table: 'products',
-    fields: [
+    [toProduct, toCustomer],
+  ),
+  builtin(
+    'products',
+    'product',
+    [
       field('product_id', 'string', 'Product ID', true),
       ...plain(['category', 'name', 'brand', 'sku', 'upc', 'image_url']),
       field('price', 'number', 'Price'),
       field('parent_product_id', 'string', 'Parent Product ID'),
     ],
-    relations: [
+    [
       relation('parent_product', 'Parent Product', 'products', [
         { parent: 'parent_product_id', child: 'product_id' },
       ]),
     ],
-  },
-  {
-    name: 'orders',
-    display_name: 'Orders',
-    alias: 'order',
-    created_by: 'svc',
-    table: 'orders',
-    fields: [
+  ),
+  builtin(
+    'orders',
+    'order',
+    [
       field('order_id', 'string', 'Order ID', true),
-      field('svc_id', 'string', 'Internal Customer ID'),
-      field('ts', 'timestamp', 'Timestamp'),
+      ...customerAndTime(),
       ...plain(['total', 'subtotal', 'discount', 'shipping', 'tax'], 'number'),
       ...plain(['coupon_code', 'ship_address', 'bill_address', 'email', 'phone', 'name', 'first_name']),
       ...plain(['last_name']),
     ],
-    relations: [toCustomer],
-  },
-  {
-    name: 'line_items',
-    display_name: 'Line Items',
-    alias: 'line_item',
-    created_by: 'svc',
-    table: 'line_items',
+    [toCustomer],
+  ),
+  builtin(
+    'line_items',
+    'line_item',
     // One line per product of an order (spec "Order fields": items).
-    fields: [
+    [
       field('order_id', 'string', 'Order ID', true),
       field('product_id', 'string', 'Product ID', true),
       field('sku', 'string', 'SKU'),
       ...plain(['price', 'quantity', 'discount', 'subtotal'], 'number'),
     ],
-    relations: [toProduct],
-  },
+    [toProduct],
+  ),
 ];
 
 /**

@@ -86,6 +86,29 @@ describe('a segment customer filter on a profile (the export compiler semantics)
     expect(is({ and: [vipOrBob, { field: 'score', operator: '<', value: 20 }] })).toBe(true);
     expect(is({ and: [vipOrBob, { field: 'score', operator: '<', value: 10 }] })).toBe(false);
   });
+
+  it("follows Kleene's tables for and/or over every mix of true, false and unknown operands", () => {
+    // Unknown sorts between false and true: `and` is the least of its operands, `or` the greatest.
+    const RANK = { false: 0, unknown: 1, true: 2 } as const;
+    type Truth = keyof typeof RANK;
+    const operand: Record<Truth, Parameters<typeof is>[0]> = {
+      true: { field: 'vip', operator: '=', value: true },
+      false: { field: 'vip', operator: '=', value: false },
+      unknown: { field: 'first_name', operator: '=', value: 'Bob' },
+    };
+    const attrs = { vip: true }; // first_name missing: NULL
+    // A filter is unknown when neither it nor its negation holds.
+    const truth = (filter: Parameters<typeof is>[0]): Truth =>
+      is(filter, attrs) ? 'true' : is({ not: filter }, attrs) ? 'false' : 'unknown';
+    const truths = Object.keys(RANK) as Truth[];
+    const mixes = truths.flatMap((a) => truths.flatMap((b) => truths.map((c) => [a, b, c])));
+    for (const mix of [...truths.map((t) => [t]), ...mixes]) {
+      const ranks = mix.map((t) => RANK[t]);
+      const byRank = (r: number) => truths.find((t) => RANK[t] === r);
+      expect([mix, truth({ and: mix.map((t) => operand[t]) })]).toEqual([mix, byRank(Math.min(...ranks))]);
+      expect([mix, truth({ or: mix.map((t) => operand[t]) })]).toEqual([mix, byRank(Math.max(...ranks))]);
+    }
+  });
 });
 
 describe('event condition bounds', () => {

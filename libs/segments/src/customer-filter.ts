@@ -26,29 +26,32 @@ function evaluate(
   attributes: Readonly<Record<string, unknown>>,
   types: ReadonlyMap<string, ColumnType>,
 ): boolean | undefined {
-  if ('and' in filter) {
-    let unknown = false;
-    for (const f of filter.and) {
-      const v = evaluate(f, attributes, types);
-      if (v === false) return false;
-      if (v === undefined) unknown = true;
-    }
-    return unknown ? undefined : true;
-  }
-  if ('or' in filter) {
-    let unknown = false;
-    for (const f of filter.or) {
-      const v = evaluate(f, attributes, types);
-      if (v === true) return true;
-      if (v === undefined) unknown = true;
-    }
-    return unknown ? undefined : false;
-  }
+  if ('and' in filter) return kleene(false, filter.and, attributes, types);
+  if ('or' in filter) return kleene(true, filter.or, attributes, types);
   if ('not' in filter) {
     const v = evaluate(filter.not, attributes, types);
     return v === undefined ? undefined : !v;
   }
   return compare(filter, attributes[filter.field] as Value, types.get(filter.field) ?? 'string');
+}
+
+/**
+ * Kleene's `and` (`decisive` false) and `or` (`decisive` true): one operand with the decisive value
+ * decides; otherwise any unknown operand leaves the whole unknown.
+ */
+function kleene(
+  decisive: boolean,
+  operands: readonly Filter[],
+  attributes: Readonly<Record<string, unknown>>,
+  types: ReadonlyMap<string, ColumnType>,
+): boolean | undefined {
+  let unknown = false;
+  for (const f of operands) {
+    const v = evaluate(f, attributes, types);
+    if (v === decisive) return decisive;
+    if (v === undefined) unknown = true;
+  }
+  return unknown ? undefined : !decisive;
 }
 
 function compare(c: Comparison, raw: Value, type: ColumnType): boolean | undefined {
