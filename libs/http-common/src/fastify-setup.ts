@@ -63,6 +63,10 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
 export function installHttpHooks(fastify: FastifyInstance): void {
   fastify.addHook('onRequest', (request, reply, done) => {
     void reply.header('z-request-id', request.id);
+    // Read the client's address while its socket is open: Node keeps it once read, but a socket the
+    // client closed before it was ever read has none, and a browser's keepalive request from a closing
+    // page can close its connection right after the body, so the event's `ip` would come out empty.
+    void request.ip;
     done();
   });
 
