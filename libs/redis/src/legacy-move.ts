@@ -1,4 +1,4 @@
-import { ACCOUNT_SHARDS, accountShard } from './account-shards.js';
+import { ACCOUNT_SHARDS, accountShard, accountShardPrefix, shardPrefixOf } from './account-shards.js';
 import type { RedisConnection } from './redis-connection.js';
 
 /**
@@ -22,6 +22,19 @@ export interface IndexedHashes {
   legacyHash: (member: string) => string;
   shardedHash: (member: string) => string;
   shardIndex: (shard: number) => string;
+}
+
+/**
+ * The layout of an account's indexed hashes named `<hash>:<member>` with the index `<index>`: before the
+ * sharding on the account's tag, now on the member's shard beside that shard's index.
+ */
+export function accountIndexedHashes(account: string, hash: string, index: string): IndexedHashes {
+  return {
+    legacyIndex: `cdp:{${account}}:${index}`,
+    legacyHash: (member) => `cdp:{${account}}:${hash}:${member}`,
+    shardedHash: (member) => `${shardPrefixOf(account, member)}${hash}:${member}`,
+    shardIndex: (shard) => `${accountShardPrefix(account, shard)}${index}`,
+  };
 }
 
 /**

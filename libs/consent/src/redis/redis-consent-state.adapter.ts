@@ -4,6 +4,7 @@ import {
   accountShard,
   accountShardPrefix,
   groupBy,
+  accountIndexedHashes,
   clearIndexedHashes,
   moveIndexedHashesToShards,
   type IndexedHashes,
@@ -182,14 +183,9 @@ export class RedisConsentState extends ConsentState {
     return count;
   }
 
-  /** Where the account's hashes live, before the sharding and on its shards. */
+  /** Where the account's hashes live, before the sharding and on its shards (the keys above). */
   private hashesOf(account: string): IndexedHashes {
-    return {
-      legacyIndex: consentKeys.legacyIndex(account),
-      legacyHash: (c) => consentKeys.legacyCustomer(account, c),
-      shardedHash: (c) => consentKeys.customer(account, c),
-      shardIndex: (shard) => consentKeys.index(account, shard),
-    };
+    return accountIndexedHashes(account, 'consent', 'consent-customers');
   }
 
   health(): Promise<DriverHealth> {

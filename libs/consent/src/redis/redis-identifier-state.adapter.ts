@@ -3,6 +3,7 @@ import {
   accountShard,
   accountShardPrefix,
   groupBy,
+  accountIndexedHashes,
   clearIndexedHashes,
   moveIndexedHashesToShards,
   type IndexedHashes,
@@ -174,14 +175,9 @@ export class RedisIdentifierState extends IdentifierState {
     return count;
   }
 
-  /** Where the account's hashes live, before the sharding and on its shards. */
+  /** Where the account's hashes live, before the sharding and on its shards (the keys above). */
   private hashesOf(account: string): IndexedHashes {
-    return {
-      legacyIndex: identifierStateKeys.legacyIndex(account),
-      legacyHash: (m) => identifierStateKeys.legacyIdentifier(account, m),
-      shardedHash: (m) => identifierStateKeys.identifier(account, ...splitMember(m)),
-      shardIndex: (shard) => identifierStateKeys.index(account, shard),
-    };
+    return accountIndexedHashes(account, 'idstate', 'idstates');
   }
 
   health(): Promise<DriverHealth> {
@@ -230,10 +226,4 @@ function statusFields(s: IdentifierStatus): Record<string, string> {
   }
   for (const [part, at] of Object.entries(s.times ?? {})) out[TIME_PREFIX + part] = String(at);
   return out;
-}
-
-/** `<field>:<value>` split at its first `:` (field names hold none). */
-function splitMember(member: string): [string, string] {
-  const at = member.indexOf(':');
-  return [member.slice(0, at), member.slice(at + 1)];
 }
