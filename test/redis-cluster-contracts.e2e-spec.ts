@@ -3,6 +3,7 @@ import { RedisIdempotencyStore } from '@cdp/idempotency/redis';
 import { RedisIdentityIndex, RedisProfileState } from '@cdp/identity/redis';
 import { RedisOrderState } from '@cdp/orders/redis';
 import { RedisRateLimiter } from '@cdp/rate-limits/redis';
+import { configureFaults, InjectedFault, parseFaults, PROFILE_POINTS } from '@cdp/faults';
 import { accountShard } from '@cdp/redis';
 import { consentStateContract } from '../libs/consent/src/consent-state.contract.js';
 import { identifierStateContract } from '../libs/consent/src/identifier-state.contract.js';
@@ -23,6 +24,12 @@ import { clusterForFile } from './support/redis-cluster.js';
  * the primary of its slot, and the function libraries are on every primary.
  */
 const file = clusterForFile();
+
+/** Two customer ids on different account shards, hence (mostly) different primaries. */
+function crossShardPair(): [string, string] {
+  const s = `s-${Math.random().toString(36).slice(2, 8)}`;
+  for (let i = 0; ; i++) if (accountShard(`l-${i}`) !== accountShard(s)) return [s, `l-${i}`];
+}
 
 async function* none<T>(): AsyncIterable<T> {}
 
@@ -165,6 +172,131 @@ describe('the Redis connection on a cluster', () => {
     for (const onPrimary of sets) expect(onPrimary.length / sets.flat().length).toBeGreaterThan(0.2);
     const asked = Array.from({ length: 1200 }, (_, i) => email(i));
     expect(await profiles.inOptOutPool(account, asked)).toEqual(asked.filter((_, i) => i % 2 === 0));
+  });
+
+  it("spreads one account's profiles over every primary; merges across shards fold, then retire the loser", async () => {
+    const account = `prof${Math.random().toString(36).slice(2, 8)}`;
+    const profiles = new RedisProfileState(file.redis);
+    await profiles.load(account, none());
+    const batch = Array.from({ length: 600 }, (_, i) => ({
+      customerId: `c-${i}`,
+      update: { email: `c${i}@x.com`, phone: `+47${i % 10}` },
+      at: i + 1,
+    }));
+    await profiles.apply(account, batch);
+    const counts = (await file.cluster.keysByPrimary(`cdp:{${account}#*}:p:*`)).map((keys) => keys.length);
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(600);
+    for (const count of counts) {
+      expect(count / 600).toBeGreaterThan(0.2);
+      expect(count / 600).toBeLessThan(0.5);
+    }
+    // Every customer with a phone, whichever shard holds it.
+    expect(await profiles.customersWithPhone(account, '+473')).toEqual(
+      batch
+        .filter((_, i) => i % 10 === 3)
+        .map((u) => u.customerId)
+        .sort(),
+    );
+    // Merges whose losers live on other shards than their survivors, one changed earlier in the batch.
+    const pairs = Array.from({ length: 50 }, (_, i) => [`c-${2 * i}`, `c-${2 * i + 1}`] as const);
+    expect(pairs.filter(([s, l]) => accountShard(s) !== accountShard(l)).length).toBeGreaterThan(45);
+    const merges = [
+      { customerId: 'c-1', update: { city: 'Oslo' }, at: 1000 },
+      ...pairs.map(([s, l], i) => ({ customerId: s, update: {}, absorb: [l], at: 1001 + i })),
+    ];
+    const rows = await profiles.apply(account, merges);
+    for (const [s, l] of pairs) {
+      const n = Number(l.slice(2));
+      expect(rows.find((r) => r.customerId === l)).toMatchObject({ mergedInto: s });
+      expect(await profiles.get(account, l)).toBeUndefined();
+      // The field written later wins, whichever customer it was written on: the loser's (and c-1's city).
+      expect((await profiles.get(account, s))?.attributes).toEqual({
+        email: `c${n}@x.com`,
+        phone: `+47${n % 10}`,
+        ...(l === 'c-1' ? { city: 'Oslo' } : {}),
+      });
+    }
+    const withPhone3: string[] = [
+      ...pairs.filter(([, l]) => Number(l.slice(2)) % 10 === 3).map(([s]) => s),
+      ...batch.filter((_, i) => i % 10 === 3 && i >= 100).map((u) => u.customerId),
+    ];
+    expect(await profiles.customersWithPhone(account, '+473')).toEqual(withPhone3.sort());
+    // A rebuild clears every shard's profiles and opens every shard again.
+    await profiles.load(account, none());
+    const left = (await file.cluster.keysByPrimary(`cdp:{${account}#*`)).flat();
+    expect(left.filter((key) => !key.endsWith('}:pready') && !key.includes('}:pm:'))).toEqual([]);
+  });
+
+  it('a crash between the fold and the retirement of a loser on another shard loses and doubles nothing', async () => {
+    const account = `pcrash${Math.random().toString(36).slice(2, 8)}`;
+    const profiles = new RedisProfileState(file.redis);
+    await profiles.load(account, none());
+    const [s, l] = crossShardPair();
+    await profiles.apply(account, [
+      { customerId: s, update: { email: 's@x.com' }, at: 1 },
+      { customerId: l, update: { email: 'l@x.com', phone: '+4799', city: 'Rome' }, at: 2 },
+    ]);
+    const merge = { customerId: s, update: { zip: '0150' }, absorb: [l], at: 3 };
+    configureFaults(parseFaults(`${PROFILE_POINTS.folded}:throw`));
+    try {
+      await expect(profiles.apply(account, [merge])).rejects.toBeInstanceOf(InjectedFault);
+    } finally {
+      configureFaults([]);
+    }
+    // Folded, not yet retired: a read given the merge answers it whole, the loser still answers alone.
+    const whole = { email: 'l@x.com', phone: '+4799', city: 'Rome', zip: '0150' };
+    expect((await profiles.get(account, s, [l]))?.attributes).toEqual(whole);
+    expect((await profiles.get(account, l))?.attributes.city).toBe('Rome');
+    // The redelivery folds it again (no change) and retires it; a second one gives the same rows.
+    const rows = await profiles.apply(account, [merge]);
+    expect(rows.map((r) => [r.customerId, r.mergedInto, r.attributes])).toEqual([
+      [l, s, { email: 'l@x.com', phone: '+4799', city: 'Rome' }],
+      [s, undefined, whole],
+    ]);
+    const again = await profiles.apply(account, [merge]);
+    expect(again[0]).toEqual(rows[0]);
+    expect(again[1]!.attributes).toEqual(whole);
+    expect(await profiles.get(account, l)).toBeUndefined();
+    expect(await profiles.customersWithPhone(account, '+4799')).toEqual([s]);
+  });
+
+  it('a loser changed between its read and its retirement is folded again, so the change is not lost', async () => {
+    const account = `prace${Math.random().toString(36).slice(2, 8)}`;
+    const late = new RedisProfileState(file.redis);
+    await late.load(account, none());
+    const [s, l] = crossShardPair();
+    await late.apply(account, [
+      { customerId: s, update: { email: 's@x.com' }, at: 1 },
+      { customerId: l, update: { email: 'l@x.com' }, at: 2 },
+    ]);
+    // Another processor applies an update resolved to the loser before the merge, right after the merge
+    // read the loser: the interleaving, made certain by answering that read only after the update.
+    let interleaved = false;
+    const commands = new Proxy(file.redis.commands, {
+      get(target, prop) {
+        if (prop !== 'hGetAll') return Reflect.get(target, prop, target) as unknown;
+        return async (key: string) => {
+          const hash = await target.hGetAll(key);
+          if (!interleaved && key.endsWith(`}:p:${l}`)) {
+            interleaved = true;
+            await late.apply(account, [{ customerId: l, update: { city: 'Rome' }, at: 3 }]);
+          }
+          return hash;
+        };
+      },
+    });
+    const merging = new RedisProfileState(
+      Object.create(file.redis, { commands: { value: commands } }) as typeof file.redis,
+    );
+    const rows = await merging.apply(account, [{ customerId: s, update: {}, absorb: [l], at: 4 }]);
+    expect(interleaved).toBe(true);
+    expect((await late.get(account, s))?.attributes).toEqual({ email: 'l@x.com', city: 'Rome' });
+    expect(await late.get(account, l)).toBeUndefined();
+    expect(rows.find((r) => r.customerId === l)).toMatchObject({
+      mergedInto: s,
+      attributes: { email: 'l@x.com', city: 'Rome' },
+    });
+    expect(rows.find((r) => r.customerId === s)?.attributes).toEqual({ email: 'l@x.com', city: 'Rome' });
   });
 
   it('acknowledges a batch only once a replica holds it (WAIT 1), and says what that costs a batch', async () => {

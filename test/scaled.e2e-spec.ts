@@ -4,6 +4,8 @@ import { basename } from 'node:path';
 import type { TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { ScaledPlatform } from './support/scaled.js';
+import { profileKeys } from '@cdp/identity/redis';
+import { ACCOUNT_SHARDS, connectRedis } from '@cdp/redis';
 
 /**
  * The scaled-out wiring end to end: the API and the processor as separate processes on NATS
@@ -217,5 +219,29 @@ describe('scaled-out wiring (API and processor processes, NATS, Redis, chDB)', (
       ),
     );
     expect(split).toEqual([]);
+  });
+
+  it('an account whose profiles lost their shards (or predate them) is rebuilt at its next batch, and goes on', async () => {
+    await post('/v3/profiles', { attributes: { vuid: 'up-a', city: 'Bergen' } });
+    const before = await eventually(async () => {
+      const r = await profile('vuid=up-a');
+      return r.status === 200 && r.body;
+    });
+    // What an upgrade from the account-tag layout leaves (or a primary failed over without them): the
+    // identity index loaded, no profile shard loaded.
+    const redis = await connectRedis(p.redis.url);
+    try {
+      for (let shard = 0; shard < ACCOUNT_SHARDS; shard++)
+        await redis.commands.del(profileKeys.ready(acc.id, shard));
+    } finally {
+      await redis.close();
+    }
+    await post('/v3/profiles', { attributes: { vuid: 'up-a', zip: '5003' } });
+    const after = await eventually(async () => {
+      const r = await profile('vuid=up-a');
+      return r.body.attributes?.zip === '5003' && r.body;
+    }, 60_000);
+    expect(after).toEqual({ attributes: { ...before.attributes, zip: '5003' } });
+    await everyAcknowledgedEventOnce();
   });
 });

@@ -196,13 +196,7 @@ export class DriversModule {
       redisOr(
         ProfileState,
         config.identity,
-        async (redis) => {
-          const { RedisProfileState, shardedKeys } = await import('@cdp/identity/redis');
-          // Profiles wait for the index's own ready marker: a sharded index has one of its own.
-          return config.identitySharding === 'shards'
-            ? new RedisProfileState(redis, { requireLoaded: true, readyMarker: shardedKeys.ready })
-            : new RedisProfileState(redis);
-        },
+        async (redis) => new (await import('@cdp/identity/redis')).RedisProfileState(redis),
         async () => new (await import('@cdp/identity/memory')).MemoryProfileState(),
       ),
       redisOr(

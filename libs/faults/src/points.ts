@@ -87,3 +87,12 @@ export const SHARDED_IDENTITY_POINTS = {
   /** After the markers, before the intent is dropped from the pending list. */
   markersWritten: 'identity.sharded.markers',
 } as const;
+
+/**
+ * The boundary of a profile merge across shards on a cluster (RedisProfileState): the loser is folded into
+ * its survivor, not yet retired on its own shard. test/redis-cluster-contracts.e2e-spec.ts throws there and
+ * checks that the redelivery ends in the same profiles, and that a read meanwhile answers the whole merge.
+ */
+export const PROFILE_POINTS = {
+  folded: 'profiles.sharded.folded',
+} as const;

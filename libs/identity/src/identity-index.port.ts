@@ -52,6 +52,12 @@ export abstract class IdentityIndex {
    * IdentityNotWarmError. False when another process is rebuilding it already.
    */
   abstract beginRebuild(account: string): Promise<boolean>;
+  /**
+   * Closes an account as a flush would: its next `resolve` refuses it (IdentityNotWarmError), so it is
+   * rebuilt from the store. For another part of its hot state found not loaded (profiles on a shard a
+   * failover or an upgrade left without its ready marker) while the index still holds the account.
+   */
+  abstract closeAccount(account: string): Promise<void>;
   /** Replaces what the index knows of an account with the graph read back from the store; ends a rebuild. */
   abstract load(account: string, graph: IdentityGraphRows): Promise<number>;
   /**

@@ -12,6 +12,7 @@ import {
   IdentityIndex,
   IdentityNotWarmError,
   ProfileState,
+  type ProfileSnapshot,
   type ProfileUpdate,
   type Resolution,
 } from '@cdp/identity';
@@ -221,7 +222,16 @@ export class IdentityStep implements Step<IdentityInput, ResolvedBatch> {
     now: string,
   ): Promise<CustomerRow[]> {
     faultPoint(FAULT_POINTS.profilesApply);
-    return (await this.profiles.apply(account, updates)).map((snapshot) => ({
+    let applied: ProfileSnapshot[];
+    try {
+      applied = await this.profiles.apply(account, updates);
+    } catch (err) {
+      // The index holds the account but its profiles are not loaded (a shard that lost them, or an
+      // upgrade that moved them): closed, the redelivered batch is resolved again after a rebuild.
+      if (err instanceof IdentityNotWarmError) await this.identity.closeAccount(account);
+      throw err;
+    }
+    return applied.map((snapshot) => ({
       svc_id: snapshot.customerId,
       version: snapshot.version,
       msg_id: messageOf(snapshot.customerId),

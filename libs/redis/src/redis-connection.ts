@@ -84,6 +84,7 @@ export type RedisCommands = Pick<
   | 'sAdd'
   | 'sRem'
   | 'sMembers'
+  | 'sUnion'
   | 'smIsMember'
   | 'sScan'
   | 'sCard'
@@ -104,13 +105,6 @@ export interface RedisLibrary {
 const REPLICA_CHECK_MS = 5000;
 /** Items per SSCAN/HSCAN page: one round trip each, and each page a short command on the server. */
 const PAGE = 1000;
-/** Items a writeInBatches round trip carries. */
-const WRITE_BATCH = 1000;
-
-/** The commands queued for one round trip (MULTI, or a pipeline). */
-export type RedisBatch = ReturnType<typeof newBatch>;
-const newBatch = (commands: RedisCommands) => commands.multi();
-
 /**
  * One Redis deployment as every Redis driver sees it: a single server, or a Redis Cluster found from
  * a seed list (`REDIS_URL=redis://a:7000,redis://b:7001`). Every key of an account carries the
@@ -272,6 +266,18 @@ export class RedisConnection {
     const node =
       this.sentinelPrimary ??
       asPrimary(this.cluster ? await this.cluster.getNodeClientForKey(key) : this.single!);
+    await this.waitOn(node, timeoutMs);
+  }
+
+  /**
+   * waitForReplica on every primary at once: for writes spread over an account's shards (a batch's
+   * profiles, memberships, orders). A primary this connection wrote nothing to answers at once.
+   */
+  async waitForReplicas(timeoutMs: number): Promise<void> {
+    await Promise.all((await this.primaries()).map((node) => this.waitOn(node, timeoutMs)));
+  }
+
+  private async waitOn(node: Primary, timeoutMs: number): Promise<void> {
     if (!(await this.hasReplica(node))) return;
     // On the node's own connection, the one that carried the writes: WAIT counts that connection's writes.
     const acked = await node.send(['WAIT', '1', String(timeoutMs)]);
@@ -310,31 +316,6 @@ export class RedisConnection {
     for await (const members of this.setMembers(index)) {
       await this.commands.multi().unlink(members.map(keyOf)).sRem(index, members).exec();
     }
-  }
-
-  /**
-   * Writes what `write` queues for each item, WRITE_BATCH items a round trip, so a rebuild of millions of
-   * records holds neither them nor their replies in memory; `finish` queues what follows the last item.
-   * Each round trip is a MULTI (applied whole), or with `pipeline` a plain pipeline. Answers how many items.
-   */
-  async writeInBatches<T>(
-    items: AsyncIterable<T>,
-    write: (batch: RedisBatch, item: T) => void,
-    { finish, pipeline = false }: { finish?: (batch: RedisBatch) => void; pipeline?: boolean } = {},
-  ): Promise<number> {
-    const send = (batch: RedisBatch) => (pipeline ? batch.execAsPipeline() : batch.exec());
-    let count = 0;
-    let batch = newBatch(this.commands);
-    for await (const item of items) {
-      write(batch, item);
-      if (++count % WRITE_BATCH === 0) {
-        await send(batch);
-        batch = newBatch(this.commands);
-      }
-    }
-    finish?.(batch);
-    await send(batch);
-    return count;
   }
 
   /** Every field and value of a hash, a page at a time (HSCAN). */

@@ -77,3 +77,13 @@ async function across(connection: RedisConnection, command: 'SMISMEMBER' | 'SADD
   // EVAL, as the identifier state does: a short script, nothing to load again after a Redis restart.
   return connection.commands.eval(ACROSS, { keys: [...sets.keys()], arguments: args });
 }
+
+/**
+ * The union of sets on many account shards: one SUNION on a single server, where any key may be read
+ * together; on a cluster one SMEMBERS per set, all at once (each set is its shard's slot).
+ */
+export async function membersOfSets(connection: RedisConnection, keys: readonly string[]): Promise<string[]> {
+  if (!connection.isCluster) return connection.commands.sUnion([...keys]);
+  const all = await Promise.all(keys.map((key) => connection.commands.sMembers(key)));
+  return [...new Set(all.flat())];
+}

@@ -70,6 +70,11 @@ export class MemoryIdentityIndex extends IdentityIndex {
     return Promise.resolve(true);
   }
 
+  /** Nothing to close: the memory profiles are loaded with the index, at start, and never refuse. */
+  closeAccount(): Promise<void> {
+    return Promise.resolve();
+  }
+
   endRebuild(): Promise<void> {
     return Promise.resolve();
   }

@@ -7,7 +7,7 @@
  * identifier set, a message's remembered effects). They all carry the account's hash tag, so they
  * live in the declared keys' cluster slot.
  */
-export const LIBRARY_VERSION = '21';
+export const LIBRARY_VERSION = '22';
 /**
  * The version is part of the library's and the functions' names: each release calls the functions it was
  * written against, never another's with its arguments. A release that changes the key layout (layout 2,
@@ -23,7 +23,11 @@ const MERGED_PROFILE_KEPT_MS = 8 * 24 * 3600 * 1000;
 
 import { CUSTOMER_ENTRIES_LUA } from './customer-entries.js';
 
-export const FN = { resolve: `${LIBRARY_NAME}_resolve`, apply: `${LIBRARY_NAME}_apply` };
+export const FN = {
+  resolve: `${LIBRARY_NAME}_resolve`,
+  apply: `${LIBRARY_NAME}_apply`,
+  retire: `${LIBRARY_NAME}_retire`,
+};
 
 export const LIBRARY = `#!lua name=${LIBRARY_NAME}
 -- version ${LIBRARY_VERSION}
@@ -366,13 +370,30 @@ local function fold(key, flat)
   return redacted
 end
 
+-- cdp_apply: a batch's profile updates, in order (redis-profile-state.adapter.ts). Each customer's keys are
+-- on its account shard's prefix. KEYS: the profile hashes of the call's own customers (one shard's on a
+-- cluster; any on a single server). ARGV[1] JSON [[customer (0-based), {field: JSON value or null},
+-- [absorbed customers], redact 0|1, optional acceptance order]], ARGV[2] JSON [customer ids], ARGV[3] JSON
+-- [each customer's shard prefix], ARGV[4] '1' to refuse unless every shard of the call is loaded, ARGV[5]
+-- JSON [[hash, kept hash] of each customer past #KEYS]: a loser on another shard, read by the caller,
+-- folded here and retired on its own shard by cdp_retire.
 local function cdp_apply(keys, args)
-  if args[4] and args[4] ~= '' and redis.call('EXISTS', args[4]) == 0 then
-    return redis.error_reply('CDP_NOT_WARM profiles not loaded')
-  end
   local updates = cjson.decode(args[1])
-  local p = args[2]
-  local customers = cjson.decode(args[3])
+  local customers = cjson.decode(args[2])
+  local prefixes = cjson.decode(args[3])
+  local outside = cjson.decode(args[5])
+  if args[4] == '1' then
+    local checked = {}
+    for i = 1, #keys do
+      local pre = prefixes[i]
+      if not checked[pre] then
+        if redis.call('EXISTS', pre .. 'pready') == 0 then
+          return redis.error_reply('CDP_NOT_WARM profiles not loaded')
+        end
+        checked[pre] = true
+      end
+    end
+  end
   local touched, gone, out, phone_before = {}, {}, {}, {}
   local function remember(i)
     if phone_before[i] == nil then phone_before[i] = redis.call('HGET', keys[i], 'phone') or false end
@@ -386,26 +407,34 @@ local function cdp_apply(keys, args)
     local own_opted = redis.call('HGET', key, 'opted_in')
     local redacted = was_redacted or fresh
     for _, l in ipairs(u[3] or {}) do
-      local lkey = keys[l + 1]
-      remember(l + 1)
-      local flat = redis.call('HGETALL', lkey)
-      if #flat > 0 then
-        if fold(key, flat) then redacted = true end
-        -- Kept, not deleted, for as long as the ingest stream keeps a message: a write retried after a
-        -- crash or a failure (Redis already folded, the store not yet) absorbs it again and must give
-        -- the store the same merged row (else the loser stays live there).
-        local kept = p .. 'pm:' .. customers[l + 1]
-        redis.call('RENAME', lkey, kept)
-        redis.call('PEXPIRE', kept, ${MERGED_PROFILE_KEPT_MS})
-        profile_unlisted(p, customers[l + 1])
-        out[#out + 1] = {l, flat, u[1]}
-        gone[l + 1] = true
+      local li = l + 1
+      local flat, kept
+      if li <= #keys then
+        remember(li)
+        flat = redis.call('HGETALL', keys[li])
       else
-        local kept = redis.call('HGETALL', p .. 'pm:' .. customers[l + 1])
+        flat, kept = outside[li - #keys][1], outside[li - #keys][2]
+      end
+      if #flat > 0 then
+        -- Fields win by acceptance order, so folding the same loser again changes nothing.
+        if fold(key, flat) then redacted = true end
+        if li <= #keys then
+          -- Kept, not deleted, for as long as the ingest stream keeps a message: a write retried after a
+          -- crash or a failure (Redis already folded, the store not yet) absorbs it again and must give
+          -- the store the same merged row (else the loser stays live there).
+          local pm = prefixes[li] .. 'pm:' .. customers[li]
+          redis.call('RENAME', keys[li], pm)
+          redis.call('PEXPIRE', pm, ${MERGED_PROFILE_KEPT_MS})
+          profile_unlisted(prefixes[li], customers[li])
+          gone[li] = true
+        end
+        out[#out + 1] = {l, flat, u[1]}
+      else
+        if li <= #keys then kept = redis.call('HGETALL', prefixes[li] .. 'pm:' .. customers[li]) end
         if #kept > 0 then out[#out + 1] = {l, kept, u[1]} end
       end
     end
-    if redis.call('HINCRBY', key, '__v', 1) == 1 then profile_listed(p, customers[ki]) end
+    if redis.call('HINCRBY', key, '__v', 1) == 1 then profile_listed(prefixes[ki], customers[ki]) end
     -- Only the fields no update accepted later wrote already (after the fold: a loser's times count).
     local at = u[5]
     local sent = u[2]
@@ -463,8 +492,8 @@ local function cdp_apply(keys, args)
     local after = false
     if not gone[i] then after = redis.call('HGET', keys[i], 'phone') or false end
     if before ~= after then
-      if before then redis.call('SREM', p .. 'ph:' .. before, customers[i]) end
-      if after then redis.call('SADD', p .. 'ph:' .. after, customers[i]) end
+      if before then redis.call('SREM', prefixes[i] .. 'ph:' .. before, customers[i]) end
+      if after then redis.call('SADD', prefixes[i] .. 'ph:' .. after, customers[i]) end
     end
   end
   for i = 1, #keys do
@@ -473,6 +502,25 @@ local function cdp_apply(keys, args)
   return cjson.encode(out)
 end
 
+-- cdp_retire: the second step of a merge across shards, on the loser's shard, after cdp_apply folded it
+-- into its survivor. KEYS[1] the loser's profile hash; ARGV[1] its shard prefix, ARGV[2] its customer id,
+-- ARGV[3] the version (__v) the caller read and folded. Moves the hash aside as cdp_apply does a loser on
+-- its own shard, unless it changed since it was read (an update applied meanwhile): then 0, and the
+-- caller folds it again. 1 once it is retired, or already was.
+local function cdp_retire(keys, args)
+  local v = redis.call('HGET', keys[1], '__v')
+  if not v then return 1 end
+  if v ~= args[3] then return 0 end
+  local phone = redis.call('HGET', keys[1], 'phone')
+  local pm = args[1] .. 'pm:' .. args[2]
+  redis.call('RENAME', keys[1], pm)
+  redis.call('PEXPIRE', pm, ${MERGED_PROFILE_KEPT_MS})
+  profile_unlisted(args[1], args[2])
+  if phone then redis.call('SREM', args[1] .. 'ph:' .. phone, args[2]) end
+  return 1
+end
+
 redis.register_function('${FN.resolve}', cdp_resolve)
 redis.register_function('${FN.apply}', cdp_apply)
+redis.register_function('${FN.retire}', cdp_retire)
 `;

@@ -192,8 +192,9 @@ export class RedisIdentityIndex extends IdentityIndex {
 
   /**
    * Settling is the batch's last write of the account's state (resolutions, profiles, consent and
-   * orders came before it, on the same node): it also waits until those writes reached a replica, so
-   * the bus is acknowledged only for what a failover of that primary cannot lose.
+   * orders came before it, those on the account's shards, so on any primary): it also waits until
+   * those writes reached a replica on every primary, so the bus is acknowledged only for what a
+   * failover cannot lose.
    */
   async settle(account: string, messages: string[]): Promise<void> {
     if (messages.length === 0) return;
@@ -202,7 +203,7 @@ export class RedisIdentityIndex extends IdentityIndex {
       .unlink(messages.map((m) => keys.unsettled(account, m)))
       .sRem(keys.unsettledMessages(account), messages)
       .execAsPipeline();
-    await this.connection.waitForReplica(keys.ready(account), REPLICA_WAIT_MS);
+    await this.connection.waitForReplicas(REPLICA_WAIT_MS);
   }
 
   async lookup(account: string, id: Identifier): Promise<string | undefined> {
@@ -221,6 +222,10 @@ export class RedisIdentityIndex extends IdentityIndex {
       const cut = key.indexOf('\u0000');
       return { kind: key.slice(0, cut), value: key.slice(cut + 1) };
     });
+  }
+
+  async closeAccount(account: string): Promise<void> {
+    await this.redis.del(keys.ready(account));
   }
 
   async beginRebuild(account: string): Promise<boolean> {

@@ -1,4 +1,4 @@
-import { accountShardPrefix } from '@cdp/redis';
+import { accountShardPrefix, shardPrefixOf } from '@cdp/redis';
 
 /**
  * Key layout. Every key of an account carries `{<account>}` as its hash tag, so an account lives in
@@ -31,18 +31,6 @@ export const keys = {
    */
   graphKeys: (account: string) =>
     ['ids', 'cb', 'cids', 'merged', 'mseq', 'unsettled'].map((k) => `cdp:{${account}}:${k}`),
-  profile: (account: string, customerId: string) => `cdp:{${account}}:p:${customerId}`,
-  /** A profile merged away, kept a while for a retried write (redis-functions.ts, cdp_apply). */
-  mergedProfile: (account: string, customerId: string) => `cdp:{${account}}:pm:${customerId}`,
-  /**
-   * The customers that have a profile hash, bucket hashes as the customer entries (field: the id less
-   * its bucket; value empty), and the set of those buckets: a rebuild finds the account's profile keys
-   * from them.
-   */
-  profileList: (account: string, bucket: string) => `cdp:{${account}}:pr:${bucket}`,
-  profileBuckets: (account: string) => `cdp:{${account}}:prb`,
-  /** Customers whose profile's phone is exactly this value (its JSON text, as the profile hash holds it). */
-  phone: (account: string, phoneJson: string) => `cdp:{${account}}:ph:${phoneJson}`,
   /**
    * The opt-out pool, one set per account shard (not the account's tag): `<kind>:<value>` of every
    * identifier opted out (spec "Compliance opt-out") whose shard is `shard`.
@@ -63,4 +51,33 @@ export const legacyKeys = {
   profiles: (account: string) => `cdp:{${account}}:profiles`,
   /** The opt-out pool before it was sharded: one set in the account's tag (moved at first use). */
   optOutPool: (account: string) => `cdp:{${account}}:optout`,
+};
+
+/**
+ * Hot profiles, each on the account shard of its customer (`{<account>#hh}`, hh of the customer id), so a
+ * big account's profiles use every primary of a cluster (docs/architecture.md, "Profiles across the
+ * shards"). Every key below is on the shard prefix `p` of its customer, so a call on one shard touches one
+ * slot: `<p>p:<customer>` the profile hash; `<p>pm:<customer>` a profile merged away, kept a while for a
+ * retried write (redis-functions.ts, cdp_apply); `<p>pr:<bucket>` and `<p>prb` the shard's list of the
+ * customers with a profile (bucket hashes as the customer entries: field the id less its bucket, value
+ * empty; and the set of those buckets), from which a rebuild finds them; `<p>ph:<phone JSON>` the shard's
+ * customers whose profile's phone is exactly that value; `<p>pready` the shard's ready marker.
+ * Before the sharding (layout 2) the same names sat under the account's own prefix `cdp:{<account>}:`:
+ * a rebuild removes them (the missing shard ready markers force it).
+ */
+export const profileKeys = {
+  prefixOf: (account: string, customerId: string) => shardPrefixOf(account, customerId),
+  profile: (account: string, customerId: string) => `${shardPrefixOf(account, customerId)}p:${customerId}`,
+  mergedProfile: (account: string, customerId: string) =>
+    `${shardPrefixOf(account, customerId)}pm:${customerId}`,
+  ready: (account: string, shard: number) => `${accountShardPrefix(account, shard)}pready`,
+  phone: (account: string, shard: number, phoneJson: string) =>
+    `${accountShardPrefix(account, shard)}ph:${phoneJson}`,
+  /** Keys under a prefix (a shard's, or the account's own before the sharding). */
+  under: {
+    profile: (prefix: string, customerId: string) => `${prefix}p:${customerId}`,
+    list: (prefix: string, bucket: string) => `${prefix}pr:${bucket}`,
+    buckets: (prefix: string) => `${prefix}prb`,
+    phone: (prefix: string, phoneJson: string) => `${prefix}ph:${phoneJson}`,
+  },
 };

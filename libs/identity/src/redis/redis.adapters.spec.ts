@@ -3,7 +3,9 @@ import { IdentityNotWarmError } from '../identity-index.port.js';
 import { accountShard, connectRedis, type RedisConnection } from '@cdp/redis';
 import { RedisIdentityIndex } from './redis-identity-index.adapter.js';
 import { RedisProfileState } from './redis-profile-state.adapter.js';
-import { keys, legacyKeys } from './redis-keys.js';
+import { keys, legacyKeys, profileKeys } from './redis-keys.js';
+
+const under = profileKeys.under;
 import { customerOfSlot, decodeEntry } from './customer-entries.js';
 import { identityKey } from '@cdp/domain';
 import { identityProperties } from '../identity-properties.contract.js';
@@ -20,16 +22,19 @@ beforeAll(async () => {
 });
 /** Deletes every key of an account (a test's stand-in for FLUSHALL on a Redis shared by other tests). */
 const FORGET_ACCOUNT = `
-local cursor = '0'
-repeat
-  local page = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', 1000)
-  cursor = page[1]
-  for _, key in ipairs(page[2]) do redis.call('UNLINK', key) end
-until cursor == '0'`;
+for _, pattern in ipairs(ARGV) do
+  local cursor = '0'
+  repeat
+    local page = redis.call('SCAN', cursor, 'MATCH', pattern, 'COUNT', 1000)
+    cursor = page[1]
+    for _, key in ipairs(page[2]) do redis.call('UNLINK', key) end
+  until cursor == '0'
+end`;
 async function forgetAccount(account: string): Promise<void> {
   await redis.commands.eval(FORGET_ACCOUNT, {
     keys: [keys.ready(account)],
-    arguments: [`cdp:{${account}}:*`],
+    // The account's own tag and its shards' (`{<account>#hh}`).
+    arguments: [`cdp:{${account}}:*`, `cdp:{${account}#*`],
   });
 }
 
@@ -191,6 +196,7 @@ describe('RedisIdentityIndex specifics', () => {
     const index = new RedisIdentityIndex(redis);
     const profiles = new RedisProfileState(redis);
     await index.beginRebuild(acc);
+    await profiles.load(acc, (async function* () {})());
     await index.load(acc, graphRows([]));
     await profiles.apply(acc, [{ customerId: 'c1', update: { email: 'c1@x.com', city: 'Oslo' } }]);
     // What a FLUSHALL leaves: nothing of the account, no ready marker.
@@ -265,7 +271,7 @@ describe('Redis customer entries (layout 2)', () => {
     expect((await customerEntries(account)).get(loser)).toHaveLength(1);
   });
 
-  it('lists the customers with a profile in buckets, and a reload removes every profile of either layout', async () => {
+  it('lists the customers with a profile in buckets on their shard, and a reload removes every profile of any layout', async () => {
     const acc = `${account}pr`;
     const profiles = new RedisProfileState(redis, { requireLoaded: false });
     await profiles.apply(acc, [
@@ -274,22 +280,55 @@ describe('Redis customer entries (layout 2)', () => {
       { customerId: 'other', update: { phone: '+4712345678' } },
     ]);
     await profiles.apply(acc, [{ customerId: 'c_abcd11', update: {}, absorb: ['c_abcd22'] }]);
-    expect(await redis.commands.hGetAll(keys.profileList(acc, 'abcd'))).toEqual({ '11': '' });
-    expect((await redis.commands.sMembers(keys.profileBuckets(acc))).sort()).toEqual(['_', 'abcd']);
-    // A profile listed by layout 1.
-    await redis.commands.hSet(keys.profile(acc, 'c_legacy'), { __v: '1', email: '"l@x.com"' });
+    const shardOf = (c: string) => profileKeys.prefixOf(acc, c);
+    expect(await redis.commands.hGetAll(under.list(shardOf('c_abcd11'), 'abcd'))).toEqual({ '11': '' });
+    expect(await redis.commands.hGetAll(under.list(shardOf('c_abcd22'), 'abcd'))).toEqual({});
+    expect(await redis.commands.sMembers(under.buckets(shardOf('other')))).toEqual(['_']);
+    // A profile listed by layout 1 (a set), and one by layout 2 (buckets under the account's own prefix).
+    const own = keys.prefix(acc);
+    await redis.commands.hSet(under.profile(own, 'c_legacy'), { __v: '1', email: '"l@x.com"' });
     await redis.commands.sAdd(legacyKeys.profiles(acc), 'c_legacy');
+    await redis.commands.hSet(under.profile(own, 'c_abcd33'), { __v: '1', phone: '"+4700"' });
+    await redis.commands.hSet(under.list(own, 'abcd'), '33', '');
+    await redis.commands.sAdd(under.buckets(own), 'abcd');
+    await redis.commands.sAdd(under.phone(own, '"+4700"'), 'c_abcd33');
 
     async function* stored() {
       yield await Promise.resolve({ svc_id: 'c_beef01', version: 3, attributes: { city: 'Oslo' } });
     }
     expect(await profiles.load(acc, stored())).toBe(1);
-    for (const c of ['c_abcd11', 'other', 'c_legacy']) expect(await profiles.get(acc, c)).toBeUndefined();
+    for (const c of ['c_abcd11', 'other']) expect(await profiles.get(acc, c)).toBeUndefined();
     expect(await profiles.customersWithPhone(acc, '+4712345678')).toEqual([]);
     expect((await profiles.get(acc, 'c_beef01'))?.attributes).toEqual({ city: 'Oslo' });
-    expect(await redis.commands.sMembers(keys.profileBuckets(acc))).toEqual(['beef']);
-    expect(await redis.commands.exists([keys.profileList(acc, 'abcd'), legacyKeys.profiles(acc)])).toBe(0);
+    expect(await redis.commands.sMembers(under.buckets(shardOf('c_beef01')))).toEqual(['beef']);
+    for (const key of [
+      under.list(shardOf('c_abcd11'), 'abcd'),
+      under.buckets(shardOf('other')),
+      legacyKeys.profiles(acc),
+      under.profile(own, 'c_legacy'),
+      under.profile(own, 'c_abcd33'),
+      under.list(own, 'abcd'),
+      under.buckets(own),
+      under.phone(own, '"+4700"'),
+    ])
+      expect(await redis.commands.exists(key)).toBe(0);
     await profiles.load(acc, (async function* () {})());
+  });
+
+  it('refuses updates on a shard whose profiles are not loaded, until a load opens every shard', async () => {
+    const acc = `${account}pready`;
+    const profiles = new RedisProfileState(redis);
+    await expect(profiles.apply(acc, [{ customerId: 'c1', update: { city: 'Oslo' } }])).rejects.toThrow(
+      IdentityNotWarmError,
+    );
+    await profiles.load(acc, (async function* () {})());
+    await profiles.apply(acc, [{ customerId: 'c1', update: { city: 'Oslo' } }]);
+    // One shard lost (a primary failed over without its latest writes): its customers are refused.
+    await redis.commands.del(profileKeys.ready(acc, accountShard('c2')));
+    await expect(profiles.apply(acc, [{ customerId: 'c2', update: {} }])).rejects.toThrow(
+      IdentityNotWarmError,
+    );
+    expect((await profiles.get(acc, 'c1'))?.attributes).toEqual({ city: 'Oslo' });
   });
 
   it('treats an account held in layout 1 as not loaded, and its rebuild removes the old keys', async () => {

@@ -265,11 +265,14 @@ export class ShardedIdentityIndex extends IdentityIndex {
     return { pending: shardedKeys.pending(account), mergeSeq: shardedKeys.mergeSeq(account) };
   }
 
-  /** Forgets the messages' resolutions (the store holds their effects); the profiles' node confirms too. */
+  /**
+   * Forgets the messages' resolutions (the store holds their effects), and waits for a replica on every
+   * primary: the batch's profiles, memberships and orders are on the account's shards.
+   */
   async settle(account: string, messages: string[]): Promise<void> {
     if (messages.length === 0) return;
     await Promise.all(messages.map((m) => this.redis.del(shardedKeys.message(account, m))));
-    await this.connection.waitForReplica(shardedKeys.ready(account), REPLICA_WAIT_MS);
+    await this.connection.waitForReplicas(REPLICA_WAIT_MS);
   }
 
   async lookup(account: string, id: Identifier): Promise<string | undefined> {
@@ -298,6 +301,10 @@ export class ShardedIdentityIndex extends IdentityIndex {
 
   async identifiersOf(account: string, customerId: string): Promise<Identifier[]> {
     return ((await this.survivorEntry(account, customerId))?.i ?? []).map(idOfKey);
+  }
+
+  async closeAccount(account: string): Promise<void> {
+    await this.redis.del(shardedKeys.ready(account));
   }
 
   async beginRebuild(account: string): Promise<boolean> {
