@@ -2,10 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { customerIdSeed, identifierList } from '@cdp/domain';
-import { bornKey, type IdentityIndex, type ResolveInput } from '@cdp/identity';
+import { bornKey, type IdentityIndex, type ProfileState, type ResolveInput } from '@cdp/identity';
 import {
   loadIdentityFunctions,
   RedisIdentityIndex,
+  RedisProfileState,
   ShardedIdentityIndex,
   shardedKeys,
 } from '@cdp/identity/redis';
@@ -22,12 +23,13 @@ import {
 } from './loopback-cluster.js';
 
 /**
- * How one account's identity index spreads over a Redis Cluster (issue 30, "Measured spread"): on a
- * loopback cluster of 1 and of 3 primaries, one account's `--customers` new customers (an email and a
- * vuid each), then `--merges` records that join two of them (customer 2k's email with customer 2k+1's
- * vuid, identifiers on different shards), resolved and settled in the processor's batches (10 messages
- * of 1,000 records) through the sharded index (CDP_IDENTITY_SHARDING=shards) and, for contrast, the
- * single-tag index (the default). Each primary's share of the account's keys, index entries and memory,
+ * How one account's identity index and profiles spread over a Redis Cluster (issue 30, "Measured
+ * spread"): on a loopback cluster of 1 and of 3 primaries, one account's `--customers` new customers (an
+ * email and a vuid each), then `--merges` records that join two of them (customer 2k's email with
+ * customer 2k+1's vuid, identifiers on different shards), resolved, their profiles applied (the email;
+ * a merge folds the loser) and settled in the processor's batches (10 messages of 1,000 records),
+ * through the sharded index (CDP_IDENTITY_SHARDING=shards) and, for contrast, the single-tag index (the
+ * default; the profiles are on the account's shards with either). Each primary's share of the account's keys, index entries and memory,
  * and each Redis process's CPU per record (INFO cpu, user + sys, over the load).
  *
  *   npm run build && node dist/benchmarks/redis/identity-spread.js --customers 20000 [--primaries 1,3]
@@ -60,8 +62,9 @@ function* wave(count: number, first: number, ids: (k: number) => Record<string, 
   }
 }
 
-async function resolveAll(index: IdentityIndex, account: string): Promise<number> {
+async function resolveAll(index: IdentityIndex, profiles: ProfileState, account: string): Promise<number> {
   let merged = 0;
+  let at = 0;
   const firstMerge = Math.ceil(customers / PER_MESSAGE) + 1;
   const waves = [
     wave(customers, 0, (k) => ({ email: `c${k}@example.com`, vuid: `v-${k}` })),
@@ -71,6 +74,16 @@ async function resolveAll(index: IdentityIndex, account: string): Promise<number
     for (const batch of batches) {
       const out = await index.resolve(account, batch);
       merged += out.filter((r) => r.merged.length > 0).length;
+      // Each record's profile update, as the processor gives it: its email, the customers it merged.
+      await profiles.apply(
+        account,
+        out.map((r, i) => ({
+          customerId: r.customerId,
+          update: { email: batch[i]!.ids.find((id) => id.kind === 'email')!.value },
+          ...(r.merged.length ? { absorb: r.merged } : {}),
+          at: ++at,
+        })),
+      );
       await index.settle(account, [...new Set(batch.map((r) => r.message))]);
     }
   return merged;
@@ -100,17 +113,20 @@ function shardedEntries(nodes: ClusterNode[], account: string): number[] {
 async function measure(
   nodes: ClusterNode[],
   index: IdentityIndex,
+  profiles: ProfileState,
   account: string,
   sharded: boolean,
 ): Promise<Measured> {
   const before = nodes.map((n) => figures(n.port));
   const t0 = performance.now();
-  const merged = await resolveAll(index, account);
+  const merged = await resolveAll(index, profiles, account);
   const seconds = (performance.now() - t0) / 1000;
   const after = nodes.map((n) => figures(n.port));
   const records = customers + merges;
-  const pattern = sharded ? `cdp:{${account}#*` : `cdp:{${account}}:*`;
-  const keys = nodes.map((n) => scanKeys(n.port, pattern).length);
+  // The account's own tag and its shards: the profiles are on the shards with either index.
+  const keys = nodes.map(
+    (n) => scanKeys(n.port, `cdp:{${account}#*`).length + scanKeys(n.port, `cdp:{${account}}:*`).length,
+  );
   return {
     keys,
     entries: sharded ? shardedEntries(nodes, account) : keys.map(() => 0),
@@ -121,7 +137,14 @@ async function measure(
   };
 }
 
-async function openAccount(redis: RedisConnection, index: IdentityIndex, account: string, sharded: boolean) {
+async function openAccount(
+  redis: RedisConnection,
+  index: IdentityIndex,
+  profiles: ProfileState,
+  account: string,
+  sharded: boolean,
+) {
+  await profiles.load(account, none());
   if (sharded) {
     await redis.commands.set(shardedKeys.ready(account), 'new');
     return;
@@ -167,8 +190,9 @@ async function main() {
         for (let r = 0; r < Number(opts.rounds); r++) {
           const account = `${sharded ? 'sh' : 'one'}${size}r${r}`;
           const index = sharded ? new ShardedIdentityIndex(redis) : new RedisIdentityIndex(redis);
-          await openAccount(redis, index, account, sharded);
-          runs.push(await measure(nodes, index, account, sharded));
+          const profiles = new RedisProfileState(redis);
+          await openAccount(redis, index, profiles, account, sharded);
+          runs.push(await measure(nodes, index, profiles, account, sharded));
         }
         results[`${size}:${layout}`] = runs;
         const last = runs[runs.length - 1]!;
@@ -184,7 +208,9 @@ async function main() {
           merged: last.merged,
         });
         if (sharded && size >= 3) {
-          const shares = [last.entries, last.memory].flatMap((v) => nodes.map((_, i) => share(v, i)));
+          const shares = [last.keys, last.entries, last.memory].flatMap((v) =>
+            nodes.map((_, i) => share(v, i)),
+          );
           if (!shares.every((x) => x >= 20 && x <= 50)) failed = true;
         }
       }
