@@ -1,6 +1,6 @@
-import { Inject, Injectable, Optional } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { ApiError } from '@cdp/contracts';
-import { METADATA_CACHE_CLOCK, MetadataCache, MetadataStore, updateWithRetry } from '@cdp/metadata';
+import { MetadataCache, MetadataCacheClock, MetadataStore, updateWithRetry } from '@cdp/metadata';
 import type { Allowance } from './rate-limiter.port.js';
 
 /** The API families a route can be counted against (spec "Limits" names them). */
@@ -88,12 +88,12 @@ export class RateLimitPolicy {
 
   constructor(
     private readonly metadata: MetadataStore,
-    @Optional() @Inject(METADATA_CACHE_CLOCK) now?: () => number,
+    @MetadataCacheClock() now?: () => number,
   ) {
     this.cache = new MetadataCache({
       ttlMs: RATE_POLICY_CACHE_MS,
       load: (account) => this.overrides(account),
-      ...(now ? { now } : {}),
+      now,
     });
   }
 

@@ -1,5 +1,5 @@
-import { Inject, Injectable, Optional } from '@nestjs/common';
-import { METADATA_CACHE_CLOCK, MetadataCache, MetadataStore, updateWithRetry } from '@cdp/metadata';
+import { Injectable } from '@nestjs/common';
+import { MetadataCache, MetadataCacheClock, MetadataStore, updateWithRetry } from '@cdp/metadata';
 import type { RecommendationRules } from './recommendation-rules.js';
 
 const BUCKET = 'recommendation_rules';
@@ -13,13 +13,9 @@ export class RecommendationRulesService {
 
   constructor(
     private readonly metadata: MetadataStore,
-    @Optional() @Inject(METADATA_CACHE_CLOCK) now?: () => number,
+    @MetadataCacheClock() now?: () => number,
   ) {
-    this.cache = new MetadataCache({
-      ttlMs: RULES_CACHE_MS,
-      load: (account) => this.read(account),
-      ...(now ? { now } : {}),
-    });
+    this.cache = new MetadataCache({ ttlMs: RULES_CACHE_MS, load: (account) => this.read(account), now });
   }
 
   async read(account: string): Promise<RecommendationRules> {

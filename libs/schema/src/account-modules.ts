@@ -1,6 +1,6 @@
-import { Inject, Injectable, Optional } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { ApiError } from '@cdp/contracts';
-import { METADATA_CACHE_CLOCK, MetadataCache, MetadataStore, updateWithRetry } from '@cdp/metadata';
+import { MetadataCache, MetadataCacheClock, MetadataStore, updateWithRetry } from '@cdp/metadata';
 
 /**
  * Schema modules (the original API's `/v3/schema/modules`): optional capabilities of an account. The
@@ -34,12 +34,12 @@ export class AccountModules {
 
   constructor(
     private readonly metadata: MetadataStore,
-    @Optional() @Inject(METADATA_CACHE_CLOCK) now?: () => number,
+    @MetadataCacheClock() now?: () => number,
   ) {
     this.cache = new MetadataCache({
       ttlMs: MODULES_CACHE_MS,
       load: async (account) => (await this.metadata.get<ModulesDoc>(BUCKET, account))?.value ?? {},
-      ...(now ? { now } : {}),
+      now,
     });
   }
 

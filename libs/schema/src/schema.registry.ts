@@ -1,7 +1,7 @@
-import { Inject, Injectable, Optional } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { ApiError, type Invalid } from '@cdp/contracts';
 import type { CustomIdentifier } from '@cdp/domain';
-import { METADATA_CACHE_CLOCK, MetadataCache, MetadataStore, updateWithRetry } from '@cdp/metadata';
+import { MetadataCache, MetadataCacheClock, MetadataStore, updateWithRetry } from '@cdp/metadata';
 import { AccountSchema } from './account-schema.js';
 import {
   EMPTY_SCHEMA_DOC,
@@ -43,7 +43,7 @@ export class SchemaRegistry {
 
   constructor(
     private readonly metadata: MetadataStore,
-    @Optional() @Inject(METADATA_CACHE_CLOCK) now?: () => number,
+    @MetadataCacheClock() now?: () => number,
   ) {
     this.cache = new MetadataCache({
       ttlMs: SCHEMA_CACHE_MS,
@@ -51,7 +51,7 @@ export class SchemaRegistry {
         const found = await this.metadata.get<AccountSchemaDoc>(BUCKET, account);
         return new AccountSchema(found?.value ?? structuredClone(EMPTY_SCHEMA_DOC), found?.revision ?? 0);
       },
-      ...(now ? { now } : {}),
+      now,
     });
   }
 

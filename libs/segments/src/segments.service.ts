@@ -1,4 +1,4 @@
-import { Inject, Injectable, Optional } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { ApiError } from '@cdp/contracts';
 import {
   compileMembers,
@@ -7,7 +7,7 @@ import {
   type ColumnType,
   type ExportDetail,
 } from '@cdp/exports';
-import { METADATA_CACHE_CLOCK, MetadataCache, MetadataStore, updateWithRetry } from '@cdp/metadata';
+import { MetadataCache, MetadataCacheClock, MetadataStore, updateWithRetry } from '@cdp/metadata';
 import { SchemaRegistry } from '@cdp/schema';
 import { SegmentSizes } from './segment-sizes.port.js';
 import { MAX_SEGMENTS, type Segment, type SegmentDefinition } from './segment.js';
@@ -48,14 +48,10 @@ export class SegmentsService {
     private readonly metadata: MetadataStore,
     schema: SchemaRegistry,
     private readonly sizes: SegmentSizes,
-    @Optional() @Inject(METADATA_CACHE_CLOCK) now?: () => number,
+    @MetadataCacheClock() now?: () => number,
   ) {
     this.catalogs = new SchemaExportCatalogs(schema);
-    this.cache = new MetadataCache({
-      ttlMs: SEGMENTS_CACHE_MS,
-      load: (account) => this.all(account),
-      ...(now ? { now } : {}),
-    });
+    this.cache = new MetadataCache({ ttlMs: SEGMENTS_CACHE_MS, load: (account) => this.all(account), now });
   }
 
   async all(account: string): Promise<Segment[]> {
