@@ -1,9 +1,9 @@
-import { Inject, Injectable, Optional } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { ApiError } from '@cdp/contracts';
 import {
-  METADATA_CACHE_CLOCK,
   MetadataCache,
+  MetadataCacheClock,
   MetadataConflictError,
   MetadataStore,
   updateWithRetry,
@@ -81,12 +81,12 @@ export class AccountsService {
 
   constructor(
     private readonly metadata: MetadataStore,
-    @Optional() @Inject(METADATA_CACHE_CLOCK) now?: () => number,
+    @MetadataCacheClock() now?: () => number,
   ) {
     this.cache = new MetadataCache({
       ttlMs: ACCOUNT_CACHE_MS,
       load: (trackerId) => this.byTrackerId(trackerId),
-      ...(now ? { now } : {}),
+      now,
     });
   }
 

@@ -1,4 +1,6 @@
-import { MetadataCache } from './metadata-cache.js';
+import { Injectable } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { METADATA_CACHE_CLOCK, MetadataCache, MetadataCacheClock } from './metadata-cache.js';
 
 /** A clock the test moves; it starts far from 0 (lru-cache reads a start of 0 as "never stale"). */
 function testClock(): { now: () => number; advance: (ms: number) => void } {
@@ -107,5 +109,34 @@ describe('MetadataCache', () => {
     expect(await read).toBe(6);
     expect(cache.peek('k')).toBe(7);
     expect(await cache.get('k')).toBe(7);
+  });
+});
+
+describe('MetadataCacheClock', () => {
+  @Injectable()
+  class Cached {
+    readonly cache: MetadataCache<number>;
+    loads = 0;
+    constructor(@MetadataCacheClock() now?: () => number) {
+      this.cache = new MetadataCache({ ttlMs: 5_000, load: () => Promise.resolve(++this.loads), now });
+    }
+  }
+
+  it('gives a service the clock METADATA_CACHE_CLOCK provides', async () => {
+    const clock = testClock();
+    const module = await Test.createTestingModule({
+      providers: [Cached, { provide: METADATA_CACHE_CLOCK, useValue: clock.now }],
+    }).compile();
+    const cached = module.get(Cached);
+    expect(await cached.cache.get('k')).toBe(1);
+    clock.advance(5_001);
+    expect(await cached.cache.get('k')).toBe(2);
+  });
+
+  it('leaves the clock to lru-cache where none is provided', async () => {
+    const module = await Test.createTestingModule({ providers: [Cached] }).compile();
+    const cached = module.get(Cached);
+    expect(await cached.cache.get('k')).toBe(1);
+    expect(await cached.cache.get('k')).toBe(1);
   });
 });

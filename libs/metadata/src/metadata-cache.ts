@@ -1,3 +1,4 @@
+import { Inject, Optional } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
 
 /**
@@ -6,6 +7,18 @@ import { LRUCache } from 'lru-cache';
  */
 export const METADATA_CACHE_CLOCK = Symbol('METADATA_CACHE_CLOCK');
 
+/**
+ * The constructor parameter through which a service takes the clock of its metadata cache: injected
+ * when METADATA_CACHE_CLOCK is provided, undefined otherwise (a test that builds the service itself
+ * passes a clock in its place). Pass it on as the cache's `now`.
+ */
+export function MetadataCacheClock(): ParameterDecorator {
+  return (target, key, index) => {
+    Optional()(target, key, index);
+    Inject(METADATA_CACHE_CLOCK)(target, key, index);
+  };
+}
+
 export interface MetadataCacheOptions<V> {
   /** How long a copy is used without reading the metadata store again. */
   ttlMs: number;
@@ -13,8 +26,11 @@ export interface MetadataCacheOptions<V> {
   load: (key: string) => Promise<V>;
   /** The most keys kept; the least recently used go first. */
   max?: number;
-  /** The clock in milliseconds, for tests that move time (must not start at 0: lru-cache reads 0 as "no start"). */
-  now?: () => number;
+  /**
+   * The clock in milliseconds, for tests that move time (must not start at 0: lru-cache reads 0 as
+   * "no start"); undefined, lru-cache's own clock.
+   */
+  now?: (() => number) | undefined;
 }
 
 /** lru-cache holds no `undefined`: a box lets "no such record" be cached like any other answer. */

@@ -1,6 +1,6 @@
-import { Inject, Injectable, Optional } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { ApiError } from '@cdp/contracts';
-import { METADATA_CACHE_CLOCK, MetadataCache, MetadataStore, updateWithRetry } from '@cdp/metadata';
+import { CachedRecords, MetadataCacheClock, MetadataStore } from '@cdp/metadata';
 import type { Allowance } from './rate-limiter.port.js';
 
 /** The API families a route can be counted against (spec "Limits" names them). */
@@ -84,16 +84,13 @@ export type RatePatch = Partial<Record<RateLimitFamily, PlanSetting | null>>;
 /** Each account's rates: the defaults, changed per account through the admin API. */
 @Injectable()
 export class RateLimitPolicy {
-  private readonly cache: MetadataCache<RateOverrides>;
+  private readonly records: CachedRecords<RateOverrides>;
 
-  constructor(
-    private readonly metadata: MetadataStore,
-    @Optional() @Inject(METADATA_CACHE_CLOCK) now?: () => number,
-  ) {
-    this.cache = new MetadataCache({
+  constructor(metadata: MetadataStore, @MetadataCacheClock() now?: () => number) {
+    this.records = new CachedRecords(metadata, BUCKET, {
       ttlMs: RATE_POLICY_CACHE_MS,
-      load: (account) => this.overrides(account),
-      ...(now ? { now } : {}),
+      view: (found) => found?.value ?? {},
+      now,
     });
   }
 
@@ -112,8 +109,8 @@ export class RateLimitPolicy {
     return allowanceOf(setting);
   }
 
-  async overrides(account: string): Promise<RateOverrides> {
-    return (await this.metadata.get<RateOverrides>(BUCKET, account))?.value ?? {};
+  overrides(account: string): Promise<RateOverrides> {
+    return this.records.read(account);
   }
 
   /** Every family's rate for the account, defaults included. */
@@ -127,9 +124,9 @@ export class RateLimitPolicy {
    * Changes some families' rates: a positive whole number of requests per second, `"unlimited"`, or
    * null to go back to the default. Returns the account's overrides after the change.
    */
-  async change(account: string, patch: RatePatch): Promise<RateOverrides> {
+  change(account: string, patch: RatePatch): Promise<RateOverrides> {
     const checked = Object.entries(patch) as [RateLimitFamily, PlanSetting | null][];
-    const { value } = await updateWithRetry<RateOverrides>(this.metadata, BUCKET, account, (found) => {
+    return this.records.update(account, (found) => {
       const next: RateOverrides = { ...(found?.value ?? {}) };
       for (const [family, rate] of checked) {
         if (rate === null) delete next[family];
@@ -137,13 +134,11 @@ export class RateLimitPolicy {
       }
       return next;
     });
-    this.cache.set(account, value);
-    return value;
   }
 
   private async cachedOverrides(account: string): Promise<RateOverrides> {
     try {
-      return await this.cache.get(account);
+      return await this.records.cached(account);
     } catch {
       // The metadata store away and never read for this account: limit by the defaults.
       return {};

@@ -1,5 +1,5 @@
-import { Inject, Injectable, Optional } from '@nestjs/common';
-import { METADATA_CACHE_CLOCK, MetadataCache, MetadataStore, updateWithRetry } from '@cdp/metadata';
+import { Injectable } from '@nestjs/common';
+import { CachedRecords, MetadataCacheClock, MetadataStore } from '@cdp/metadata';
 import type { RecommendationRules } from './recommendation-rules.js';
 
 const BUCKET = 'recommendation_rules';
@@ -9,32 +9,27 @@ export const RULES_CACHE_MS = 5_000;
 /** Each account's recommendation rules, set by the operator through the admin API. */
 @Injectable()
 export class RecommendationRulesService {
-  private readonly cache: MetadataCache<RecommendationRules>;
+  private readonly rules: CachedRecords<RecommendationRules>;
 
-  constructor(
-    private readonly metadata: MetadataStore,
-    @Optional() @Inject(METADATA_CACHE_CLOCK) now?: () => number,
-  ) {
-    this.cache = new MetadataCache({
+  constructor(metadata: MetadataStore, @MetadataCacheClock() now?: () => number) {
+    this.rules = new CachedRecords(metadata, BUCKET, {
       ttlMs: RULES_CACHE_MS,
-      load: (account) => this.read(account),
-      ...(now ? { now } : {}),
+      view: (found) => found?.value ?? {},
+      now,
     });
   }
 
-  async read(account: string): Promise<RecommendationRules> {
-    return (await this.metadata.get<RecommendationRules>(BUCKET, account))?.value ?? {};
+  read(account: string): Promise<RecommendationRules> {
+    return this.rules.read(account);
   }
 
   /** The rules a request applies (a copy at most RULES_CACHE_MS old). */
   cached(account: string): Promise<RecommendationRules> {
-    return this.cache.get(account);
+    return this.rules.cached(account);
   }
 
   /** Replaces the account's rules (checked by the caller). */
-  async replace(account: string, rules: RecommendationRules): Promise<RecommendationRules> {
-    await updateWithRetry<RecommendationRules>(this.metadata, BUCKET, account, () => rules);
-    this.cache.set(account, rules);
-    return rules;
+  replace(account: string, rules: RecommendationRules): Promise<RecommendationRules> {
+    return this.rules.update(account, () => rules);
   }
 }

@@ -1,6 +1,6 @@
-import { Inject, Injectable, Optional } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { ApiError } from '@cdp/contracts';
-import { METADATA_CACHE_CLOCK, MetadataCache, MetadataStore, updateWithRetry } from '@cdp/metadata';
+import { CachedRecords, MetadataCacheClock, MetadataStore } from '@cdp/metadata';
 
 /**
  * Schema modules (the original API's `/v3/schema/modules`): optional capabilities of an account. The
@@ -30,16 +30,13 @@ export function isSchemaModule(name: unknown): name is SchemaModuleName {
 
 @Injectable()
 export class AccountModules {
-  private readonly cache: MetadataCache<ModulesDoc>;
+  private readonly records: CachedRecords<ModulesDoc>;
 
-  constructor(
-    private readonly metadata: MetadataStore,
-    @Optional() @Inject(METADATA_CACHE_CLOCK) now?: () => number,
-  ) {
-    this.cache = new MetadataCache({
+  constructor(metadata: MetadataStore, @MetadataCacheClock() now?: () => number) {
+    this.records = new CachedRecords(metadata, BUCKET, {
       ttlMs: MODULES_CACHE_MS,
-      load: async (account) => (await this.metadata.get<ModulesDoc>(BUCKET, account))?.value ?? {},
-      ...(now ? { now } : {}),
+      view: (found) => found?.value ?? {},
+      now,
     });
   }
 
@@ -83,17 +80,13 @@ export class AccountModules {
 
   /** The operator sets modules' states for an account (admin API). */
   async change(account: string, patch: ModulesDoc): Promise<Record<SchemaModuleName, ModuleState>> {
-    const { value } = await updateWithRetry<ModulesDoc>(this.metadata, BUCKET, account, (found) => ({
-      ...(found?.value ?? {}),
-      ...patch,
-    }));
-    this.cache.set(account, value);
+    await this.records.update(account, (found) => ({ ...(found?.value ?? {}), ...patch }));
     return this.states(account);
   }
 
   private async read(account: string, fresh: boolean): Promise<ModulesDoc> {
     try {
-      return await this.cache.get(account, fresh);
+      return await this.records.cached(account, fresh);
     } catch (err) {
       throw ApiError.unavailable(
         `the account's modules cannot be read right now: ${err instanceof Error ? err.message : String(err)}`,

@@ -1,7 +1,7 @@
-import { Inject, Injectable, Optional } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { ApiError, type Invalid } from '@cdp/contracts';
 import type { CustomIdentifier } from '@cdp/domain';
-import { METADATA_CACHE_CLOCK, MetadataCache, MetadataStore, updateWithRetry } from '@cdp/metadata';
+import { CachedRecords, MetadataCacheClock, MetadataStore } from '@cdp/metadata';
 import { AccountSchema } from './account-schema.js';
 import {
   EMPTY_SCHEMA_DOC,
@@ -39,19 +39,14 @@ export const SCHEMA_CACHE_MS = 2_000;
  */
 @Injectable()
 export class SchemaRegistry {
-  private readonly cache: MetadataCache<AccountSchema>;
+  private readonly records: CachedRecords<AccountSchemaDoc, AccountSchema>;
 
-  constructor(
-    private readonly metadata: MetadataStore,
-    @Optional() @Inject(METADATA_CACHE_CLOCK) now?: () => number,
-  ) {
-    this.cache = new MetadataCache({
+  constructor(metadata: MetadataStore, @MetadataCacheClock() now?: () => number) {
+    this.records = new CachedRecords(metadata, BUCKET, {
       ttlMs: SCHEMA_CACHE_MS,
-      load: async (account) => {
-        const found = await this.metadata.get<AccountSchemaDoc>(BUCKET, account);
-        return new AccountSchema(found?.value ?? structuredClone(EMPTY_SCHEMA_DOC), found?.revision ?? 0);
-      },
-      ...(now ? { now } : {}),
+      view: (found) =>
+        new AccountSchema(found?.value ?? structuredClone(EMPTY_SCHEMA_DOC), found?.revision ?? 0),
+      now,
     });
   }
 
@@ -59,7 +54,7 @@ export class SchemaRegistry {
   async read(account: string, fresh = false): Promise<AccountSchema> {
     let schema: AccountSchema;
     try {
-      schema = await this.cache.get(account, fresh);
+      schema = await this.records.cached(account, fresh);
     } catch (err) {
       throw ApiError.unavailable(
         `the schema cannot be read right now: ${err instanceof Error ? err.message : String(err)}`,
@@ -67,7 +62,7 @@ export class SchemaRegistry {
       );
     }
     // A read that started before this replica's own write answers with the newer copy the write left.
-    const current = this.cache.peek(account);
+    const current = this.records.peek(account);
     return current && current.revision > schema.revision ? current : schema;
   }
 
@@ -143,12 +138,11 @@ export class SchemaRegistry {
   ): Promise<T> {
     // Someone else changing the schema since it was read has the request checked again on theirs.
     let result!: T;
-    const written = await updateWithRetry<AccountSchemaDoc>(this.metadata, BUCKET, account, (found) => {
+    await this.records.update(account, (found) => {
       const doc = found?.value ?? structuredClone(EMPTY_SCHEMA_DOC);
       result = apply(new AccountSchema(structuredClone(doc), found?.revision ?? 0), doc);
       return doc;
     });
-    this.cache.set(account, new AccountSchema(written.value, written.revision));
     return result;
   }
 }

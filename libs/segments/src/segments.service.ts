@@ -1,4 +1,4 @@
-import { Inject, Injectable, Optional } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { ApiError } from '@cdp/contracts';
 import {
   compileMembers,
@@ -7,7 +7,7 @@ import {
   type ColumnType,
   type ExportDetail,
 } from '@cdp/exports';
-import { METADATA_CACHE_CLOCK, MetadataCache, MetadataStore, updateWithRetry } from '@cdp/metadata';
+import { CachedRecords, MetadataCacheClock, MetadataStore } from '@cdp/metadata';
 import { SchemaRegistry } from '@cdp/schema';
 import { SegmentSizes } from './segment-sizes.port.js';
 import { MAX_SEGMENTS, type Segment, type SegmentDefinition } from './segment.js';
@@ -41,30 +41,30 @@ export interface SegmentInput {
  */
 @Injectable()
 export class SegmentsService {
-  private readonly cache: MetadataCache<Segment[]>;
+  private readonly records: CachedRecords<AccountSegments, Segment[]>;
   private readonly catalogs: SchemaExportCatalogs;
 
   constructor(
-    private readonly metadata: MetadataStore,
+    metadata: MetadataStore,
     schema: SchemaRegistry,
     private readonly sizes: SegmentSizes,
-    @Optional() @Inject(METADATA_CACHE_CLOCK) now?: () => number,
+    @MetadataCacheClock() now?: () => number,
   ) {
     this.catalogs = new SchemaExportCatalogs(schema);
-    this.cache = new MetadataCache({
+    this.records = new CachedRecords(metadata, BUCKET, {
       ttlMs: SEGMENTS_CACHE_MS,
-      load: (account) => this.all(account),
-      ...(now ? { now } : {}),
+      view: (found) => found?.value.segments ?? [],
+      now,
     });
   }
 
-  async all(account: string): Promise<Segment[]> {
-    return (await this.metadata.get<AccountSegments>(BUCKET, account))?.value.segments ?? [];
+  all(account: string): Promise<Segment[]> {
+    return this.records.read(account);
   }
 
   /** The segments a lookup evaluates (a copy at most SEGMENTS_CACHE_MS old). */
   cached(account: string): Promise<Segment[]> {
-    return this.cache.get(account);
+    return this.records.cached(account);
   }
 
   async get(account: string, id: string): Promise<Segment> {
@@ -184,12 +184,11 @@ export class SegmentsService {
 
   private async change(account: string, mutate: (segments: Segment[]) => Segment): Promise<Segment> {
     let result!: Segment;
-    const saved = await updateWithRetry<AccountSegments>(this.metadata, BUCKET, account, (found) => {
+    await this.records.update(account, (found) => {
       const segments = [...(found?.value.segments ?? [])];
       result = mutate(segments);
       return { segments };
     });
-    this.cache.set(account, saved.value.segments);
     return result;
   }
 }

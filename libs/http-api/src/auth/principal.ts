@@ -10,3 +10,11 @@ export const CurrentPrincipal = createParamDecorator((_: unknown, ctx: Execution
   if (!principal) throw new Error('route reached without authentication');
   return principal;
 });
+
+/**
+ * Which key sent a batch, as its message records it for the consent history (`key` of the subscription,
+ * identifier-update and opt-out messages): `public`, or `private:<key id>`.
+ */
+export function sentBy(principal: Principal): string {
+  return principal.private ? `private:${principal.keyId ?? 'unknown'}` : 'public';
+}

@@ -5,7 +5,7 @@ import type { Principal } from '@cdp/accounts';
 import { accepted, batchOf, type AcceptedBody } from '@cdp/contracts';
 import type { IdentifierUpdate } from '@cdp/domain';
 import { Auth } from '@cdp/http-common';
-import { CurrentPrincipal } from '../auth/principal.js';
+import { CurrentPrincipal, sentBy } from '../auth/principal.js';
 import { IngestRoute } from '../ingest/ingest-route.decorator.js';
 import { BatchBody, type ValidatedBatch } from '../ingest/batch-validation.pipe.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
@@ -127,7 +127,7 @@ export class IdentifiersController {
       account: principal.account,
       kind: 'identifier-updates',
       receivedAt,
-      key: principal.private ? `private:${principal.keyId ?? 'unknown'}` : 'public',
+      key: sentBy(principal),
       records,
     });
     return accepted(records.map((r) => ('event' in r ? { dropped: r.event.dropped } : {})));

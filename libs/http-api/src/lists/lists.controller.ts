@@ -5,7 +5,7 @@ import { AccountsService, type Principal } from '@cdp/accounts';
 import { ApiError, MAX_BATCH } from '@cdp/contracts';
 import { ListsService } from '@cdp/lists';
 import { Auth } from '@cdp/http-common';
-import { CurrentPrincipal } from '../auth/principal.js';
+import { CurrentPrincipal, sentBy } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 import { IngestRoute } from '../ingest/ingest-route.decorator.js';
@@ -107,7 +107,7 @@ export class ListsController {
       account: principal.account,
       kind: 'subscriptions',
       receivedAt: Date.now(),
-      key: principal.private ? `private:${principal.keyId ?? 'unknown'}` : 'public',
+      key: sentBy(principal),
       records,
     });
     return { updates: echo };

@@ -5,7 +5,7 @@ import type { Principal } from '@cdp/accounts';
 import { accepted, type AcceptedBody } from '@cdp/contracts';
 import { identityKey, type Identifier } from '@cdp/domain';
 import { IdentityIndex, ProfileState } from '@cdp/identity';
-import { CurrentPrincipal } from '../auth/principal.js';
+import { CurrentPrincipal, sentBy } from '../auth/principal.js';
 import { IngestPublisher } from '../ingest/ingest.publisher.js';
 import { RateLimit } from '../rate-limits/rate-limit.decorator.js';
 import { IngestRoute } from '../ingest/ingest-route.decorator.js';
@@ -70,7 +70,7 @@ export class OptOutController {
       account,
       kind: 'optout',
       receivedAt: Date.now(),
-      key: `private:${principal.keyId ?? 'unknown'}`,
+      key: sentBy(principal),
       records: [phone === undefined ? record : { ...record, phone }],
     });
     return {
