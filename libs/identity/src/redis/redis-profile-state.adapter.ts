@@ -123,7 +123,11 @@ export class RedisProfileState extends ProfileState {
       [...survivorOf.keys()].map(async (l) => outside.set(l, await this.readLoser(account, l))),
     );
     const groups = groupBy(updates, (u) => accountShard(u.customerId));
-    const rows = (await Promise.all([...groups.values()].map((g) => this.call(account, g, outside)))).flat();
+    const calls = await Promise.allSettled([...groups.values()].map((g) => this.call(account, g, outside)));
+    // Every call has ended before this throws: none of this batch's writes lands after a rebuild it starts.
+    const failed = calls.find((c): c is PromiseRejectedResult => c.status === 'rejected');
+    if (failed) throw failed.reason;
+    const rows = calls.flatMap((c) => (c.status === 'fulfilled' ? c.value : []));
     faultPoint(PROFILE_POINTS.folded);
     const again = await Promise.all(
       [...outside].map(([loser, read]) => this.retire(account, loser, read, survivorOf.get(loser)!)),
