@@ -11,6 +11,7 @@ const WAIT = 15_000;
 const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString();
 const HOSTILE = '<img src=x onerror="document.title=\'pwned\'">';
 
+// One wiring: the pages are served by the API process alike on both; one browser journey is enough.
 describe('console pages: customers, segments, overview, exports (embedded)', () => {
   let p: EmbeddedPlatform;
   let account: TestAccount;

@@ -11,6 +11,7 @@ function cookieOf(setCookie: string | string[] | undefined): string {
   return header.split(';')[0]!; // cdp_console=<value>
 }
 
+// One wiring: sessions are the API process's alone (cookie, CSRF, proxies), the same on both wirings.
 describe('console sessions (embedded)', () => {
   let p: EmbeddedPlatform;
   let account: TestAccount;

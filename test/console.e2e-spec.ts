@@ -34,6 +34,7 @@ const TITLES = {
   activity: 'Activity log',
 } as const;
 
+// One wiring: the console is served by the API process alike on both; the cross-process fan-out is the last suite.
 describe('console in a browser (embedded)', () => {
   let p: EmbeddedPlatform;
   let account: TestAccount;
@@ -670,6 +671,7 @@ describe('console in a browser (embedded)', () => {
 });
 
 /** Scaled out: the API and the processor in their own processes, the fan-out over core NATS. */
+// One wiring: API and processor in separate processes (the fan-out over core NATS) exist only scaled out.
 describe('event inspector fan-out across processes (scaled out)', () => {
   let p: ScaledPlatform;
   let account: TestAccount;

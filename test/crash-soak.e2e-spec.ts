@@ -9,6 +9,7 @@ import { runSoak } from '../benchmarks/crash/soak.js';
  */
 jest.setTimeout(300_000);
 
+// One wiring: it SIGKILLs the all-in-one server; scaled out, crash-consistency.e2e-spec.ts kills the processor.
 describe('repeated SIGKILL of the embedded server (soak, small)', () => {
   it('keeps every acknowledged event once and every acknowledged customer live once', async () => {
     const result = await runSoak({

@@ -14,6 +14,7 @@ const PRIVATE = 'durable-test.s3cr3t-for-tests';
  * every acknowledged event after a restart, exactly once. SIGTERM under load stops it cleanly within
  * ten seconds, again losing and doubling nothing.
  */
+// One wiring: it tests the embedded bus's own log (fsync, replay at start); JetStream's is scaled.e2e-spec.ts's.
 describe('durability of the embedded wiring (child process)', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'cdp-durable-'));
   const env = { CDP_DATA_DIR: dataDir, CDP_BOOTSTRAP_PUBLIC_KEY: PUBLIC, CDP_BOOTSTRAP_PRIVATE_KEY: PRIVATE };

@@ -18,6 +18,7 @@ jest.setTimeout(180_000);
 
 const CLIENTS = 4;
 
+// One wiring: NATS and Redis, the engines it fails, run only in the scaled-out wiring.
 describe('engine faults under load (scaled-out wiring)', () => {
   let p: ScaledPlatform;
   let replica: ChildApp;

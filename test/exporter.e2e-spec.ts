@@ -19,6 +19,7 @@ import { ADMIN_TOKEN } from './support/embedded.js';
 const { clickhouse } = loadConfig();
 const describeIfServer = clickhouse.named ? describe : describe.skip;
 
+// One wiring: apps/exporter runs only with a ClickHouse server (CDP_STORE=clickhouse).
 describeIfServer('apps/exporter on a ClickHouse server', () => {
   let nats: EngineProcess;
   let redis: EngineProcess;

@@ -226,6 +226,7 @@ describe.each(WIRINGS)('idempotent retries (%s)', (_wiring, start) => {
   }
 });
 
+// One wiring: it wraps the bus of the test's own process to fail after the publish; scaled out that is another process.
 describe('an idempotent request that failed after its publish (embedded)', () => {
   let p: EmbeddedPlatform;
   let acc: TestAccount;
@@ -285,6 +286,7 @@ describe('an idempotent request that failed after its publish (embedded)', () =>
   });
 });
 
+// One wiring: it restarts the all-in-one process on its data directory (the file idempotency store); Redis's survives the API.
 describe('idempotency records across a restart (embedded)', () => {
   it('answers a resend after a restart like the first time, and stores the request once', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cdp-idem-restart-'));
@@ -318,6 +320,7 @@ describe('idempotency records across a restart (embedded)', () => {
   }, 60_000);
 });
 
+// One wiring: two API processes on one Redis; embedded, there is one process.
 describe('idempotent retries across two API replicas (scaled out)', () => {
   let p: ScaledPlatform;
   let second: ChildApp;

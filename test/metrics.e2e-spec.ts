@@ -194,6 +194,7 @@ describe.each(WIRINGS)('metrics and health probes (%s)', (_wiring, start) => {
     }
   });
 
+  // Scaled out only: the loader is a role of its own there; embedded, its metrics are the one process's.
   if (_wiring === 'scaled out') {
     it('serves /metrics and the probes from every role, the loader included', async () => {
       const scaled = p as ScaledPlatform;
@@ -273,6 +274,7 @@ describe.each(WIRINGS)('metrics and health probes (%s)', (_wiring, start) => {
   });
 });
 
+// One wiring: it closes a driver of the test's own process (the embedded bus) to make it not ready.
 describe('health probes when a driver is not ready (embedded)', () => {
   it('keeps /health/live at 200 and answers 503 on /health/ready and /health', async () => {
     const p = await EmbeddedPlatform.start();

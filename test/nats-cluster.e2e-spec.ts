@@ -20,6 +20,7 @@ import { postWithKey } from './support/api-calls.js';
  */
 jest.setTimeout(240_000);
 
+// One wiring: a JetStream cluster is a scaled-out deployment; the embedded wiring has no NATS.
 describe('NATS cluster (scaled-out wiring)', () => {
   let cluster: NatsCluster;
   let nc: NatsConnection;

@@ -188,6 +188,7 @@ describe.each(WIRINGS)('rate limits per account and API family (%s)', (_wiring, 
     expect((await p.http().get(path).set('x-api-key', acc.privateKey)).status).toBe(401);
   });
 
+  // Scaled out only: two API processes on one Redis; embedded, there is one process.
   if (_wiring === 'scaled out') {
     it('shares one bucket between two API processes on one Redis', async () => {
       const scaled = p as ScaledPlatform;

@@ -60,6 +60,7 @@ idempotencyStoreContract('redis cluster', () => {
 });
 rateLimiterContract('redis cluster', (now) => Promise.resolve(new RedisRateLimiter(file.redis, now)));
 
+// One wiring: the Redis drivers under test are the scaled-out wiring's; the embedded one has no Redis.
 describe('the Redis connection on a cluster', () => {
   it('finds the cluster from its seed list and reports every primary healthy', async () => {
     expect(file.redis.isCluster).toBe(true);

@@ -11,6 +11,7 @@ import { ScaledPlatform } from './support/scaled.js';
  */
 jest.setTimeout(180_000);
 
+// One wiring: a Redis Cluster is a scaled-out deployment; the embedded wiring has no Redis.
 describe('scaled-out roles on a Redis Cluster', () => {
   let cluster: RedisClusterRig;
   let p: ScaledPlatform;

@@ -11,6 +11,7 @@ import { RedisSentinelRig, SENTINEL_NAME } from './support/redis-sentinel.js';
  * acknowledged before, during and after the failover reads back from the promoted replica, the driver
  * follows the failover on its own, and health is not ready while there is no primary.
  */
+// One wiring: Redis Sentinel is a scaled-out deployment; the embedded wiring has no Redis.
 let rig: RedisSentinelRig;
 let redis: RedisConnection;
 beforeAll(async () => {

@@ -79,6 +79,7 @@ async function redeliveredUntilAnswered(
   return eventually(() => index.resolve(A, batch), 30_000, 100);
 }
 
+// One wiring: a Redis Cluster is a scaled-out deployment; the embedded wiring has no Redis.
 describe('the sharded identity index when a primary is SIGKILLed mid-merge', () => {
   /** The primaries before any kill: the one holding the account's own tag, and the two that are killed. */
   let own: number;

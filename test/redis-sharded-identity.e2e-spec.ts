@@ -29,6 +29,7 @@ afterAll(() => configureFaults([]));
 const { fresh } = shardedIdentityContract('redis cluster, sharded', () => file.redis, 150);
 const run = Math.random().toString(36).slice(2, 8);
 
+// One wiring: a Redis Cluster is a scaled-out deployment; the embedded wiring has no Redis.
 describe('the sharded identity index on a cluster', () => {
   afterEach(() => configureFaults([]));
 

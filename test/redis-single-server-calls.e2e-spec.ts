@@ -47,6 +47,7 @@ const purchase = (i: number, orderId = `order-${i}`) => ({
   fields: {},
 });
 
+// One wiring: the Redis drivers under test are the scaled-out wiring's; the embedded one has no Redis.
 describe('orders on a single Redis', () => {
   it('applies a batch of 1,000 changes over orders of every shard in one function call', async () => {
     expect(redis.isCluster).toBe(false);

@@ -8,6 +8,7 @@ const DAY_S = 86_400;
  * The operator's events retention (admin API) reaching the store, and an account's tables appearing at
  * its first write. The engine applies a TTL at its next merge; the test makes it merge now.
  */
+// One wiring: it merges the store now (OPTIMIZE) in the test's process; scaled out chDB is the processor's.
 describe("an account's events retention and lazy tables", () => {
   let p: EmbeddedPlatform;
   let acc: TestAccount;

@@ -14,6 +14,7 @@ import { ACCOUNT_SHARDS, connectRedis } from '@cdp/redis';
  */
 jest.setTimeout(120_000);
 
+// One wiring: what it tests (API and processor apart, killed and restarted) exists only scaled out.
 describe('scaled-out wiring (API and processor processes, NATS, Redis, chDB)', () => {
   let p: ScaledPlatform;
   let acc: TestAccount;

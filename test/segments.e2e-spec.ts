@@ -31,6 +31,7 @@ const AUDIENCE_QUERY = (kind: string, value: string, subset = ['cart_abandoners'
  * validation, evaluation (windows passing, merges carrying history), GraphQL's shape, keys, errors
  * and bounds, and Optimizely's own SDK end to end against a local datafile.
  */
+// One wiring: the API's segments and GraphQL code is the same on both; what scaled out changes is the suite below.
 describe('segments and GraphQL (embedded)', () => {
   let p: EmbeddedPlatform;
   let acc: TestAccount;
@@ -379,6 +380,7 @@ describe('segments and GraphQL (embedded)', () => {
  * Scaled out (API + processor over NATS and Redis, chDB in the processor): the API asks the store's owner
  * for event counts over NATS; memberships come back after the processor restarts, rebuilt from nothing.
  */
+// One wiring: event counts over NATS and memberships rebuilt by a restarted processor exist only scaled out.
 describe('segments and GraphQL (scaled out)', () => {
   let p: ScaledPlatform;
   let acc: TestAccount;

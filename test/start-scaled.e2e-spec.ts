@@ -13,6 +13,7 @@ const ROOT = join(import.meta.dirname, '..');
  * `npm run start:scaled` (scripts/start-scaled.js) on empty engines does what the README's first screen
  * says a first start does: it creates an account and logs its keys once.
  */
+// One wiring: the script under test starts the scaled-out wiring (npm start's first start: embedded.ts).
 describe('npm run start:scaled on empty engines', () => {
   let nats: EngineProcess;
   let redis: EngineProcess;

@@ -157,6 +157,7 @@ interface Expected {
   values: Row;
 }
 
+// One wiring: the property reads the store after each case (scaled out, each read stops the processor).
 describe('accepted means storable (property, embedded)', () => {
   let p: EmbeddedPlatform;
   let acc: TestAccount;

@@ -12,6 +12,7 @@ const OUTAGE_MS = 60_000;
  * readable. The ingest stream is kept small (1 MiB) so that it fills during the outage: the API then
  * answers 503 with Retry-After instead of accepting what it could not keep.
  */
+// One wiring: it fills the JetStream stream; the embedded bus's bound is its contract's (bus full → 503).
 describe('a store that refuses writes for a minute (scaled out)', () => {
   let p: ScaledPlatform;
   let acc: TestAccount;

@@ -19,7 +19,7 @@ import { AnalyticStore, ClickHouseStore, MeteredTransport } from '@cdp/store';
 import { PurchaseNotices, Recommender, StoreRecommender } from '@cdp/recommendations';
 import { RemoteConsoleReads } from '@cdp/console-api/reads';
 import { SchemaExportCatalogs } from '@cdp/exports';
-import { SchemaRegistry } from '@cdp/schema';
+import { SchemaModule, SchemaRegistry } from '@cdp/schema';
 import {
   DigestedSegmentEventCounts,
   RecentEvents,
@@ -325,17 +325,18 @@ export class DriversModule {
               )
             : new StoreSegmentEventCounts(store),
     });
-    // Segment sizes likewise; the store's side compiles the definition against the account's schema.
+    // Segment sizes likewise; the store's side compiles the definition against the account's schema,
+    // read through the process's one SchemaRegistry (SchemaModule's), not a second cache of its own.
     providers.push({
       provide: SegmentSizes,
-      inject: [NATS_CONNECTION, MetadataStore, { token: AnalyticStore, optional: true }],
+      inject: [NATS_CONNECTION, SchemaRegistry, { token: AnalyticStore, optional: true }],
       useFactory: async (
         nc: NatsConnection | undefined,
-        metadata: MetadataStore,
+        schema: SchemaRegistry,
         store?: AnalyticStore,
       ): Promise<SegmentSizes> =>
         store
-          ? new StoreSegmentSizes(store, new SchemaExportCatalogs(new SchemaRegistry(metadata)))
+          ? new StoreSegmentSizes(store, new SchemaExportCatalogs(schema))
           : new (await import('@cdp/segments/nats')).NatsSegmentSizes(nc!, config.natsPrefix),
     });
     // GraphQL's recent events likewise.
@@ -431,6 +432,8 @@ export class DriversModule {
     return {
       module: DriversModule,
       global: true,
+      // SegmentSizes reads the schema; SchemaModule's registry takes its MetadataStore from this (global) module.
+      imports: [SchemaModule],
       providers,
       exports: options.openStore ? [...exports, AnalyticStore] : exports,
     };

@@ -12,9 +12,8 @@ import { LOGGER, type Logger } from '@cdp/logger';
 import { MetadataStore } from '@cdp/metadata';
 import { Metrics } from '@cdp/metrics';
 import { AnalyticStore } from '@cdp/store';
-import { SchemaModule } from '@cdp/schema';
 import { ExportCatalogs } from './export-objects.js';
-import { EXPORT_CATALOGS_PROVIDER } from './export-catalogs.provider.js';
+import { ExportCatalogsModule } from './export-catalogs.module.js';
 import { ExportRunner } from './export.runner.js';
 import { ExportWorker } from './export.worker.js';
 
@@ -61,7 +60,7 @@ export class ExportWorkerLifecycle implements OnApplicationBootstrap, BeforeAppl
  * `apps/exporter` with a ClickHouse server, and in the all-in-one process.
  */
 @Module({
-  imports: [SchemaModule],
-  providers: [EXPORT_CATALOGS_PROVIDER, ExportWorkerLifecycle],
+  imports: [ExportCatalogsModule],
+  providers: [ExportWorkerLifecycle],
 })
 export class ExportWorkerModule {}

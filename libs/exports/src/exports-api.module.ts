@@ -1,12 +1,11 @@
 import { Module } from '@nestjs/common';
-import { SchemaModule } from '@cdp/schema';
-import { EXPORT_CATALOGS_PROVIDER } from './export-catalogs.provider.js';
+import { ExportCatalogsModule } from './export-catalogs.module.js';
 import { ExportsService } from './exports.service.js';
 
 /** What the API needs to record export jobs; it never opens the analytic store. */
 @Module({
-  imports: [SchemaModule],
-  providers: [EXPORT_CATALOGS_PROVIDER, ExportsService],
+  imports: [ExportCatalogsModule],
+  providers: [ExportsService],
   exports: [ExportsService],
 })
 export class ExportsApiModule {}

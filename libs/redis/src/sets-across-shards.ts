@@ -74,7 +74,7 @@ async function across(connection: RedisConnection, command: 'SMISMEMBER' | 'SADD
   if (sets.size === 0) return [];
   const args: string[] = [command];
   for (const members of sets.values()) args.push(String(members.length), ...members);
-  // EVAL, as the identifier state does: a short script, nothing to load again after a Redis restart.
+  // EVAL, as ShardedHashes does: a short script, nothing to load again after a Redis restart.
   return connection.commands.eval(ACROSS, { keys: [...sets.keys()], arguments: args });
 }
 

@@ -3,14 +3,8 @@ import {
   ACCOUNT_SHARDS,
   accountShard,
   accountShardPrefix,
-  groupBy,
-  accountIndexedHashes,
-  clearIndexedHashes,
-  moveIndexedHashesToShards,
-  type IndexedHashes,
-  OncePerAccount,
   shardPrefixOf,
-  type RedisCommands,
+  ShardedHashes,
   type RedisConnection,
 } from '@cdp/redis';
 import {
@@ -80,29 +74,23 @@ export const consentKeys = {
  * customer to its shard's index, so no hash exists unindexed.
  *
  * An account's memberships written before the sharding (one hash tag, one index) are moved to the shards
- * the first time a process touches the account (`moved`, moveIndexedHashesToShards in @cdp/redis).
+ * the first time a process touches the account; the sharded call, the move and the rebuild's clearing
+ * are ShardedHashes' (@cdp/redis), as for the identifier state.
  */
 export class RedisConsentState extends ConsentState {
-  private readonly redis: RedisCommands;
-  /** Accounts this process has checked for (and moved) memberships in the layout before the sharding. */
-  private readonly moved = new OncePerAccount((account) =>
-    moveIndexedHashesToShards(this.connection, this.hashesOf(account)),
-  );
-  constructor(private readonly connection: RedisConnection) {
+  private readonly hashes: ShardedHashes;
+  constructor(connection: RedisConnection) {
     super();
-    this.redis = connection.commands;
+    this.hashes = new ShardedHashes(connection, 'consent', 'consent-customers');
   }
 
   async apply(account: string, changes: ConsentChange[]): Promise<AppliedConsentChange[]> {
-    if (changes.length === 0) return [];
-    await this.moved.run(account);
-    // A single server takes every shard's keys in one call; a cluster, one call per shard (its slot).
-    const groups = groupBy(changes.keys(), (i) =>
-      this.connection.isCluster ? accountShard(changes[i]!.customerId) : 0,
-    );
-    const out: AppliedConsentChange[] = new Array<AppliedConsentChange>(changes.length);
-    await Promise.all(
-      [...groups.values()].map(async (indices) => {
+    const replies = await this.hashes.applyByShard<[number, number]>(
+      account,
+      APPLY,
+      changes.map((c) => c.customerId),
+      (indices) => {
+        // Each customer's keys once per call, its changes pointing at them by number.
         const customers: string[] = [];
         const number = new Map<string, number>();
         const encoded = indices.map((i) => {
@@ -111,36 +99,34 @@ export class RedisConsentState extends ConsentState {
           if (n === undefined) number.set(c.customerId, (n = customers.push(c.customerId)));
           return [n, c.listId, c.subscribed ? '1' : '0', c.at === undefined ? '' : String(c.at)];
         });
-        // EVAL, not a Functions library: the script is short, and a Redis restarted without persistence
-        // needs nothing loaded again.
-        const replies = (await this.redis.eval(APPLY, {
+        return {
           keys: customers.flatMap((c) => [
             consentKeys.index(account, accountShard(c)),
             consentKeys.customer(account, c),
           ]),
           arguments: [JSON.stringify(encoded), JSON.stringify(customers)],
-        })) as [number, number][];
-        indices.forEach((i, k) => {
-          const [version, applied] = replies[k]!;
-          const c = changes[i]!;
-          out[i] = applied ? { ...c, version } : { ...c, version, stale: true };
-        });
-      }),
+        };
+      },
     );
-    return out;
+    return replies.map(([version, applied], i) =>
+      applied ? { ...changes[i]!, version } : { ...changes[i]!, version, stale: true },
+    );
   }
 
   async get(account: string, customerId: string): Promise<ConsentSnapshot | undefined> {
-    await this.moved.run(account);
-    return snapshotOf(customerId, await this.redis.hGetAll(consentKeys.customer(account, customerId)));
+    await this.hashes.ready(account);
+    return snapshotOf(
+      customerId,
+      await this.hashes.commands.hGetAll(consentKeys.customer(account, customerId)),
+    );
   }
 
   async *customers(account: string): AsyncIterable<ConsentSnapshot> {
-    await this.moved.run(account);
+    await this.hashes.ready(account);
     for (let shard = 0; shard < ACCOUNT_SHARDS; shard++)
-      for await (const customers of this.connection.setMembers(consentKeys.index(account, shard))) {
+      for await (const customers of this.hashes.connection.setMembers(consentKeys.index(account, shard))) {
         // One round trip per page of a shard's index: its customers' hashes (one slot) read together.
-        const pipeline = this.redis.multi();
+        const pipeline = this.hashes.commands.multi();
         for (const customer of customers) pipeline.hGetAll(consentKeys.customer(account, customer));
         const hashes = (await pipeline.execAsPipeline()) as unknown as Record<string, string>[];
         for (const [i, customer] of customers.entries()) {
@@ -150,46 +136,34 @@ export class RedisConsentState extends ConsentState {
       }
   }
 
-  async load(account: string, states: AsyncIterable<StoredConsent>): Promise<number> {
-    await clearIndexedHashes(this.connection, this.hashesOf(account));
-    this.moved.markDone(account);
+  load(account: string, states: AsyncIterable<StoredConsent>): Promise<number> {
     // The store gives a customer's memberships together (ordered by customer): its version is known
-    // once the next customer starts, so nothing is held per customer. Rounds of single commands, not
-    // MULTI: a round spans shards, which a cluster cannot take in one transaction. A rebuild runs before
-    // the account is ready: a crash midway leaves it not ready, and the next rebuild writes it again.
-    let count = 0;
-    let customers = 0;
-    let round: Promise<unknown>[] = [];
-    let current: { customer: string; key: string; version: number } | undefined;
-    const writeVersion = () => {
-      if (current) round.push(this.redis.hSet(current.key, VERSION_FIELD, String(current.version)));
-    };
-    for await (const s of states) {
-      count++;
-      if (current?.customer !== s.svc_id) {
-        writeVersion();
-        current = { customer: s.svc_id, key: consentKeys.customer(account, s.svc_id), version: 0 };
-        round.push(this.redis.sAdd(consentKeys.index(account, accountShard(s.svc_id)), s.svc_id));
-        if (++customers % LOAD_ROUND === 0) {
-          await Promise.all(round);
-          round = [];
+    // once the next customer starts, so nothing is held per customer.
+    return this.hashes.rebuild(account, LOAD_ROUND, async (rounds) => {
+      let count = 0;
+      let current: { customer: string; key: string; version: number } | undefined;
+      const writeVersion = () => {
+        if (current)
+          rounds.add(this.hashes.commands.hSet(current.key, VERSION_FIELD, String(current.version)));
+      };
+      for await (const s of states) {
+        count++;
+        if (current?.customer !== s.svc_id) {
+          writeVersion();
+          current = { customer: s.svc_id, key: consentKeys.customer(account, s.svc_id), version: 0 };
+          rounds.add(this.hashes.commands.sAdd(consentKeys.index(account, accountShard(s.svc_id)), s.svc_id));
+          await rounds.unitDone();
         }
+        current.version = Math.max(current.version, s.version);
+        rounds.add(this.hashes.commands.hSet(current.key, s.list_id, stored(s.subscribed, s.at)));
       }
-      current.version = Math.max(current.version, s.version);
-      round.push(this.redis.hSet(current.key, s.list_id, stored(s.subscribed, s.at)));
-    }
-    writeVersion();
-    await Promise.all(round);
-    return count;
-  }
-
-  /** Where the account's hashes live, before the sharding and on its shards (the keys above). */
-  private hashesOf(account: string): IndexedHashes {
-    return accountIndexedHashes(account, 'consent', 'consent-customers');
+      writeVersion();
+      return count;
+    });
   }
 
   health(): Promise<DriverHealth> {
-    return this.connection.health();
+    return this.hashes.connection.health();
   }
 
   close(): Promise<void> {

@@ -1,16 +1,5 @@
 import type { DriverHealth } from '@cdp/contracts';
-import {
-  accountShard,
-  accountShardPrefix,
-  groupBy,
-  accountIndexedHashes,
-  clearIndexedHashes,
-  moveIndexedHashesToShards,
-  type IndexedHashes,
-  OncePerAccount,
-  type RedisCommands,
-  type RedisConnection,
-} from '@cdp/redis';
+import { accountShard, accountShardPrefix, ShardedHashes, type RedisConnection } from '@cdp/redis';
 import {
   IdentifierState,
   replayIdentifierChanges,
@@ -85,53 +74,38 @@ const LOAD_ROUND = 500;
  * same call adds each identifier to its shard's index, so no hash exists unindexed.
  *
  * An account's state written before the sharding (one hash tag, one index) is moved to the shards the
- * first time a process touches the account (`moved`, moveIndexedHashesToShards in @cdp/redis).
+ * first time a process touches the account; the sharded call, the move and the rebuild's clearing are
+ * ShardedHashes' (@cdp/redis), as for the list memberships.
  */
 export class RedisIdentifierState extends IdentifierState {
-  private readonly redis: RedisCommands;
-  /** Accounts this process has checked for (and moved) state in the layout before the sharding. */
-  private readonly moved = new OncePerAccount((account) =>
-    moveIndexedHashesToShards(this.connection, this.hashesOf(account)),
-  );
-  constructor(private readonly connection: RedisConnection) {
+  private readonly hashes: ShardedHashes;
+  constructor(connection: RedisConnection) {
     super();
-    this.redis = connection.commands;
+    this.hashes = new ShardedHashes(connection, 'idstate', 'idstates');
   }
 
   async apply(account: string, changes: IdentifierChange[]): Promise<number[]> {
-    if (changes.length === 0) return [];
-    await this.moved.run(account);
-    // A single server takes every shard's keys in one call; a cluster, one call per shard (its slot).
-    const groups = groupBy(changes.keys(), (i) =>
-      this.connection.isCluster ? accountShard(`${changes[i]!.field}:${changes[i]!.value}`) : 0,
-    );
-    const versions: number[] = new Array<number>(changes.length);
-    await Promise.all(
-      [...groups.values()].map(async (indices) => {
-        const keys: string[] = [];
-        const encoded = indices.map((i) => {
-          const c = changes[i]!;
-          const member = `${c.field}:${c.value}`;
-          keys.push(
-            identifierStateKeys.index(account, accountShard(member)),
-            identifierStateKeys.identifier(account, c.field, c.value),
-          );
-          return [member, c.at === undefined ? '' : String(c.at), hashFields(c)];
-        });
-        // EVAL, as the consent state does: a short script, nothing to load again after a Redis restart.
-        const out = (await this.redis.eval(APPLY, {
-          keys,
-          arguments: [JSON.stringify(encoded)],
-        })) as number[];
-        indices.forEach((i, k) => (versions[i] = Number(out[k])));
-      }),
-    );
-    return versions;
+    const members = changes.map((c) => `${c.field}:${c.value}`);
+    const versions = await this.hashes.applyByShard<number>(account, APPLY, members, (indices) => ({
+      keys: indices.flatMap((i) => [
+        identifierStateKeys.index(account, accountShard(members[i]!)),
+        identifierStateKeys.identifier(account, changes[i]!.field, changes[i]!.value),
+      ]),
+      arguments: [
+        JSON.stringify(
+          indices.map((i) => {
+            const c = changes[i]!;
+            return [members[i]!, c.at === undefined ? '' : String(c.at), hashFields(c)];
+          }),
+        ),
+      ],
+    }));
+    return versions.map(Number);
   }
 
   async get(account: string, field: string, value: string): Promise<IdentifierStatus | undefined> {
-    await this.moved.run(account);
-    const hash = await this.redis.hGetAll(identifierStateKeys.identifier(account, field, value));
+    await this.hashes.ready(account);
+    const hash = await this.hashes.commands.hGetAll(identifierStateKeys.identifier(account, field, value));
     if (!hash[VERSION]) return undefined;
     const status: IdentifierStatus = { version: Number(hash[VERSION]) };
     if (hash[CONSENT]) status.consent = JSON.parse(hash[CONSENT]) as IdentifierStatus['consent'];
@@ -149,39 +123,27 @@ export class RedisIdentifierState extends IdentifierState {
     return status;
   }
 
-  async load(account: string, changes: AsyncIterable<StoredIdentifierChange>): Promise<number> {
-    await clearIndexedHashes(this.connection, this.hashesOf(account));
-    this.moved.markDone(account);
-    // Rounds of single commands, not MULTI: a round spans shards, which a cluster cannot take in one
-    // transaction. A rebuild runs under the rebuild lock, before the account is ready: a crash midway
-    // leaves it not ready, and the next rebuild clears and writes it again.
-    let count = 0;
-    let round: Promise<unknown>[] = [];
-    for await (const { field, value, status } of replayIdentifierChanges(changes)) {
-      const member = `${field}:${value}`;
-      round.push(
-        this.redis.hSet(identifierStateKeys.identifier(account, field, value), {
-          [VERSION]: String(status.version),
-          ...statusFields(status),
-        }),
-        this.redis.sAdd(identifierStateKeys.index(account, accountShard(member)), member),
-      );
-      if (++count % LOAD_ROUND === 0) {
-        await Promise.all(round);
-        round = [];
+  load(account: string, changes: AsyncIterable<StoredIdentifierChange>): Promise<number> {
+    return this.hashes.rebuild(account, LOAD_ROUND, async (rounds) => {
+      let count = 0;
+      for await (const { field, value, status } of replayIdentifierChanges(changes)) {
+        const member = `${field}:${value}`;
+        rounds.add(
+          this.hashes.commands.hSet(identifierStateKeys.identifier(account, field, value), {
+            [VERSION]: String(status.version),
+            ...statusFields(status),
+          }),
+          this.hashes.commands.sAdd(identifierStateKeys.index(account, accountShard(member)), member),
+        );
+        count++;
+        await rounds.unitDone();
       }
-    }
-    await Promise.all(round);
-    return count;
-  }
-
-  /** Where the account's hashes live, before the sharding and on its shards (the keys above). */
-  private hashesOf(account: string): IndexedHashes {
-    return accountIndexedHashes(account, 'idstate', 'idstates');
+      return count;
+    });
   }
 
   health(): Promise<DriverHealth> {
-    return this.connection.health();
+    return this.hashes.connection.health();
   }
 
   close(): Promise<void> {
