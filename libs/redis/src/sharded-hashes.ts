@@ -25,6 +25,9 @@ export class WriteRounds {
   constructor(private readonly perRound: number) {}
 
   add(...commands: Promise<unknown>[]): void {
+    // Marked handled now: a command failing before its round is awaited must not be an unhandled
+    // rejection (which ends the process); the round's Promise.all still rejects with it.
+    for (const command of commands) command.catch(() => undefined);
     this.round.push(...commands);
   }
 

@@ -19,6 +19,7 @@ import {
   type RedisCommands,
   type RedisConnection,
   setsHold,
+  WriteRounds,
 } from '@cdp/redis';
 import { foldedProfile } from '../profile-fold.js';
 import type { FieldTimes } from '../field-order.js';
@@ -255,7 +256,7 @@ export class RedisProfileState extends ProfileState {
     await Promise.all(shardNumbers().map((shard) => this.redis.del(profileKeys.ready(account, shard))));
     await this.forget(account);
     let count = 0;
-    let round: Promise<unknown>[] = [];
+    const rounds = new WriteRounds(LOAD_ROUND);
     for await (const p of profiles) {
       const prefix = profileKeys.prefixOf(account, p.svc_id);
       const fields: Record<string, string> = { [VERSION_FIELD]: String(p.version) };
@@ -263,19 +264,17 @@ export class RedisProfileState extends ProfileState {
       if (p.redacted) fields[REDACTED_FIELD] = '1';
       for (const [f, at] of Object.entries(p.times ?? {})) fields[TIME_PREFIX + f] = String(at);
       const { bucket, field } = entrySlot(p.svc_id);
-      round.push(
+      rounds.add(
         this.redis.hSet(under.profile(prefix, p.svc_id), fields),
         this.redis.hSet(under.list(prefix, bucket), field, ''),
         this.redis.sAdd(under.buckets(prefix), bucket),
       );
       if (typeof p.attributes.phone === 'string')
-        round.push(this.redis.sAdd(under.phone(prefix, fields.phone!), p.svc_id));
-      if (++count % LOAD_ROUND === 0) {
-        await Promise.all(round);
-        round = [];
-      }
+        rounds.add(this.redis.sAdd(under.phone(prefix, fields.phone!), p.svc_id));
+      count++;
+      await rounds.unitDone();
     }
-    await Promise.all(round);
+    await rounds.flush();
     const now = new Date().toISOString();
     await Promise.all(shardNumbers().map((shard) => this.redis.set(profileKeys.ready(account, shard), now)));
     return count;
