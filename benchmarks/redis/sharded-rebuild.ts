@@ -1,10 +1,14 @@
 import { execFileSync } from 'node:child_process';
-import { loadavg } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { IdentityGraphRows } from '@cdp/identity';
 import { ShardedIdentityIndex } from '@cdp/identity/redis';
+import { connectRedis, type RedisConnection } from '@cdp/redis';
 import { freePort } from '../lib/free-port.js';
 import { startRedis, usedMemory } from '../lib/private-redis.js';
+import { figures, startCluster, stopNodes } from './loopback-cluster.js';
 import { args, median, printTable, writeResults, type Row } from '../lib/stats.js';
 
 /**
@@ -19,6 +23,8 @@ import { args, median, printTable, writeResults, type Row } from '../lib/stats.j
  * key; every 10th customer is merged into the one before, then every 100th survivor (i % 100 = 8) into
  * the customer 8 before it, so chains are replayed too.
  *
+ * `--primaries N` (3 or more) rebuilds into a loopback cluster of N primaries instead (no replicas).
+ *
  * `--baseline <script>` runs another build's copy of this script (e.g. the release before, built into
  * another directory) alternately with this one, run by run, so both see the same load.
  *
@@ -28,33 +34,74 @@ import { args, median, printTable, writeResults, type Row } from '../lib/stats.j
 const customerId = (i: number) => `c_${i.toString(16).padStart(24, '0')}`;
 const born = (i: number) => `b${String(1_000_000_000 + i)}`;
 
+/** A generated stream as the store's reads give one: asynchronously, nothing held. */
+async function* stream<T>(items: Iterable<T>): AsyncIterable<T> {
+  for (const item of items) yield await Promise.resolve(item);
+}
+
 function generatedRows(customers: number): IdentityGraphRows {
   return {
-    links: (async function* () {
-      for (let i = 0; i < customers; i++)
-        yield { kind: 'email', value: `customer${i}@example.com`, svc_id: customerId(i), born: born(i) };
-      for (let i = 0; i < customers; i++) {
-        yield { kind: 'vuid', value: `v-${i}`, svc_id: customerId(i), born: born(i) };
-        if (i % 5 === 0) yield { kind: 'customer_id', value: `k-${i}`, svc_id: customerId(i), born: born(i) };
-      }
-    })(),
-    borns: (async function* () {
-      for (let i = 0; i < customers; i += 7) yield { svc_id: customerId(i), born: `a${i}` };
-    })(),
-    merges: (async function* () {
-      let seq = 0;
-      for (let i = 9; i < customers; i += 10)
-        yield { loser: customerId(i), survivor: customerId(i - 1), seq: ++seq };
-      for (let i = 108; i < customers; i += 100)
-        yield { loser: customerId(i), survivor: customerId(i - 8), seq: ++seq };
-    })(),
+    links: stream(
+      (function* () {
+        for (let i = 0; i < customers; i++)
+          yield { kind: 'email', value: `customer${i}@example.com`, svc_id: customerId(i), born: born(i) };
+        for (let i = 0; i < customers; i++) {
+          yield { kind: 'vuid', value: `v-${i}`, svc_id: customerId(i), born: born(i) };
+          if (i % 5 === 0)
+            yield { kind: 'customer_id', value: `k-${i}`, svc_id: customerId(i), born: born(i) };
+        }
+      })(),
+    ),
+    borns: stream(
+      (function* () {
+        for (let i = 0; i < customers; i += 7) yield { svc_id: customerId(i), born: `a${i}` };
+      })(),
+    ),
+    merges: stream(
+      (function* () {
+        let seq = 0;
+        for (let i = 9; i < customers; i += 10)
+          yield { loser: customerId(i), survivor: customerId(i - 1), seq: ++seq };
+        for (let i = 108; i < customers; i += 100)
+          yield { loser: customerId(i), survivor: customerId(i - 8), seq: ++seq };
+      })(),
+    ),
   };
 }
 
-async function rebuild(customers: number) {
-  const { client, stop } = await startRedis(await freePort());
+/** A private redis-server, or a loopback cluster of `primaries` primaries; its used memory, summed. */
+async function deployment(primaries: number): Promise<{
+  client: RedisConnection;
+  memory: () => Promise<number>;
+  stop: () => Promise<void>;
+}> {
+  if (primaries <= 1) {
+    const { client, stop } = await startRedis(await freePort());
+    return { client, memory: () => usedMemory(client), stop };
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'cdp-sharded-rebuild-'));
+  const nodes = await startCluster(dir, primaries);
   try {
-    const base = await usedMemory(client);
+    const client = await connectRedis(nodes.map((n) => `redis://127.0.0.1:${n.port}`).join(','));
+    return {
+      client,
+      memory: () => Promise.resolve(nodes.reduce((sum, n) => sum + figures(n.port).memory, 0)),
+      stop: async () => {
+        await client.close();
+        stopNodes(nodes);
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    stopNodes(nodes);
+    throw err;
+  }
+}
+
+async function rebuild(customers: number, primaries: number) {
+  const { client, memory, stop } = await deployment(primaries);
+  try {
+    const base = await memory();
     const rssBefore = process.memoryUsage().rss;
     const index = new ShardedIdentityIndex(client);
     const started = performance.now();
@@ -75,7 +122,7 @@ async function rebuild(customers: number) {
       seconds,
       rssBeforeMb: rssBefore / 2 ** 20,
       peakRssMb: process.resourceUsage().maxRSS / 1024,
-      redisBytesPerCustomer: ((await usedMemory(client)) - base) / customers,
+      redisBytesPerCustomer: ((await memory()) - base) / customers,
       check: `${nine.length} ids, ${absorbed.length} absorbed`,
     };
   } finally {
@@ -83,8 +130,8 @@ async function rebuild(customers: number) {
   }
 }
 
-function child(script: string, customers: number): Record<string, unknown> {
-  const out = execFileSync(process.execPath, [script, 'rebuild', String(customers)], {
+function child(script: string, customers: number, primaries: number): Record<string, unknown> {
+  const out = execFileSync(process.execPath, [script, 'rebuild', String(customers), String(primaries)], {
     encoding: 'utf8',
     maxBuffer: 1 << 26,
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -94,9 +141,9 @@ function child(script: string, customers: number): Record<string, unknown> {
 
 const [mode, ...rest] = process.argv.slice(2);
 if (mode === 'rebuild') {
-  process.stdout.write(`${JSON.stringify(await rebuild(Number(rest[0])))}\n`);
+  process.stdout.write(`${JSON.stringify(await rebuild(Number(rest[0]), Number(rest[1] ?? 1)))}\n`);
 } else {
-  const opt = args({ customers: '200000', runs: 1, baseline: '' });
+  const opt = args({ customers: '200000', runs: 1, baseline: '', primaries: 1 });
   const builds: [string, string][] = [['this build', fileURLToPath(import.meta.url)]];
   if (opt.baseline) builds.unshift(['baseline', String(opt.baseline)]);
   const rows: Row[] = [];
@@ -105,7 +152,12 @@ if (mode === 'rebuild') {
     const runs = new Map<string, Record<string, unknown>[]>(builds.map(([name]) => [name, []]));
     for (let run = 0; run < Number(opt.runs); run++)
       for (const [name, script] of builds) {
-        const r = { build: name, ...child(script, customers), load: loadavg()[0] };
+        const r = {
+          build: name,
+          primaries: Number(opt.primaries),
+          ...child(script, customers, Number(opt.primaries)),
+          load: loadavg()[0],
+        };
         results.push(r);
         runs.get(name)!.push(r);
         process.stderr.write(`${JSON.stringify(r)}\n`);
@@ -115,6 +167,7 @@ if (mode === 'rebuild') {
       rows.push({
         customers,
         build: name,
+        primaries: Number(opt.primaries),
         runs: runs.get(name)!.length,
         'peak RSS MB': med(name, 'peakRssMb'),
         'RSS before MB': med(name, 'rssBeforeMb'),

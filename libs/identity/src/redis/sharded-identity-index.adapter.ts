@@ -89,7 +89,7 @@ class HashWrites {
   readonly hashes = new Map<string, Map<string, string>>();
   set(hash: string, field: string, value: string): void {
     let fields = this.hashes.get(hash);
-    if (!fields) this.hashes.set(hash, (fields = new Map()));
+    if (!fields) this.hashes.set(hash, (fields = new Map<string, string>()));
     fields.set(field, value);
   }
 }
