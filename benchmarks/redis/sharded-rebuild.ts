@@ -25,6 +25,8 @@ import { args, median, printTable, writeResults, type Row } from '../lib/stats.j
  *
  * `--primaries N` (3 or more) rebuilds into a loopback cluster of N primaries instead (no replicas).
  *
+ * `--chunk N` sets the driver's rows per rebuild chunk (0: its default).
+ *
  * `--baseline <script>` runs another build's copy of this script (e.g. the release before, built into
  * another directory) alternately with this one, run by run, so both see the same load.
  *
@@ -98,12 +100,12 @@ async function deployment(primaries: number): Promise<{
   }
 }
 
-async function rebuild(customers: number, primaries: number) {
+async function rebuild(customers: number, primaries: number, chunk: number) {
   const { client, memory, stop } = await deployment(primaries);
   try {
     const base = await memory();
     const rssBefore = process.memoryUsage().rss;
-    const index = new ShardedIdentityIndex(client);
+    const index = new ShardedIdentityIndex(client, chunk > 0 ? { rebuildChunk: chunk } : {});
     const started = performance.now();
     if (!(await index.beginRebuild('acct'))) throw new Error('locked');
     let links: number;
@@ -130,8 +132,8 @@ async function rebuild(customers: number, primaries: number) {
   }
 }
 
-function child(script: string, customers: number, primaries: number): Record<string, unknown> {
-  const out = execFileSync(process.execPath, [script, 'rebuild', String(customers), String(primaries)], {
+function child(script: string, ...argv: number[]): Record<string, unknown> {
+  const out = execFileSync(process.execPath, [script, 'rebuild', ...argv.map(String)], {
     encoding: 'utf8',
     maxBuffer: 1 << 26,
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -141,9 +143,11 @@ function child(script: string, customers: number, primaries: number): Record<str
 
 const [mode, ...rest] = process.argv.slice(2);
 if (mode === 'rebuild') {
-  process.stdout.write(`${JSON.stringify(await rebuild(Number(rest[0]), Number(rest[1] ?? 1)))}\n`);
+  process.stdout.write(
+    `${JSON.stringify(await rebuild(Number(rest[0]), Number(rest[1] ?? 1), Number(rest[2] ?? 0)))}\n`,
+  );
 } else {
-  const opt = args({ customers: '200000', runs: 1, baseline: '', primaries: 1 });
+  const opt = args({ customers: '200000', runs: 1, baseline: '', primaries: 1, chunk: 0 });
   const builds: [string, string][] = [['this build', fileURLToPath(import.meta.url)]];
   if (opt.baseline) builds.unshift(['baseline', String(opt.baseline)]);
   const rows: Row[] = [];
@@ -155,7 +159,7 @@ if (mode === 'rebuild') {
         const r = {
           build: name,
           primaries: Number(opt.primaries),
-          ...child(script, customers, Number(opt.primaries)),
+          ...child(script, customers, Number(opt.primaries), Number(opt.chunk)),
           load: loadavg()[0],
         };
         results.push(r);

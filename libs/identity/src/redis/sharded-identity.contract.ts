@@ -172,16 +172,20 @@ export function shardedIdentityContract(
 
   describe(`sharded identity index (${name}): the rebuild`, () => {
     it.each([
-      [1, 1000],
-      [2, 7],
-      [3, 1],
-      [4, 50],
+      [1, 1000, 20_000],
+      [2, 7, 20_000],
+      [3, 1, 20_000],
+      [4, 50, 20_000],
+      [5, 1000, 9],
     ])(
-      'streams random rows (seed %i, chunks of %i) into exactly the graph AccountGraph.fromRows computes',
-      async (seed, chunk) => {
+      'streams random rows (seed %i, chunks of %i, writes cut at %s arguments) into exactly the graph AccountGraph.fromRows computes',
+      async (seed, chunk, writeArgs) => {
         const rows = randomRows(seed, 300);
         const { account } = await fresh();
-        const index = new ShardedIdentityIndex(connection(), { rebuildChunk: chunk });
+        const index = new ShardedIdentityIndex(connection(), {
+          rebuildChunk: chunk,
+          rebuildWriteArgs: writeArgs,
+        });
         // Something to forget first: a batch's customer, which the store does not hold.
         await index.resolve(account, [record([email('gone@x')], 'gone')]);
         expect(await index.beginRebuild(account)).toBe(true);
