@@ -23,7 +23,8 @@ describe('scaled-out roles on a Redis Cluster', () => {
 
   beforeAll(async () => {
     cluster = await RedisClusterRig.start();
-    p = await ScaledPlatform.start({ REDIS_URL: cluster.seeds });
+    // The single-tag index on a cluster, named: the default there (auto) is the sharded one, tested below.
+    p = await ScaledPlatform.start({ REDIS_URL: cluster.seeds, CDP_IDENTITY_SHARDING: 'account' });
     const byPrimary = new Map<number, TestAccount[]>();
     for (let n = 0; accounts.length < 12; n++) {
       if (n > 200) throw new Error('could not place four accounts on every primary');
@@ -167,14 +168,13 @@ describe('scaled-out roles on a Redis Cluster', () => {
     }
     await everyProfileReadsBack(acknowledged);
   });
-  it('one account sharded over every primary (CDP_IDENTITY_SHARDING=shards): started with a dead seed first; merges across primaries read back, and a primary SIGKILLed mid-ingestion loses and splits nothing', async () => {
+  it('one account sharded over every primary (the default on a cluster, CDP_IDENTITY_SHARDING=auto): started with a dead seed first; merges across primaries read back, and a primary SIGKILLed mid-ingestion loses and splits nothing', async () => {
     // Started after a node died, with that node first in its seed list (as an operator's unchanged
     // REDIS_URL would have it): the roles skip a seed that does not answer.
     const dead = `redis://127.0.0.1:${killed}`;
     const seeds = killed ? [dead, ...cluster.seeds.split(',').filter((s) => s !== dead)] : [cluster.seeds];
     const sharded = await ScaledPlatform.start({
       REDIS_URL: seeds.join(','),
-      CDP_IDENTITY_SHARDING: 'shards',
     });
     try {
       const acc = await sharded.createAccount('one-big-account');

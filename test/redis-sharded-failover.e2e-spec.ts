@@ -31,7 +31,12 @@ afterAll(async () => {
   await Promise.all(opened.map((c) => c.close()));
 });
 
-const LEASE_MS = 400;
+/**
+ * Short, so a killed holder's lease runs out quickly for the next processor, but renewed (every third of
+ * it) through the event-loop and Redis stalls of a loaded 2-core machine: at 400 ms a setup batch lost its
+ * lease once under load.
+ */
+const LEASE_MS = 1500;
 const run = Math.random().toString(36).slice(2, 8);
 const A = `fo${run}`;
 const CONTROL = `fc${run}`;

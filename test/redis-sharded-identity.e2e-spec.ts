@@ -76,7 +76,7 @@ describe('the sharded identity index on a cluster', () => {
     configureFaults(parseFaults(`${SHARDED_IDENTITY_POINTS.losersWritten}:throw`));
     await expect(crashed.index.resolve(crashed.account, batch)).rejects.toThrow(InjectedFault);
     configureFaults([]);
-    const other = new ShardedIdentityIndex(file.redis, { leaseMs: 400 });
+    const other = new ShardedIdentityIndex(file.redis, { leaseMs: 1500 });
     expect(await other.resolve(crashed.account, next)).toEqual(want[1]);
     // The crashed batch's own redelivery gets the answers its first attempt decided.
     expect(await other.resolve(crashed.account, batch)).toEqual(want[0]);
@@ -134,7 +134,7 @@ describe('the sharded identity index on a cluster', () => {
   });
 
   it('a rebuild takes the lease: it waits out a dead holder, then that holder cannot write over the rebuilt graph', async () => {
-    const { account, index } = await fresh(300);
+    const { account, index } = await fresh();
     await index.resolve(account, [record([email('rb1@x'), vuid('rbv1')], 'rb1')]);
     const dead = new AccountLeases(file.redis.commands, 300);
     const held = await dead.acquire(shardedKeys.lease(account), shardedKeys.epoch(account));

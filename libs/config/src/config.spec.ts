@@ -52,11 +52,12 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ CDP_ORDERS: 'postgres' })).toThrow(ConfigError);
   });
 
-  it('lays the Redis identity index out on the account tag unless CDP_IDENTITY_SHARDING=shards', () => {
-    expect(loadConfig({ CDP_IDENTITY: 'redis' }).identitySharding).toBe('account');
-    expect(loadConfig({ CDP_IDENTITY: 'redis', CDP_IDENTITY_SHARDING: 'shards' }).identitySharding).toBe(
-      'shards',
-    );
+  it('lays the Redis identity index out by the Redis it finds unless CDP_IDENTITY_SHARDING names a layout', () => {
+    expect(loadConfig({ CDP_IDENTITY: 'redis' }).identitySharding).toBe('auto');
+    for (const layout of ['account', 'shards'] as const)
+      expect(loadConfig({ CDP_IDENTITY: 'redis', CDP_IDENTITY_SHARDING: layout }).identitySharding).toBe(
+        layout,
+      );
     expect(() => loadConfig({ CDP_IDENTITY_SHARDING: 'slots' })).toThrow(/CDP_IDENTITY_SHARDING=slots/);
   });
 

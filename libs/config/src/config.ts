@@ -16,7 +16,7 @@ export const IDEMPOTENCY_DRIVERS = ['file', 'redis'] as const;
 
 export type BusDriver = (typeof BUS_DRIVERS)[number];
 export type IdentityDriver = (typeof IDENTITY_DRIVERS)[number];
-export const IDENTITY_SHARDINGS = ['account', 'shards'] as const;
+export const IDENTITY_SHARDINGS = ['auto', 'account', 'shards'] as const;
 export type IdentitySharding = (typeof IDENTITY_SHARDINGS)[number];
 export type StoreDriver = (typeof STORE_DRIVERS)[number];
 export type MetadataDriver = (typeof METADATA_DRIVERS)[number];
@@ -242,7 +242,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     adminToken: env.CDP_ADMIN_TOKEN || undefined,
     bus,
     identity,
-    identitySharding: oneOf(env, 'CDP_IDENTITY_SHARDING', IDENTITY_SHARDINGS, 'account'),
+    identitySharding: oneOf(env, 'CDP_IDENTITY_SHARDING', IDENTITY_SHARDINGS, 'auto'),
     rateLimiter: oneOf(env, 'CDP_RATE_LIMITS', STATE_DRIVERS, shared ? 'redis' : 'memory'),
     idempotencyStore: oneOf(env, 'CDP_IDEMPOTENCY', IDEMPOTENCY_DRIVERS, shared ? 'redis' : 'file'),
     orderState: oneOf(env, 'CDP_ORDERS', STATE_DRIVERS, shared ? 'redis' : 'memory'),

@@ -188,7 +188,9 @@ export class DriversModule {
         IdentityIndex,
         config.identity,
         async (redis) =>
-          config.identitySharding === 'shards'
+          // `auto`: an account spreads over a cluster's primaries; on one server the single-tag index
+          // costs the platform less CPU (docs/operations.md, "One account on a Redis Cluster").
+          config.identitySharding === 'shards' || (config.identitySharding === 'auto' && redis.isCluster)
             ? new (await import('@cdp/identity/redis')).ShardedIdentityIndex(redis)
             : new (await import('@cdp/identity/redis')).RedisIdentityIndex(redis),
         async () => new (await import('@cdp/identity/memory')).MemoryIdentityIndex(),
