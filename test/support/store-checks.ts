@@ -14,8 +14,8 @@ export type StoreCheck = (query: StoreQuery) => Promise<void>;
 
 export interface ReadOptions {
   /**
-   * How long to wait, first (scaled out) for the API to report nothing left to process, then for the
-   * read to hold: to return something other than false without throwing.
+   * How long each wait may take: (scaled out) the API reporting nothing left to process, then the read
+   * holding (returning something other than false without throwing). Default 60 s.
    */
   timeoutMs?: number;
   /** Between tries (default 25 ms embedded, 500 ms scaled out, where a try restarts the processor). */
