@@ -11,6 +11,7 @@ import { SchemaRegistry } from '@cdp/schema';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { S3Server } from './support/s3-server.js';
+import { readStore } from './support/store-checks.js';
 import { type Platform, WIRINGS } from './support/wirings.js';
 import { completedExport } from './support/exports.js';
 import { postWithKey } from './support/api-calls.js';
@@ -230,16 +231,17 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
     original: [],
     originalOrders: [],
   };
-  async function readStore(): Promise<void> {
-    const read = async (query: (sql: string) => Promise<Row[]>) => {
-      for (const [name, sql] of Object.entries(QUERIES))
-        store[name as keyof typeof QUERIES] = await query(sql);
-    };
-    if (p instanceof EmbeddedPlatform) {
-      const e = p;
-      return read((sql) => e.query<Row>(acc.id, sql));
-    }
-    return p.withStore((s) => read((sql) => s.query<Row>(acc.id, sql)));
+  /** Runs every one of QUERIES once into `store`, once the backlog is done (waited for by the caller). */
+  async function readQueries(): Promise<void> {
+    await readStore(
+      p,
+      acc.id,
+      async (query) => {
+        for (const [name, sql] of Object.entries(QUERIES))
+          store[name as keyof typeof QUERIES] = await query<Row>(sql);
+      },
+      { once: true },
+    );
   }
 
   beforeAll(async () => {
@@ -357,7 +359,7 @@ describe.each(WIRINGS)('bulk files (%s)', (wiring, start) => {
       45_000,
       100,
     );
-    await readStore();
+    await readQueries();
     events.push(...store.events);
   }, 120_000);
 

@@ -3,7 +3,7 @@ import { parse } from 'csv-parse/sync';
 import type { ActivityRecord } from '@cdp/loader';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import { storeQuery } from './support/store-checks.js';
+import { readStore } from './support/store-checks.js';
 import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 import { completedExport } from './support/exports.js';
 import { postWithKey } from './support/api-calls.js';
@@ -455,7 +455,7 @@ describe.each(WIRINGS)('data types (%s)', (_wiring, start) => {
     ]
       .map((q) => `${q} WHERE c_num IS NOT NULL`)
       .join(' UNION ALL ');
-    const rows = await storeQuery(p, acc.id)<Row>(sql);
+    const rows = await readStore(p, acc.id, (query) => query<Row>(sql), { once: true });
     const stored = new Map(rows.map((r) => [`${r.object}:${r.id}`, r.v]));
     // Decimal text with its scale's trailing zeros left out, as the sent value reads.
     const plain = (t: string | undefined) => t?.replace(/(\.\d*?)0+$/, '$1').replace(/\.$/, '');

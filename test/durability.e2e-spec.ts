@@ -1,10 +1,9 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ChdbTransport } from '@cdp/store/chdb';
-import { ClickHouseStore } from '@cdp/store';
 import { ChildApp } from './support/child-process.js';
 import { eventually } from './support/eventually.js';
+import { readChdbStore } from './support/scaled.js';
 
 const PUBLIC = 'durable-test';
 const PRIVATE = 'durable-test.s3cr3t-for-tests';
@@ -54,9 +53,9 @@ describe('durability of the embedded wiring (child process)', () => {
     await Promise.all([client(), client(), client(), client()]);
   }
 
-  async function storedPages(): Promise<Map<string, number>> {
-    const store = new ClickHouseStore(new ChdbTransport(join(dataDir, 'store', 'chdb')));
-    try {
+  /** Pages stored, with their counts, in the one account of the stopped app's chDB store. */
+  function storedPages(): Promise<Map<string, number>> {
+    return readChdbStore(dataDir, async (store) => {
       const accounts = await store.query<{ name: string }>(
         'x',
         "SELECT name FROM system.databases WHERE name LIKE 'cdp_%'",
@@ -67,9 +66,7 @@ describe('durability of the embedded wiring (child process)', () => {
         'SELECT page, count() AS n FROM {db}.events GROUP BY page',
       );
       return new Map(rows.map((r) => [r.page, Number(r.n)]));
-    } finally {
-      await store.close();
-    }
+    });
   }
 
   it('keeps every acknowledged event exactly once across SIGKILL and SIGTERM', async () => {

@@ -4,6 +4,7 @@ import { ask, ClientLoad, isProperRefusal, type Answer } from './support/client-
 import type { TestAccount } from './support/embedded.js';
 import { ADMIN_TOKEN } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
+import { readStore } from './support/store-checks.js';
 import { ScaledPlatform } from './support/scaled.js';
 
 /**
@@ -93,32 +94,34 @@ describe('engine faults under load (scaled-out wiring)', () => {
     }
     // Every acknowledged event once in the store; one live customer per email.
     const tag = label;
-    const { counts, doubledCustomers, split } = await p.withStore(async (store) => {
-      const rows = await store.query<{ page: string; n: number }>(
-        acc.id,
-        'SELECT page, count() AS n FROM {db}.events WHERE startsWith(page, {prefix:String}) GROUP BY page',
-        { prefix: `/${tag}/` },
-      );
-      const doubled = await store.query<{ email: string; n: number }>(
-        acc.id,
-        `SELECT lower(email) AS email, count() AS n FROM {db}.customers FINAL
+    const { counts, doubledCustomers, split } = await readStore(
+      p,
+      acc.id,
+      async (query) => {
+        const rows = await query<{ page: string; n: number }>(
+          'SELECT page, count() AS n FROM {db}.events WHERE startsWith(page, {prefix:String}) GROUP BY page',
+          { prefix: `/${tag}/` },
+        );
+        const doubled = await query<{ email: string; n: number }>(
+          `SELECT lower(email) AS email, count() AS n FROM {db}.customers FINAL
          WHERE merged_into IS NULL AND endsWith(email, '@load.test') AND startsWith(email, {prefix:String})
          GROUP BY email HAVING n > 1`,
-        { prefix: `${tag}-` },
-      );
-      const splitRows = await store.query<{ email: string; n: number }>(
-        acc.id,
-        `SELECT identifiers['email'] AS email, uniqExact(if(s.survivor != '', s.survivor, e.svc_id)) AS n
+          { prefix: `${tag}-` },
+        );
+        const splitRows = await query<{ email: string; n: number }>(
+          `SELECT identifiers['email'] AS email, uniqExact(if(s.survivor != '', s.survivor, e.svc_id)) AS n
          FROM {db}.events AS e LEFT JOIN {db}.customer_survivors AS s ON e.svc_id = s.svc_id
          WHERE startsWith(page, {prefix:String}) GROUP BY email HAVING n > 1`,
-        { prefix: `/${tag}/` },
-      );
-      return {
-        counts: new Map(rows.map((r) => [r.page, Number(r.n)])),
-        doubledCustomers: doubled,
-        split: splitRows,
-      };
-    });
+          { prefix: `/${tag}/` },
+        );
+        return {
+          counts: new Map(rows.map((r) => [r.page, Number(r.n)])),
+          doubledCustomers: doubled,
+          split: splitRows,
+        };
+      },
+      { once: true },
+    );
     const missing = [...l.acknowledged.events.keys()].filter((page) => !counts.has(page));
     const doubled = [...counts.entries()].filter(([, n]) => n > 1).map(([page]) => page);
     const unacknowledged = [...counts.keys()].filter((page) => !l.acknowledged.events.has(page));

@@ -4,7 +4,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { EmbeddedPlatform, ADMIN_TOKEN, type TestAccount } from './support/embedded.js';
 import { ScaledPlatform } from './support/scaled.js';
-import { eventually } from './support/eventually.js';
+import { readStores, type AccountsQuery } from './support/store-checks.js';
 import type { Platform } from './support/wirings.js';
 import { envelopeProblem, messageOf, sendAll, type FuzzResponse } from './support/fuzz-runner.js';
 import {
@@ -252,9 +252,7 @@ describe.each(WIRINGS)('hostile input generated from the OpenAPI document (%s)',
    */
   async function drainedTokens(accounts: string[], marker: string): Promise<Set<string>> {
     const tokens = new Set<string>();
-    const scan = async (
-      query: <T>(account: string, sql: string, params?: Record<string, unknown>) => Promise<T[]>,
-    ) => {
+    const scan = async (query: AccountsQuery) => {
       for (const account of accounts) {
         const [landed] = await query<{ n: string | number }>(
           account,
@@ -278,16 +276,8 @@ describe.each(WIRINGS)('hostile input generated from the OpenAPI document (%s)',
       }
       return true;
     };
-    if (p instanceof EmbeddedPlatform) {
-      const embedded = p;
-      await eventually(() => scan((a, sql, params) => embedded.query(a, sql, params)), 60_000, 200);
-    } else {
-      const scaled = p;
-      await eventually(async () => (await scaled.pending()) === 0, 120_000, 200);
-      expect(await scaled.withStore((store) => scan((a, sql, params) => store.query(a, sql, params)))).toBe(
-        true,
-      );
-    }
+    // Polled until the marker sent last is in every account's store.
+    await readStores(p, scan, { timeoutMs: 120_000, everyMs: 200 });
     return tokens;
   }
 

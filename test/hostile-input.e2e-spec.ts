@@ -1,7 +1,7 @@
 import { connect } from 'node:net';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import { storeQuery } from './support/store-checks.js';
+import { readStore } from './support/store-checks.js';
 import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 import { storesObject } from './support/schema-objects.js';
 
@@ -265,27 +265,20 @@ describe.each(WIRINGS)('hostile input (%s)', (_wiring, start) => {
     // Processed, not dead-lettered: every one of them has its customer (the store write follows).
     for (let i = 0; i < times.length; i++)
       await eventually(async () => (await profile(`vuid=epoch-${i}`)).status === 200);
-    const read = () =>
-      storeRows<{ vuid: string; ms: string }>(
-        "SELECT identifiers['vuid'] AS vuid, toUnixTimestamp64Milli(ts) AS ms FROM {db}.events WHERE type = 'epoch' ORDER BY vuid",
-      );
-    // Scaled out, the store is read with the processor stopped: once, after the stream is empty.
-    if (!(p instanceof EmbeddedPlatform)) {
-      const scaled = p;
-      await eventually(async () => (await scaled.pending()) === 0, 30_000);
-    }
-    const rows = await eventually(async () => {
-      const got = await read();
-      if (got.length !== times.length) throw new Error(`${got.length} of ${times.length} events stored`);
-      return got;
-    }, 30_000);
+    const rows = await readStore(
+      p,
+      acc.id,
+      async (query) => {
+        const got = await query<{ vuid: string; ms: string }>(
+          "SELECT identifiers['vuid'] AS vuid, toUnixTimestamp64Milli(ts) AS ms FROM {db}.events WHERE type = 'epoch' ORDER BY vuid",
+        );
+        if (got.length !== times.length) throw new Error(`${got.length} of ${times.length} events stored`);
+        return got;
+      },
+      { timeoutMs: 30_000 },
+    );
     expect(rows.map((r) => [r.vuid, Number(r.ms)])).toEqual(times.map(([, ms], i) => [`epoch-${i}`, ms]));
   });
-
-  /** Rows of the account's database: in this process, or with the processor stopped (scaled). */
-  function storeRows<T>(sql: string): Promise<T[]> {
-    return storeQuery(p, acc.id)<T>(sql);
-  }
 
   it('answers 413 to every 9 MiB body, never a reset, on each route (20 times each)', async () => {
     const { host, port } = await address();

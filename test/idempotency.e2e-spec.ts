@@ -5,11 +5,11 @@ import { gzipSync } from 'node:zlib';
 import { decodeMessage, EventBus, type EncodedMessage } from '@cdp/bus';
 import type { IngestMessage } from '@cdp/contracts';
 import { configureFaults, parseFaults } from '@cdp/faults';
-import type { ClickHouseStore } from '@cdp/store';
 import { ChildApp } from './support/child-process.js';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { ScaledPlatform } from './support/scaled.js';
+import { countOf, readStore } from './support/store-checks.js';
 import { type Platform, WIRINGS } from './support/wirings.js';
 
 /** Short enough that the expiry test waits seconds; every other test resends well within it. */
@@ -203,25 +203,21 @@ describe.each(WIRINGS)('idempotent retries (%s)', (_wiring, start) => {
     expect(await countsInStore([...expectStored.keys()])).toEqual([...expectStored.values()]);
   }, 60_000);
 
-  /** Rows written by each request (`<table> <message id>`), read where the store can be opened. */
-  async function countsInStore(entries: string[]): Promise<number[]> {
-    const read = async (query: (sql: string, id: string) => Promise<number>) => {
-      const counts: number[] = [];
-      for (const entry of entries) {
-        const [table, id] = entry.split(' ') as [string, string];
-        counts.push(await query(`SELECT count() AS n FROM {db}.${table} WHERE msg_id = {id:String}`, id));
-      }
-      return counts;
-    };
-    if (p instanceof EmbeddedPlatform) {
-      const e = p;
-      return read((sql, id) => e.scalar(acc.id, sql, { id }));
-    }
-    // Scaled out, chDB belongs to the processor: read with it stopped, all at once.
-    return p.withStore((store: ClickHouseStore) =>
-      read(async (sql, id) =>
-        Number((await store.query<{ n: number | string }>(acc.id, sql, { id }))[0]?.n ?? 0),
-      ),
+  /** Rows written by each request (`<table> <message id>`), read once where the store is. */
+  function countsInStore(entries: string[]): Promise<number[]> {
+    return readStore(
+      p,
+      acc.id,
+      async (query) => {
+        const counts: number[] = [];
+        for (const entry of entries) {
+          const [table, id] = entry.split(' ') as [string, string];
+          const sql = `SELECT count() AS n FROM {db}.${table} WHERE msg_id = {id:String}`;
+          counts.push(await countOf(query, sql, { id }));
+        }
+        return counts;
+      },
+      { once: true },
     );
   }
 });
@@ -401,15 +397,12 @@ describe('idempotent retries across two API replicas (scaled out)', () => {
       });
       return res.status === 200;
     });
-    const n = await p.withStore(async (store) =>
-      store.query<{ n: number | string }>(
-        acc.id,
-        'SELECT count() AS n FROM {db}.events WHERE msg_id = {id:String}',
-        {
-          id,
-        },
-      ),
+    const n = await readStore(
+      p,
+      acc.id,
+      (query) => countOf(query, 'SELECT count() AS n FROM {db}.events WHERE msg_id = {id:String}', { id }),
+      { once: true },
     );
-    expect(Number(n[0]?.n)).toBe(1);
+    expect(n).toBe(1);
   });
 });

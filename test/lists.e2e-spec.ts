@@ -3,7 +3,7 @@ import { expectInvalids } from './support/answers.js';
 import type { TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { ScaledPlatform } from './support/scaled.js';
-import { drainedStoreQuery } from './support/store-checks.js';
+import { readStore } from './support/store-checks.js';
 import { loseDerivedState, type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 
 interface Status {
@@ -295,15 +295,22 @@ describe.each(WIRINGS)('lists, subscriptions and consent (%s)', (_wiring, start)
         const got = await statusOf('email=hist@x.com');
         return membership(got).promo === false && !got.opted_in;
       });
-      // Scaled out, the store is read with the processor stopped: first let it finish its work.
-      const read = await drainedStoreQuery(p, acc.id);
-      const history = await eventually(async () => {
-        const rows = await read<Record<string, unknown>>(
-          "SELECT list_id, subscribed, identifier_kind, identifier_value, api_key, source, toUnixTimestamp64Milli(changed_at) AS ms FROM {db}.consent_history WHERE identifier_value = 'hist@x.com' ORDER BY version",
-        );
-        if (rows.length < 3) throw new Error(`${rows.length} rows`);
-        return rows;
-      });
+      // Scaled out, the read waits for the processor to finish its work, then stops it for the read.
+      const { history, events } = await readStore(
+        p,
+        acc.id,
+        async (query) => {
+          const rows = await query<Record<string, unknown>>(
+            "SELECT list_id, subscribed, identifier_kind, identifier_value, api_key, source, toUnixTimestamp64Milli(changed_at) AS ms FROM {db}.consent_history WHERE identifier_value = 'hist@x.com' ORDER BY version",
+          );
+          if (rows.length < 3) throw new Error(`${rows.length} rows`);
+          const events = await query<{ type: string; action: string; list_id: string; subscribed: boolean }>(
+            "SELECT type, action, list_id, subscribed FROM {db}.events WHERE identifiers['email'] = 'hist@x.com' ORDER BY list_id, subscribed",
+          );
+          return { history: rows, events };
+        },
+        { timeoutMs: 15_000 },
+      );
       expect(
         history.map((r) => [r.list_id, r.subscribed, r.identifier_kind, r.identifier_value, r.source]),
       ).toEqual([
@@ -320,9 +327,6 @@ describe.each(WIRINGS)('lists, subscriptions and consent (%s)', (_wiring, start)
         expect(Number(r.ms)).toBeGreaterThanOrEqual(before - 1000);
         expect(Number(r.ms)).toBeLessThanOrEqual(Date.now());
       }
-      const events = await read<{ type: string; action: string; list_id: string; subscribed: boolean }>(
-        "SELECT type, action, list_id, subscribed FROM {db}.events WHERE identifiers['email'] = 'hist@x.com' ORDER BY list_id, subscribed",
-      );
       expect(events).toEqual([
         { type: 'list', action: 'subscribe', list_id: 'promo', subscribed: false },
         { type: 'list', action: 'subscribe', list_id: 'promo', subscribed: true },

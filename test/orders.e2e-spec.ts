@@ -4,6 +4,7 @@ import { IngestPipeline } from '@cdp/processor';
 import { AnalyticStore } from '@cdp/store';
 import { EmbeddedPlatform, type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
+import { countOf, readStore } from './support/store-checks.js';
 import { loseDerivedState, type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 import { expectInvalids } from './support/answers.js';
 
@@ -51,18 +52,27 @@ describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
   const processed = (orderId: string) =>
     eventually(async () => (await post('/v3/objects/orders', { order_id: orderId })).status === 202);
 
-  async function readStore(): Promise<Snapshot> {
-    const read = async (query: (sql: string) => Promise<Row[]>): Promise<Snapshot> => ({
-      orders: new Map((await query('SELECT * FROM {db}.orders FINAL')).map((r) => [String(r.order_id), r])),
-      lineItems: await query('SELECT * FROM {db}.line_items ORDER BY order_id, line_item_id'),
-      orderEvents: await query(
-        "SELECT action, `order`, svc_id FROM {db}.events WHERE type = 'order' ORDER BY ts, event_id",
-      ),
-      products: new Map(
-        (await query('SELECT * FROM {db}.products FINAL')).map((r) => [String(r.product_id), r]),
-      ),
-      joined: await query(
-        `SELECT * FROM (SELECT 'event' AS kind, e.action AS what, e.product_id AS product_id, p.name AS name
+  /**
+   * The account's orders, line items, order events and products, read once (scaled out, after the
+   * stream is empty: messages leave it when acknowledged, after their store write).
+   */
+  const snapshot = (): Promise<Snapshot> =>
+    readStore(
+      p,
+      acc.id,
+      async (query): Promise<Snapshot> => ({
+        orders: new Map(
+          (await query<Row>('SELECT * FROM {db}.orders FINAL')).map((r) => [String(r.order_id), r]),
+        ),
+        lineItems: await query<Row>('SELECT * FROM {db}.line_items ORDER BY order_id, line_item_id'),
+        orderEvents: await query<Row>(
+          "SELECT action, `order`, svc_id FROM {db}.events WHERE type = 'order' ORDER BY ts, event_id",
+        ),
+        products: new Map(
+          (await query<Row>('SELECT * FROM {db}.products FINAL')).map((r) => [String(r.product_id), r]),
+        ),
+        joined: await query<Row>(
+          `SELECT * FROM (SELECT 'event' AS kind, e.action AS what, e.product_id AS product_id, p.name AS name
          FROM {db}.events AS e INNER JOIN (SELECT * FROM {db}.products FINAL) AS p ON e.product_id = p.product_id
          WHERE e.type = 'product'
          UNION ALL
@@ -70,14 +80,10 @@ describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
          FROM {db}.line_items AS l INNER JOIN (SELECT * FROM {db}.products FINAL) AS p ON l.product_id = p.product_id
          WHERE l.order_id = 'oA')
          ORDER BY kind, what, product_id`,
-      ),
-    });
-    if (p instanceof EmbeddedPlatform) {
-      const e = p;
-      return read((sql) => e.query<Row>(acc.id, sql));
-    }
-    return p.withStore((s) => read((sql) => s.query<Row>(acc.id, sql)));
-  }
+        ),
+      }),
+      { once: true, timeoutMs: 90_000 },
+    );
 
   const eventsOf = (orderId: string) =>
     store.orderEvents.filter((e) => (JSON.parse(String(e.order)) as Row).order_id === orderId);
@@ -95,20 +101,13 @@ describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
    */
   async function settleAndRead(marker: string): Promise<Snapshot> {
     if (p instanceof EmbeddedPlatform) {
-      const e = p;
       expect((await post('/v3/objects/products', { product_id: marker })).status).toBe(202);
-      await eventually(
-        async () =>
-          (await e.scalar(acc.id, 'SELECT count() AS n FROM {db}.products WHERE product_id = {id:String}', {
-            id: marker,
-          })) === 1,
-        30_000,
-      );
-    } else {
-      const scaled = p;
-      await eventually(async () => (await scaled.pending()) === 0, 90_000);
+      const markerSql = 'SELECT count() AS n FROM {db}.products WHERE product_id = {id:String}';
+      await readStore(p, acc.id, async (query) => (await countOf(query, markerSql, { id: marker })) === 1, {
+        timeoutMs: 30_000,
+      });
     }
-    return readStore();
+    return snapshot();
   }
 
   beforeAll(async () => {
@@ -503,7 +502,7 @@ describe.each(WIRINGS)('orders, products and events (%s)', (_wiring, start) => {
         { handle: 'h5', message: second, deliveryCount: 2, sequence: 2 },
       ]);
 
-      store = await readStore();
+      store = await snapshot();
       expect(orderRow('oR')).toMatchObject({ subtotal: 85, total: 85, adjustments: 2, version: 3 });
       expect(eventsOf('oR').map((e) => e.action)).toEqual(['purchase', 'return', 'return']);
       expect(store.lineItems.filter((i) => i.order_id === 'oR').map((i) => i.subtotal)).toEqual([

@@ -4,6 +4,7 @@ import { basename } from 'node:path';
 import type { TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
 import { ScaledPlatform } from './support/scaled.js';
+import { readStore } from './support/store-checks.js';
 import { profileKeys } from '@cdp/identity/redis';
 import { ACCOUNT_SHARDS, connectRedis } from '@cdp/redis';
 
@@ -73,12 +74,14 @@ describe('scaled-out wiring (API and processor processes, NATS, Redis, chDB)', (
   }
 
   async function everyAcknowledgedEventOnce(): Promise<void> {
-    await eventually(async () => (await p.pending()) === 0, 60_000);
-    const stored = await p.withStore((store) =>
-      store.query<{ page: string; n: number }>(
-        acc.id,
-        "SELECT page, count() AS n FROM {db}.events WHERE startsWith(page, '/s') GROUP BY page",
-      ),
+    const stored = await readStore(
+      p,
+      acc.id,
+      (query) =>
+        query<{ page: string; n: number }>(
+          "SELECT page, count() AS n FROM {db}.events WHERE startsWith(page, '/s') GROUP BY page",
+        ),
+      { once: true, timeoutMs: 60_000 },
     );
     const counts = new Map(stored.map((r) => [r.page, Number(r.n)]));
     const missing = [...acknowledged].filter((x) => !counts.has(x)).length;
@@ -211,13 +214,16 @@ describe('scaled-out wiring (API and processor processes, NATS, Redis, chDB)', (
     await post('/v3/events', { type: 'pageview', identifiers: { vuid: 'mg-a' } });
     await everyAcknowledgedEventOnce();
     // Every vuid's events belong to one customer (a merged customer's history to its survivor).
-    const split = await p.withStore((store) =>
-      store.query<{ vuid: string; n: number }>(
-        acc.id,
-        `SELECT identifiers['vuid'] AS vuid, uniqExact(if(s.survivor != '', s.survivor, e.svc_id)) AS n
+    const split = await readStore(
+      p,
+      acc.id,
+      (query) =>
+        query<{ vuid: string; n: number }>(
+          `SELECT identifiers['vuid'] AS vuid, uniqExact(if(s.survivor != '', s.survivor, e.svc_id)) AS n
          FROM {db}.events AS e LEFT JOIN {db}.customer_survivors AS s ON e.svc_id = s.svc_id
          GROUP BY vuid HAVING n > 1`,
-      ),
+        ),
+      { once: true },
     );
     expect(split).toEqual([]);
   });

@@ -5,13 +5,12 @@ import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 import { postWithKey } from './support/api-calls.js';
 import { expectInvalids } from './support/answers.js';
 import { storesObject } from './support/schema-objects.js';
-
-type Query = <T>(sql: string) => Promise<T[]>;
+import { readStore } from './support/store-checks.js';
 
 /**
- * The schema API and custom data on both wirings. Store checks: embedded, the test reads the store in
- * its own process; scaled out, chDB belongs to the processor, so the checks run once, together, with the
- * processor stopped for the read (ScaledPlatform.withStore) after the API showed everything processed.
+ * The schema API and custom data on both wirings. Store checks read through readStore: embedded, in
+ * the test's own process; scaled out, chDB belongs to the processor, so it is stopped for the read
+ * (ScaledPlatform.withStore) once the API showed everything processed.
  */
 describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
   let p: Platform;
@@ -34,14 +33,6 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
       .send(body as object);
   const get = (path: string, key = acc.privateKey) => p.http().get(path).set('x-api-key', key);
   const profile = (query: string) => get(`/v3/profiles?${query}`);
-  const readStore = async (check: (query: Query) => Promise<void>): Promise<void> => {
-    if (p instanceof EmbeddedPlatform) {
-      const e = p;
-      await eventually(() => check((sql) => e.query(acc.id, sql)).then(() => true));
-      return;
-    }
-    return p.withStore((store) => check((sql) => store.query(acc.id, sql)));
-  };
 
   const stores = {
     ...storesObject(
@@ -498,57 +489,71 @@ describe.each(WIRINGS)('schema API and custom data (%s)', (_wiring, start) => {
           .status,
       ).toBe(202);
       await eventually(async () => (await profile('vuid=schema-marker')).status === 200);
-      await readStore(async (query) => {
-        const events = await query<Record<string, unknown>>(
-          "SELECT identifiers['vuid'] AS vuid, toString(score) AS score, toUnixTimestamp64Milli(seen_at) AS seen_ms, promo FROM {db}.events WHERE type = 'visit' ORDER BY vuid",
-        );
-        expect(events).toEqual([
-          { vuid: 'after-field', score: '123456789012345678', seen_ms: 1700000000000, promo: true },
-          { vuid: 'before-field', score: null, seen_ms: null, promo: null },
-          { vuid: 'decimals', score: '12345678901234.5678', seen_ms: null, promo: null },
-          { vuid: 'json-number', score: '-1234.5678', seen_ms: null, promo: false },
-        ]);
-        const types = await query<{ name: string; type: string }>(
-          "SELECT name, type FROM system.columns WHERE database = '{db}' AND table = 'events' AND name IN ('score', 'seen_at', 'promo') ORDER BY name",
-        );
-        expect(types).toEqual([
-          { name: 'promo', type: 'Nullable(Bool)' },
-          { name: 'score', type: 'Nullable(Decimal(22, 4))' },
-          { name: 'seen_at', type: "Nullable(DateTime64(3, 'UTC'))" },
-        ]);
-        const customers = await query<{ email: string; tier: string }>(
-          'SELECT email, toString(loyalty_tier) AS tier FROM {db}.customers FINAL WHERE loyalty_tier IS NOT NULL ORDER BY email',
-        );
-        expect(customers).toEqual([
-          { email: 'obj@example.com', tier: '7' },
-          { email: 'tier@example.com', tier: '3' },
-        ]);
-        const stored = await query<Record<string, unknown>>(
-          "SELECT store_id, city, toString(area) AS area, toUnixTimestamp64Milli(opened) AS opened_ms, flagship FROM {db}.obj_stores FINAL WHERE store_id IN ('s1', 's2') ORDER BY store_id",
-        );
-        expect(stored).toEqual([
-          { store_id: 's1', city: 'Oslo', area: '99', opened_ms: 1700000000000, flagship: true },
-          { store_id: 's2', city: 'Bergen', area: null, opened_ms: null, flagship: null },
-        ]);
-        const products = await query<Record<string, unknown>>(
-          "SELECT product_id, name, toString(price) AS price, in_stock, toString(rating) AS rating, toUnixTimestamp64Milli(launched) AS launched_ms FROM {db}.products FINAL WHERE product_id IN ('cp1', 'cp2', 'cp3') ORDER BY product_id",
-        );
-        expect(products).toEqual([
-          {
-            product_id: 'cp1',
-            name: 'Chair',
-            price: '10',
-            in_stock: true,
-            rating: '4.5',
-            launched_ms: 1700000000000,
-          },
-          { product_id: 'cp2', name: 'Desk', price: null, in_stock: false, rating: null, launched_ms: null },
-        ]);
-        const bulk = await query<{ n: number }>(
-          "SELECT count() AS n FROM {db}.obj_stores FINAL WHERE startsWith(store_id, 'bulk-')",
-        );
-        expect(Number(bulk[0]!.n)).toBe(1000);
-      });
+      // Polled until it holds: the marker's profile can be answered before its store write.
+      await readStore(
+        p,
+        acc.id,
+        async (query) => {
+          const events = await query<Record<string, unknown>>(
+            "SELECT identifiers['vuid'] AS vuid, toString(score) AS score, toUnixTimestamp64Milli(seen_at) AS seen_ms, promo FROM {db}.events WHERE type = 'visit' ORDER BY vuid",
+          );
+          expect(events).toEqual([
+            { vuid: 'after-field', score: '123456789012345678', seen_ms: 1700000000000, promo: true },
+            { vuid: 'before-field', score: null, seen_ms: null, promo: null },
+            { vuid: 'decimals', score: '12345678901234.5678', seen_ms: null, promo: null },
+            { vuid: 'json-number', score: '-1234.5678', seen_ms: null, promo: false },
+          ]);
+          const types = await query<{ name: string; type: string }>(
+            "SELECT name, type FROM system.columns WHERE database = '{db}' AND table = 'events' AND name IN ('score', 'seen_at', 'promo') ORDER BY name",
+          );
+          expect(types).toEqual([
+            { name: 'promo', type: 'Nullable(Bool)' },
+            { name: 'score', type: 'Nullable(Decimal(22, 4))' },
+            { name: 'seen_at', type: "Nullable(DateTime64(3, 'UTC'))" },
+          ]);
+          const customers = await query<{ email: string; tier: string }>(
+            'SELECT email, toString(loyalty_tier) AS tier FROM {db}.customers FINAL WHERE loyalty_tier IS NOT NULL ORDER BY email',
+          );
+          expect(customers).toEqual([
+            { email: 'obj@example.com', tier: '7' },
+            { email: 'tier@example.com', tier: '3' },
+          ]);
+          const stored = await query<Record<string, unknown>>(
+            "SELECT store_id, city, toString(area) AS area, toUnixTimestamp64Milli(opened) AS opened_ms, flagship FROM {db}.obj_stores FINAL WHERE store_id IN ('s1', 's2') ORDER BY store_id",
+          );
+          expect(stored).toEqual([
+            { store_id: 's1', city: 'Oslo', area: '99', opened_ms: 1700000000000, flagship: true },
+            { store_id: 's2', city: 'Bergen', area: null, opened_ms: null, flagship: null },
+          ]);
+          const products = await query<Record<string, unknown>>(
+            "SELECT product_id, name, toString(price) AS price, in_stock, toString(rating) AS rating, toUnixTimestamp64Milli(launched) AS launched_ms FROM {db}.products FINAL WHERE product_id IN ('cp1', 'cp2', 'cp3') ORDER BY product_id",
+          );
+          expect(products).toEqual([
+            {
+              product_id: 'cp1',
+              name: 'Chair',
+              price: '10',
+              in_stock: true,
+              rating: '4.5',
+              launched_ms: 1700000000000,
+            },
+            {
+              product_id: 'cp2',
+              name: 'Desk',
+              price: null,
+              in_stock: false,
+              rating: null,
+              launched_ms: null,
+            },
+          ]);
+          const bulk = await query<{ n: number }>(
+            "SELECT count() AS n FROM {db}.obj_stores FINAL WHERE startsWith(store_id, 'bulk-')",
+          );
+          expect(Number(bulk[0]!.n)).toBe(1000);
+          return true;
+        },
+        { timeoutMs: 15_000 },
+      );
     });
   });
 });

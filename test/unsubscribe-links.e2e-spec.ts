@@ -1,7 +1,7 @@
 import { signUnsubscribeToken } from '@cdp/lists';
 import { type TestAccount } from './support/embedded.js';
 import { eventually } from './support/eventually.js';
-import { drainedStoreQuery } from './support/store-checks.js';
+import { readStore } from './support/store-checks.js';
 import { type Platform, startWithAccount, WIRINGS } from './support/wirings.js';
 import { postWithKey } from './support/api-calls.js';
 
@@ -141,15 +141,22 @@ describe.each(WIRINGS)('email unsubscribe links (%s)', (_wiring, start) => {
     expect(after.opted_in).toBe(true);
     expect(membership(after).promo).toBe(true);
 
-    // Scaled out, the store is read with the processor stopped: first let it finish its work.
-    const read = await drainedStoreQuery(p, acc.id);
-    const history = await eventually(async () => {
-      const rows = await read<Record<string, unknown>>(
-        "SELECT list_id, subscribed, identifier_kind, identifier_value, api_key, source FROM {db}.consent_history WHERE identifier_value = 'bob@x.com' AND api_key = 'unsubscribe-link'",
-      );
-      if (rows.length < 1) throw new Error('no row yet');
-      return rows;
-    });
+    // Scaled out, the read waits for the processor to finish its work, then stops it for the read.
+    const { history, events } = await readStore(
+      p,
+      acc.id,
+      async (query) => {
+        const rows = await query<Record<string, unknown>>(
+          "SELECT list_id, subscribed, identifier_kind, identifier_value, api_key, source FROM {db}.consent_history WHERE identifier_value = 'bob@x.com' AND api_key = 'unsubscribe-link'",
+        );
+        if (rows.length < 1) throw new Error('no row yet');
+        const events = await query<{ type: string; action: string; list_id: string; subscribed: boolean }>(
+          "SELECT type, action, list_id, subscribed FROM {db}.events WHERE identifiers['email'] = 'bob@x.com' AND subscribed = false",
+        );
+        return { history: rows, events };
+      },
+      { timeoutMs: 15_000 },
+    );
     expect(history).toEqual([
       {
         list_id: 'news_i_',
@@ -160,9 +167,6 @@ describe.each(WIRINGS)('email unsubscribe links (%s)', (_wiring, start) => {
         source: 'subscriptions',
       },
     ]);
-    const events = await read<{ type: string; action: string; list_id: string; subscribed: boolean }>(
-      "SELECT type, action, list_id, subscribed FROM {db}.events WHERE identifiers['email'] = 'bob@x.com' AND subscribed = false",
-    );
     expect(events).toEqual([{ type: 'list', action: 'subscribe', list_id: 'news_i_', subscribed: false }]);
   });
 

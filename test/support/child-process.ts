@@ -3,6 +3,7 @@ import { mkdtempSync, openSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../benchmarks/lib/free-port.js';
+import { eventually, hasExited } from './eventually.js';
 
 // One way to find a free port for tests and benchmarks alike (the suites import it from here).
 export { freePort };
@@ -44,21 +45,22 @@ export class ChildApp {
     const app = new ChildApp(proc, `http://127.0.0.1:${port}`, logFile);
     // A boot may wait for the JetStream replicas lock of a process that died holding it: at most twice
     // the lock's 30 s TTL (libs/drivers/src/nats-cluster.ts), logged at warn past 5 s.
-    const deadline = Date.now() + 65_000;
-    for (;;) {
-      if (proc.exitCode !== null) throw new Error(`the app exited at start:\n${app.output()}`);
-      try {
-        if ((await fetch(`${app.baseUrl}${readyPath}`)).status === 200) return app;
-      } catch {
-        // not listening yet
-      }
-      if (Date.now() > deadline) {
-        // Not left running: the suite that failed here has no handle to stop it with.
-        await app.kill('SIGKILL');
-        throw new Error(`the app did not become ready:\n${app.output()}`);
-      }
-      await new Promise((r) => setTimeout(r, 50));
+    try {
+      await eventually(
+        async () => (await fetch(`${app.baseUrl}${readyPath}`)).status === 200, // throws while not listening
+        65_000,
+        50,
+        {
+          timeoutMessage: () => `the app did not become ready:\n${app.output()}`,
+          whileRunning: { proc, message: () => `the app exited at start:\n${app.output()}` },
+        },
+      );
+    } catch (err) {
+      // Not left running: the suite that failed here has no handle to stop it with.
+      if (!hasExited(proc)) await app.kill('SIGKILL');
+      throw err;
     }
+    return app;
   }
 
   kill(signal: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {

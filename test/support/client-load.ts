@@ -4,6 +4,7 @@
  * a time; what gets a 202 is recorded as acknowledged, what gets a 503 or 429 (or no answer) is sent
  * again, unchanged, after `Retry-After`. Every answer that is neither is recorded as an anomaly.
  */
+import { eventually } from './eventually.js';
 
 /** What the clients were promised (a 202), to be checked against the platform afterwards. */
 export interface Acknowledged {
@@ -64,11 +65,9 @@ export class ClientLoad {
   /** Resolves once this many more requests were acknowledged. */
   async acceptedMore(n: number, timeoutMs = 60_000): Promise<void> {
     const goal = this.accepted + n;
-    const deadline = Date.now() + timeoutMs;
-    while (this.accepted < goal) {
-      if (Date.now() > deadline) throw new Error(`only ${this.accepted} of ${goal} requests acknowledged`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await eventually(() => this.accepted >= goal, timeoutMs, 20, {
+      timeoutMessage: () => `only ${this.accepted} of ${goal} requests acknowledged`,
+    });
   }
 
   /** The most recently acknowledged customer of every client: once these read back, the backlog is in. */

@@ -4,6 +4,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './child-process.js';
+import { eventually } from './eventually.js';
 
 /**
  * A nats-server or redis-server of the test's own, on a free port with its own data directory, so a
@@ -33,12 +34,12 @@ export class EngineProcess {
       this.kind === 'nats'
         ? ['/usr/sbin/nats-server', ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', this.dir]]
         : ['redis-server', redisServerArgs(this.port, this.dir)];
-    this.proc = spawn(cmd, args, { stdio: 'ignore' });
-    const deadline = Date.now() + 10_000;
-    while (!(await reachable(this.port))) {
-      if (Date.now() > deadline) throw new Error(`${this.kind} did not start on port ${this.port}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const proc = spawn(cmd, args, { stdio: 'ignore' });
+    this.proc = proc;
+    await eventually(() => reachable(this.port), 10_000, 50, {
+      timeoutMessage: () => `${this.kind} did not start on port ${this.port}`,
+      whileRunning: { proc, message: () => `${this.kind} exited at start on port ${this.port}` },
+    });
   }
 
   /** FLUSHALL on this redis-server, over a raw socket: a test needs no Redis client of its own for one command. */
@@ -123,12 +124,10 @@ export class NatsClusterNode {
     this.proc = proc;
     liveNatsNodes.add(proc);
     proc.once('exit', () => liveNatsNodes.delete(proc));
-    const deadline = Date.now() + 10_000;
-    while (!(await reachable(this.port))) {
-      if (proc.exitCode !== null) throw new Error(`nats-server ${this.name} exited at start`);
-      if (Date.now() > deadline) throw new Error(`nats-server ${this.name} did not start on ${this.port}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await eventually(() => reachable(this.port), 10_000, 50, {
+      timeoutMessage: () => `nats-server ${this.name} did not start on ${this.port}`,
+      whileRunning: { proc, message: () => `nats-server ${this.name} exited at start` },
+    });
   }
 
   /** Stops this server (SIGKILL: as a lost machine goes) and waits until it is gone. */
@@ -198,17 +197,23 @@ export class NatsCluster {
   /** Until every running server answers JetStream API requests (the meta group has a leader). */
   async waitForJetStream(timeoutMs = 30_000): Promise<void> {
     const { connect: natsConnect } = await import('@nats-io/transport-node');
+    // One deadline for all the servers, as they come up together.
     const deadline = Date.now() + timeoutMs;
     for (const node of this.nodes.filter((n) => n.running)) {
-      for (;;) {
-        const nc = await natsConnect({ servers: node.url, reconnect: false }).catch(() => undefined);
-        const answer = await nc?.request('$JS.API.INFO', undefined, { timeout: 1000 }).catch(() => undefined);
-        await nc?.close();
-        const body = answer ? (answer.json<{ error?: unknown; type?: string }>() ?? {}) : undefined;
-        if (body && !body.error) break;
-        if (Date.now() > deadline) throw new Error(`JetStream did not come up on ${node.name}`);
-        await new Promise((r) => setTimeout(r, 200));
-      }
+      await eventually(
+        async () => {
+          const nc = await natsConnect({ servers: node.url, reconnect: false }).catch(() => undefined);
+          const answer = await nc
+            ?.request('$JS.API.INFO', undefined, { timeout: 1000 })
+            .catch(() => undefined);
+          await nc?.close();
+          const body = answer ? (answer.json<{ error?: unknown; type?: string }>() ?? {}) : undefined;
+          return body !== undefined && !body.error;
+        },
+        Math.max(0, deadline - Date.now()),
+        200,
+        { timeoutMessage: () => `JetStream did not come up on ${node.name}` },
+      );
     }
   }
 

@@ -4,21 +4,73 @@ import type { Platform } from './wirings.js';
 
 /** A read of one account's store, as a check makes it. */
 export type StoreQuery = <T>(sql: string, params?: Record<string, unknown>) => Promise<T[]>;
+/** A read of any account's store (a suite that looks at several accounts at once). */
+export type AccountsQuery = <T>(
+  account: string,
+  sql: string,
+  params?: Record<string, unknown>,
+) => Promise<T[]>;
 export type StoreCheck = (query: StoreQuery) => Promise<void>;
 
-/**
- * Reads of one account's store made now, on either wiring: in this process embedded; scaled out, with the
- * processor stopped for each read (ScaledPlatform.withStore), so a test polls with it sparingly.
- */
-export function storeQuery(p: Platform, account: string): StoreQuery {
-  if (p instanceof EmbeddedPlatform) return (sql, params) => p.query(account, sql, params);
-  return (sql, params) => p.withStore((store) => store.query(account, sql, params));
+export interface ReadOptions {
+  /**
+   * How long each wait may take: (scaled out) the API reporting nothing left to process, then the read
+   * holding (returning something other than false without throwing). Default 60 s.
+   */
+  timeoutMs?: number;
+  /** Between tries (default 25 ms embedded, 500 ms scaled out, where a try restarts the processor). */
+  everyMs?: number;
+  /** Read once, after the drain: for a read whose failure is the test's answer, not a wait. */
+  once?: boolean;
 }
 
-/** `storeQuery` once the processor has nothing left to do (scaled out: a read stops it). */
-export async function drainedStoreQuery(p: Platform, account: string): Promise<StoreQuery> {
-  if (!(p instanceof EmbeddedPlatform)) await eventually(async () => (await p.pending()) === 0);
-  return storeQuery(p, account);
+/**
+ * The one way a suite reads the store by hand, on either wiring (test/support/wirings.ts). `read` is
+ * polled until it returns something other than false (that value is returned), as `eventually` polls,
+ * or run once with `once`. Embedded, the store is in the test's process and read there at once.
+ * Scaled out, chDB belongs to the processor: first the API must report nothing left to process, then
+ * each try stops the processor, reads and starts it again (ScaledPlatform.withStore), so a scaled read
+ * that has to be retried costs a processor restart a try.
+ */
+export async function readStores<T>(
+  p: Platform,
+  read: (query: AccountsQuery) => Promise<T>,
+  { timeoutMs = 60_000, everyMs, once = false }: ReadOptions = {},
+): Promise<Exclude<T, false>> {
+  const readNow = async (): Promise<T> => {
+    if (p instanceof EmbeddedPlatform) return read((account, sql, params) => p.query(account, sql, params));
+    return p.withStore((store) => read((account, sql, params) => store.query(account, sql, params)));
+  };
+  if (!(p instanceof EmbeddedPlatform)) {
+    await eventually(async () => (await p.pending()) === 0, timeoutMs, 100, {
+      timeoutMessage: () => 'the processor did not finish its work before the store read',
+    });
+  }
+  if (once) {
+    const value = await readNow();
+    if (value === false) throw new Error('the store read found its condition false');
+    return value as Exclude<T, false>;
+  }
+  return eventually(readNow, timeoutMs, everyMs ?? (p instanceof EmbeddedPlatform ? 25 : 500));
+}
+
+/** `readStores` of one account's store. */
+export function readStore<T>(
+  p: Platform,
+  account: string,
+  read: (query: StoreQuery) => Promise<T>,
+  options?: ReadOptions,
+): Promise<Exclude<T, false>> {
+  return readStores(p, (query) => read((sql, params) => query(account, sql, params)), options);
+}
+
+/** `SELECT count() AS n ...`'s n as a number (the engine answers a UInt64 as a string). */
+export async function countOf(
+  query: StoreQuery,
+  sql: string,
+  params?: Record<string, unknown>,
+): Promise<number> {
+  return Number((await query<{ n: number | string }>(sql, params))[0]?.n ?? 0);
 }
 
 /**
@@ -36,8 +88,7 @@ export class StoreChecks {
   async check(check: StoreCheck): Promise<void> {
     const { platform: p, account } = this.target();
     if (p instanceof EmbeddedPlatform) {
-      const query = storeQuery(p, account);
-      await eventually(() => check(query).then(() => true));
+      await readStore(p, account, (query) => check(query).then(() => true), { timeoutMs: 15_000 });
       return;
     }
     this.kept.push({ test: expect.getState().currentTestName ?? 'a test', check });
@@ -48,18 +99,23 @@ export class StoreChecks {
     const { platform: p, account } = this.target();
     const kept = this.kept.splice(0);
     if (p instanceof EmbeddedPlatform || kept.length === 0) return 0;
-    await eventually(async () => (await p.pending()) === 0, 60_000);
-    const failures: string[] = [];
-    await p.withStore(async (store) => {
-      const query: StoreQuery = (sql, params) => store.query(account, sql, params);
-      for (const { test, check } of kept) {
-        try {
-          await check(query);
-        } catch (err) {
-          failures.push(`${test}:\n${err instanceof Error ? err.message : String(err)}`);
+    // All the kept checks in one read: each scaled-out read restarts the processor.
+    const failures = await readStore(
+      p,
+      account,
+      async (query) => {
+        const failed: string[] = [];
+        for (const { test, check } of kept) {
+          try {
+            await check(query);
+          } catch (err) {
+            failed.push(`${test}:\n${err instanceof Error ? err.message : String(err)}`);
+          }
         }
-      }
-    });
+        return failed;
+      },
+      { once: true },
+    );
     if (failures.length) throw new Error(`store checks failed:\n\n${failures.join('\n\n')}`);
     return kept.length;
   }
