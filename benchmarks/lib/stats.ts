@@ -7,11 +7,12 @@ export function percentile(sorted: number[], p: number): number {
   return sorted[i]!;
 }
 
+/** The middle value; of an even count, the mean of the two middle ones (not the lower of them). */
 export function median(values: number[]): number {
-  return percentile(
-    [...values].sort((a, b) => a - b),
-    50,
-  );
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 export type Row = Record<string, string | number>;

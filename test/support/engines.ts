@@ -4,7 +4,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './child-process.js';
-import { eventually } from './eventually.js';
+import { eventually, hasExited } from './eventually.js';
 
 /**
  * A nats-server or redis-server of the test's own, on a free port with its own data directory, so a
@@ -65,7 +65,11 @@ export class EngineProcess {
   /** Stops the server (SIGTERM: NATS flushes its stream files) and waits for it to be gone. */
   async down(): Promise<void> {
     const proc = this.proc;
-    if (!proc || proc.exitCode !== null) return;
+    // Gone already (exited, or killed by a signal): no 'exit' would come to wait for.
+    if (!proc || hasExited(proc)) {
+      this.proc = undefined;
+      return;
+    }
     await new Promise((resolve) => {
       proc.once('exit', resolve);
       proc.kill('SIGTERM');
