@@ -7,6 +7,9 @@ import { crc32 } from 'node:zlib';
  */
 export const ACCOUNT_SHARDS = 256;
 
+/** Every shard number, 0 to ACCOUNT_SHARDS - 1: what a rebuild or a read of all shards walks. */
+export const EVERY_SHARD: readonly number[] = Array.from({ length: ACCOUNT_SHARDS }, (_, shard) => shard);
+
 /**
  * The shard of a thing of an account (an idempotency key, an identifier, a customer id): CRC32 of its
  * UTF-8 text, which Node, ClickHouse (`CRC32`) and a Lua table compute alike, modulo ACCOUNT_SHARDS.

@@ -65,19 +65,24 @@ export const legacyKeys = {
  * Before the sharding (layout 2) the same names sat under the account's own prefix `cdp:{<account>}:`:
  * a rebuild removes them (the missing shard ready markers force it).
  */
+/** A profile's keys under a prefix (a shard's, or the account's own before the sharding). */
+const profilesUnder = {
+  profile: (prefix: string, customerId: string) => `${prefix}p:${customerId}`,
+  merged: (prefix: string, customerId: string) => `${prefix}pm:${customerId}`,
+  list: (prefix: string, bucket: string) => `${prefix}pr:${bucket}`,
+  buckets: (prefix: string) => `${prefix}prb`,
+  phone: (prefix: string, phoneJson: string) => `${prefix}ph:${phoneJson}`,
+  ready: (prefix: string) => `${prefix}pready`,
+};
+
 export const profileKeys = {
   prefixOf: (account: string, customerId: string) => shardPrefixOf(account, customerId),
-  profile: (account: string, customerId: string) => `${shardPrefixOf(account, customerId)}p:${customerId}`,
+  profile: (account: string, customerId: string) =>
+    profilesUnder.profile(shardPrefixOf(account, customerId), customerId),
   mergedProfile: (account: string, customerId: string) =>
-    `${shardPrefixOf(account, customerId)}pm:${customerId}`,
-  ready: (account: string, shard: number) => `${accountShardPrefix(account, shard)}pready`,
+    profilesUnder.merged(shardPrefixOf(account, customerId), customerId),
+  ready: (account: string, shard: number) => profilesUnder.ready(accountShardPrefix(account, shard)),
   phone: (account: string, shard: number, phoneJson: string) =>
-    `${accountShardPrefix(account, shard)}ph:${phoneJson}`,
-  /** Keys under a prefix (a shard's, or the account's own before the sharding). */
-  under: {
-    profile: (prefix: string, customerId: string) => `${prefix}p:${customerId}`,
-    list: (prefix: string, bucket: string) => `${prefix}pr:${bucket}`,
-    buckets: (prefix: string) => `${prefix}prb`,
-    phone: (prefix: string, phoneJson: string) => `${prefix}ph:${phoneJson}`,
-  },
+    profilesUnder.phone(accountShardPrefix(account, shard), phoneJson),
+  under: profilesUnder,
 };

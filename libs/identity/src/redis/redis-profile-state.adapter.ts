@@ -11,7 +11,7 @@ import { faultPoint, PROFILE_POINTS } from '@cdp/faults';
 import {
   accountShard,
   accountShardPrefix,
-  ACCOUNT_SHARDS,
+  EVERY_SHARD,
   addToSets,
   membersOfSets,
   groupBy,
@@ -36,7 +36,6 @@ const TIME_PREFIX = '__t:';
 const poolMember = (id: Identifier) => `${id.kind}:${id.value}`;
 
 const under = profileKeys.under;
-const shardNumbers = () => Array.from({ length: ACCOUNT_SHARDS }, (_, shard) => shard);
 
 /**
  * A batch's updates in rounds, in order, for a cluster: a round ends before an update that absorbs, from
@@ -253,7 +252,7 @@ export class RedisProfileState extends ProfileState {
    * opened again only once all are loaded; a crash midway leaves them closed for the next rebuild.
    */
   async load(account: string, profiles: AsyncIterable<StoredProfile>): Promise<number> {
-    await Promise.all(shardNumbers().map((shard) => this.redis.del(profileKeys.ready(account, shard))));
+    await Promise.all(EVERY_SHARD.map((shard) => this.redis.del(profileKeys.ready(account, shard))));
     await this.forget(account);
     let count = 0;
     const rounds = new WriteRounds(LOAD_ROUND);
@@ -276,7 +275,7 @@ export class RedisProfileState extends ProfileState {
     }
     await rounds.flush();
     const now = new Date().toISOString();
-    await Promise.all(shardNumbers().map((shard) => this.redis.set(profileKeys.ready(account, shard), now)));
+    await Promise.all(EVERY_SHARD.map((shard) => this.redis.set(profileKeys.ready(account, shard), now)));
     return count;
   }
 
@@ -292,7 +291,7 @@ export class RedisProfileState extends ProfileState {
     for await (const members of this.connection.setMembers(legacyKeys.profiles(account)))
       await this.forgetProfiles(own, members);
     await this.redis.del(legacyKeys.profiles(account));
-    await Promise.all(shardNumbers().map((shard) => this.forgetUnder(accountShardPrefix(account, shard))));
+    await Promise.all(EVERY_SHARD.map((shard) => this.forgetUnder(accountShardPrefix(account, shard))));
   }
 
   /**
@@ -342,7 +341,7 @@ export class RedisProfileState extends ProfileState {
     return (
       await membersOfSets(
         this.connection,
-        shardNumbers().map((s) => profileKeys.phone(account, s, json)),
+        EVERY_SHARD.map((s) => profileKeys.phone(account, s, json)),
       )
     ).sort();
   }
@@ -376,7 +375,7 @@ export class RedisProfileState extends ProfileState {
    */
   async loadOptOutPool(account: string, ids: AsyncIterable<Identifier>): Promise<number> {
     const staging = (shard: number) => `${keys.optOutPool(account, shard)}:loading`;
-    for (let shard = 0; shard < ACCOUNT_SHARDS; shard++) await this.redis.del(staging(shard));
+    for (const shard of EVERY_SHARD) await this.redis.del(staging(shard));
     let count = 0;
     const chunks = new Map<number, string[]>();
     for await (const id of ids) {
@@ -393,7 +392,7 @@ export class RedisProfileState extends ProfileState {
         .filter(([, chunk]) => chunk.length > 0)
         .map(([shard, chunk]) => this.redis.sAdd(staging(shard), chunk)),
     );
-    for (let shard = 0; shard < ACCOUNT_SHARDS; shard++) {
+    for (const shard of EVERY_SHARD) {
       if (chunks.has(shard)) await this.redis.rename(staging(shard), keys.optOutPool(account, shard));
       else await this.redis.del(keys.optOutPool(account, shard));
     }

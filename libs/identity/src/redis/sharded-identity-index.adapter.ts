@@ -3,7 +3,7 @@ import type { DriverHealth } from '@cdp/contracts';
 import type { Identifier } from '@cdp/domain';
 import { InjectedFault, faultPoint, SHARDED_IDENTITY_POINTS as POINT } from '@cdp/faults';
 import {
-  ACCOUNT_SHARDS,
+  EVERY_SHARD,
   accountShardPrefix,
   RebuildLocks,
   groupBy,
@@ -392,7 +392,7 @@ export class ShardedIdentityIndex extends IdentityIndex {
   }
 
   private async loadHolding(account: string, rows: IdentityGraphRows, lease: Lease): Promise<number> {
-    const shards = Array.from({ length: ACCOUNT_SHARDS }, (_, s) => accountShardPrefix(account, s));
+    const shards = EVERY_SHARD.map((s) => accountShardPrefix(account, s));
     await Promise.all(shards.map((p) => writeShard(this.redis, `${p}fence`, '', lease.epoch, [])));
     await this.forget(account, shards);
     let links = 0;

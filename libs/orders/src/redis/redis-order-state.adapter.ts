@@ -1,6 +1,6 @@
 import type { DriverHealth } from '@cdp/contracts';
 import {
-  ACCOUNT_SHARDS,
+  EVERY_SHARD,
   accountShard,
   accountShardPrefix,
   groupBy,
@@ -191,7 +191,7 @@ export class RedisOrderState extends OrderState {
   async beginRebuild(account: string): Promise<boolean> {
     if (!(await this.locks.acquire(orderKeys.rebuilding(account)))) return false;
     // One key per shard, each its own slot: sent at once (the client pipelines them).
-    await Promise.all(shardNumbers().map((shard) => this.redis.del(orderKeys.ready(account, shard))));
+    await Promise.all(EVERY_SHARD.map((shard) => this.redis.del(orderKeys.ready(account, shard))));
     return true;
   }
 
@@ -212,7 +212,7 @@ export class RedisOrderState extends OrderState {
     // Every shard is loaded before any opens; a crash midway leaves some shards closed, and the first
     // batch that touches one rebuilds the account again.
     const now = new Date().toISOString();
-    await Promise.all(shardNumbers().map((shard) => this.redis.set(orderKeys.ready(account, shard), now)));
+    await Promise.all(EVERY_SHARD.map((shard) => this.redis.set(orderKeys.ready(account, shard), now)));
     await this.redis.del(orderKeys.rebuilding(account));
     return count;
   }
@@ -236,7 +236,7 @@ export class RedisOrderState extends OrderState {
     await this.redis.del(legacy.ready(account));
     this.legacyGone.add(account);
     await Promise.all(
-      shardNumbers().map((shard) =>
+      EVERY_SHARD.map((shard) =>
         this.forgetIndexed(orderKeys.index(account, shard), (id) => [
           orderKeys.order(account, id),
           orderKeys.applied(account, id),
@@ -265,10 +265,6 @@ export class RedisOrderState extends OrderState {
   close(): Promise<void> {
     return Promise.resolve(); // the connection belongs to the drivers module
   }
-}
-
-function shardNumbers(): number[] {
-  return Array.from({ length: ACCOUNT_SHARDS }, (_, shard) => shard);
 }
 
 function decode(orderId: string, flat: string[]): OrderSnapshot {
