@@ -3,15 +3,24 @@ import { LOGGER, type Logger } from '@cdp/logger';
 import { MetadataStore } from '@cdp/metadata';
 import { AnalyticStore } from '@cdp/store';
 import { RecommendationsRefresh } from './recommendations-refresh.js';
-import { RefreshLease } from './refresh-lease.js';
+import { LEASE_MS, RefreshLease } from './refresh-lease.js';
 
-/** How often accounts are checked for newly committed messages. */
+/** How often accounts are checked for newly committed messages, at the most. */
 export const REFRESH_INTERVAL_MS = 1_000;
+/**
+ * After a pass that took t, the next starts no sooner than this many times t later: the refresh takes at
+ * most a fifth of the store's time. A pass's cost grows with the history it joins (every earlier
+ * interaction of the customers it touched), not with what it takes in, so under a heavy ingest a pass a
+ * second would take the store's time from the inserts; fewer, larger generations derive the same rows.
+ * The pause stays under half the refresher's lease, which each pass renews.
+ */
+export const REFRESH_PAUSE_FACTOR = 4;
+const LONGEST_PAUSE_MS = LEASE_MS / 2;
 
 /**
- * Runs beside the processor (the store's writer): every second, each account with messages committed
- * since its last refresh gets its recommendation tables brought up to date — by one processor at a
- * time (RefreshLease).
+ * Runs beside the processor (the store's writer): every second (less often while passes are long, see
+ * REFRESH_PAUSE_FACTOR), each account with messages committed since its last refresh gets its
+ * recommendation tables brought up to date — by one processor at a time (RefreshLease).
  */
 @Injectable()
 export class RecommendationsRefreshJob implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -43,11 +52,16 @@ export class RecommendationsRefreshJob implements OnApplicationBootstrap, OnAppl
     await this.lease.release().catch(() => undefined);
   }
 
-  private schedule(): void {
+  /** The next pass, after the last one's pause (`tookMs`: how long that pass ran). */
+  private schedule(tookMs = 0): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.running = this.tick().finally(() => this.schedule());
-    }, REFRESH_INTERVAL_MS);
+    this.timer = setTimeout(
+      () => {
+        const started = performance.now();
+        this.running = this.tick().finally(() => this.schedule(performance.now() - started));
+      },
+      Math.min(LONGEST_PAUSE_MS, Math.max(REFRESH_INTERVAL_MS, REFRESH_PAUSE_FACTOR * tookMs)),
+    );
     this.timer.unref();
   }
 
