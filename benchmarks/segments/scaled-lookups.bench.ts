@@ -68,9 +68,12 @@ try {
   const rounds: Round[] = [];
   for (let r = 0; r < Number(opt.rounds); r++) {
     const seconds = Number(opt.seconds);
-    const apiCpu = cpuSeconds(api!.pid);
-    const processorCpu = cpuSeconds(processor!.pid);
-    const closed = await lookupLoad({ ...job, seconds, concurrency: Number(opt.concurrency) });
+    let apiCpu = 0;
+    let processorCpu = 0;
+    const closed = await lookupLoad({ ...job, seconds, concurrency: Number(opt.concurrency) }, () => {
+      apiCpu = cpuSeconds(api!.pid);
+      processorCpu = cpuSeconds(processor!.pid);
+    });
     const done = closed.latencies.length;
     const apiCpuMs = ((cpuSeconds(api!.pid) - apiCpu) * 1000) / done;
     const processorCpuMs = ((cpuSeconds(processor!.pid) - processorCpu) * 1000) / done;

@@ -105,8 +105,8 @@ for (let r = 0; r < rounds; r++) {
   lookupAccount = after;
 }
 const subset = subsetOf(Number(opt.segments));
-const lookupsOf = (job: Pick<LookupJob, 'seconds' | 'concurrency' | 'rate'>) =>
-  lookupLoad({ url, key: lookupAccount.key, customers: Number(opt.customers), subset, ...job });
+const lookupsOf = (job: Pick<LookupJob, 'seconds' | 'concurrency' | 'rate'>, onMeasuring?: () => void) =>
+  lookupLoad({ url, key: lookupAccount.key, customers: Number(opt.customers), subset, ...job }, onMeasuring);
 
 /** Ingest into the lookups' account at `rate` events a second (100 a request) until stopped. */
 function backgroundIngest(rate: number): { stop(): Promise<number> } {
@@ -148,16 +148,22 @@ interface LookupRun {
 /** The lookup's peak (closed loop at `concurrency`), then its percentiles at half of it (open loop) under ingest. */
 async function lookups(ingestRate: number): Promise<LookupRun> {
   const seconds = Number(opt.seconds);
-  const cpu = process.cpuUsage();
-  const closed = await lookupsOf({ seconds, concurrency: Number(opt.concurrency) });
+  let cpu = process.cpuUsage();
+  const closed = await lookupsOf(
+    { seconds, concurrency: Number(opt.concurrency) },
+    () => (cpu = process.cpuUsage()),
+  );
   const done = closed.latencies.length;
   const peak = done / closed.seconds;
   const used = process.cpuUsage(cpu);
   const cpuMs = (used.user + used.system) / 1000 / done;
   const rate = peak / 2;
-  const stalls = watchStalls();
+  let stalls = watchStalls();
   const background = ingestRate > 0 ? backgroundIngest(ingestRate) : undefined;
-  const { latencies: sorted } = await lookupsOf({ seconds, rate });
+  const { latencies: sorted } = await lookupsOf({ seconds, rate }, () => {
+    stalls.stop();
+    stalls = watchStalls();
+  });
   const achieved = (await background?.stop()) ?? 0;
   const { loopMaxMs, gcMaxMs } = stalls.stop();
   return {

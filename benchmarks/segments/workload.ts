@@ -78,17 +78,21 @@ export function subsetOf(segments: number): string {
   return JSON.stringify(Array.from({ length: segments }, (_, s) => `segment_${s}`));
 }
 
-/** Lookups from a client thread (lookup.worker.ts); their latencies, sorted, and the seconds they took. */
-export function lookupLoad(job: LookupJob): Promise<{ latencies: number[]; seconds: number }> {
+/**
+ * Lookups from a client thread (lookup.worker.ts); their latencies, sorted, and the seconds they took.
+ * `onMeasuring` is called when the thread's warm-up is over and the recorded lookups start (where a
+ * caller starts reading CPU time).
+ */
+export function lookupLoad(
+  job: LookupJob,
+  onMeasuring: () => void = () => undefined,
+): Promise<{ latencies: number[]; seconds: number }> {
   const worker = new Worker(new URL('./lookup.worker.js', import.meta.url), { workerData: job });
   return new Promise((resolve, reject) => {
-    worker.once(
-      'message',
-      (run: { latencies: number[]; seconds: number }) =>
-        void worker
-          .terminate()
-          .then(() => resolve({ ...run, latencies: run.latencies.sort((a, b) => a - b) })),
-    );
+    worker.on('message', (run: { measuring: true } | { latencies: number[]; seconds: number }) => {
+      if ('measuring' in run) return onMeasuring();
+      void worker.terminate().then(() => resolve({ ...run, latencies: run.latencies.sort((a, b) => a - b) }));
+    });
     worker.once('error', reject);
   });
 }
