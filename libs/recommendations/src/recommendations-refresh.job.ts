@@ -12,7 +12,8 @@ export const REFRESH_INTERVAL_MS = 1_000;
  * most a fifth of the store's time. A pass's cost grows with the history it joins (every earlier
  * interaction of the customers it touched), not with what it takes in, so under a heavy ingest a pass a
  * second would take the store's time from the inserts; fewer, larger generations derive the same rows.
- * The pause stays under half the refresher's lease, which each pass renews.
+ * The pause is at most half the refresher's lease, which each pass renews: a pass longer than 1.25 s
+ * is followed by a 5 s pause, so it takes more than a fifth, but the lease is never lost to a pause.
  */
 export const REFRESH_PAUSE_FACTOR = 4;
 const LONGEST_PAUSE_MS = LEASE_MS / 2;
