@@ -18,6 +18,11 @@ export const REFRESH_INTERVAL_MS = 1_000;
 export const REFRESH_PAUSE_FACTOR = 4;
 const LONGEST_PAUSE_MS = LEASE_MS / 2;
 
+/** How long the job waits after a pass that ran `tookMs` (0: before the first pass). */
+export function pauseAfterPass(tookMs: number): number {
+  return Math.min(LONGEST_PAUSE_MS, Math.max(REFRESH_INTERVAL_MS, REFRESH_PAUSE_FACTOR * tookMs));
+}
+
 /**
  * Runs beside the processor (the store's writer): every second (less often while passes are long, see
  * REFRESH_PAUSE_FACTOR), each account with messages committed since its last refresh gets its
@@ -56,13 +61,10 @@ export class RecommendationsRefreshJob implements OnApplicationBootstrap, OnAppl
   /** The next pass, after the last one's pause (`tookMs`: how long that pass ran). */
   private schedule(tookMs = 0): void {
     if (this.stopped) return;
-    this.timer = setTimeout(
-      () => {
-        const started = performance.now();
-        this.running = this.tick().finally(() => this.schedule(performance.now() - started));
-      },
-      Math.min(LONGEST_PAUSE_MS, Math.max(REFRESH_INTERVAL_MS, REFRESH_PAUSE_FACTOR * tookMs)),
-    );
+    this.timer = setTimeout(() => {
+      const started = performance.now();
+      this.running = this.tick().finally(() => this.schedule(performance.now() - started));
+    }, pauseAfterPass(tookMs));
     this.timer.unref();
   }
 
