@@ -29,6 +29,13 @@ export interface IdentityGraphRows {
   merges: AsyncIterable<{ loser: string; survivor: string; seq: number }>;
 }
 
+/** A customer found by one of its identifiers. */
+export interface FoundIdentity {
+  customerId: string;
+  /** The customers merged into it, directly or through others (in no particular order). */
+  absorbed: string[];
+}
+
 /**
  * Maps identifiers to customers and merges customers (the rules: resolution.ts). `resolve` handles a
  * whole batch atomically: records are resolved in order, so a later record sees what an earlier one did.
@@ -45,6 +52,17 @@ export abstract class IdentityIndex {
   abstract lookup(account: string, id: Identifier): Promise<string | undefined>;
   /** The customers merged into a customer, directly or through others (in no particular order). */
   abstract absorbedBy(account: string, customerId: string): Promise<string[]>;
+  /**
+   * `lookup` and `absorbedBy` together: the customer an identifier resolves to now and the customers
+   * merged into it, or undefined. A read that needs both (a profile, the audiences) asks this, which an
+   * index over the network answers in one round trip.
+   */
+  async find(account: string, id: Identifier): Promise<FoundIdentity | undefined> {
+    const customerId = await this.lookup(account, id);
+    return customerId === undefined
+      ? undefined
+      : { customerId, absorbed: await this.absorbedBy(account, customerId) };
+  }
   /** Every identifier of a customer (and of the customers merged into it). */
   abstract identifiersOf(account: string, customerId: string): Promise<Identifier[]>;
   /**

@@ -194,6 +194,17 @@ export function identityIndexContract(
       expect(await index.lookup(a, email('a@x.com'))).toBe(id('c'));
       expect((await index.absorbedBy(a, id('c'))).sort()).toEqual([id('a'), id('b')].sort());
       expect(await index.absorbedBy(a, id('b'))).toEqual([]);
+      // find answers both at once, from any of the merged customers' identifiers.
+      for (const e of ['a@x.com', 'b@x.com', 'c@x.com']) {
+        const found = await index.find(a, email(e));
+        expect({ ...found, absorbed: found?.absorbed.sort() }).toEqual({
+          customerId: id('c'),
+          absorbed: [id('a'), id('b')].sort(),
+        });
+      }
+      await index.resolve(a, [record([email('d@x.com')], 'd')]);
+      expect(await index.find(a, email('d@x.com'))).toEqual({ customerId: id('d'), absorbed: [] });
+      expect(await index.find(a, email('nobody@x.com'))).toBeUndefined();
       await index.close();
     });
 

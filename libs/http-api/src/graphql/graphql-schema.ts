@@ -24,7 +24,8 @@ export interface GraphqlContext {
 }
 
 export interface ResolvedCustomer {
-  attributes: Readonly<Record<string, unknown>>;
+  /** The hot profile, read on the first call. */
+  attributes(): Promise<Readonly<Record<string, unknown>>>;
   audiences(subset: readonly string[] | undefined): Promise<{ segment: Segment; state: AudienceState }[]>;
   /** The customer's latest events (its merged customers' included), newest first. */
   events(first: number): Promise<RecentEvent[]>;
@@ -125,7 +126,7 @@ const Customer = new GraphQLObjectType<ResolvedCustomer, GraphqlContext>({
       description: 'the profile (private key)',
       resolve: (customer, _args, ctx) => {
         privateOnly(ctx, 'attributes');
-        return customer.attributes;
+        return customer.attributes();
       },
     },
   },

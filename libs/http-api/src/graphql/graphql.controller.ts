@@ -130,20 +130,23 @@ export class GraphqlController {
         extensions: { code: 'INVALID_IDENTIFIER_EXCEPTION', classification: 'DataFetchingException' },
       });
     for (const id of ids) {
-      const customerId = await this.identity.lookup(account, id);
-      if (!customerId) continue;
-      const absorbed = await this.identity.absorbedBy(account, customerId);
-      const profile = await this.profiles.get(account, customerId, absorbed);
-      const attributes = profile?.attributes ?? {};
+      const found = await this.identity.find(account, id);
+      if (!found) continue;
+      const { customerId, absorbed } = found;
+      const customers = [customerId, ...absorbed];
+      // Read when a field first asks for it (attributes, or audiences' filters, which count the
+      // customer's events meanwhile), once.
+      let profile: Promise<Readonly<Record<string, unknown>>> | undefined;
+      const attributes = () =>
+        (profile ??= this.profiles.get(account, customerId, absorbed).then((p) => p?.attributes ?? {}));
       return {
         attributes,
-        events: (first) =>
-          this.recentEvents.recent({ account, customers: [customerId, ...absorbed], limit: first }),
+        events: (first) => this.recentEvents.recent({ account, customers, limit: first }),
         audiences: async (subset) => {
           const all = await this.segments.cached(account);
           const asked = subset ? all.filter((s) => subset.includes(s.id)) : all;
           const states = await evaluateAudiences(
-            { account, ids: [customerId, ...absorbed], attributes },
+            { account, ids: customers, attributes: attributes() },
             asked,
             await this.segments.customerTypes(account),
             this.counts,

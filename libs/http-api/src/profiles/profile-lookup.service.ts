@@ -61,9 +61,9 @@ export class ProfileLookup {
       ]);
     }
     for (const id of ids) {
-      const customerId = await this.identity.lookup(account, id);
-      if (!customerId) continue;
-      const absorbed = await this.identity.absorbedBy(account, customerId);
+      const found = await this.identity.find(account, id);
+      if (!found) continue;
+      const { customerId, absorbed } = found;
       const profile = await this.profiles.get(account, customerId, absorbed);
       if (profile) return { customerId, absorbed, profile, foundBy: id };
     }

@@ -7,7 +7,7 @@
  * identifier set, a message's remembered effects). They all carry the account's hash tag, so they
  * live in the declared keys' cluster slot.
  */
-export const LIBRARY_VERSION = '22';
+export const LIBRARY_VERSION = '23';
 /**
  * The version is part of the library's and the functions' names: each release calls the functions it was
  * written against, never another's with its arguments. A release that changes the key layout (layout 2,
@@ -27,6 +27,7 @@ export const FN = {
   resolve: `${LIBRARY_NAME}_resolve`,
   apply: `${LIBRARY_NAME}_apply`,
   retire: `${LIBRARY_NAME}_retire`,
+  find: `${LIBRARY_NAME}_find`,
 };
 
 export const LIBRARY = `#!lua name=${LIBRARY_NAME}
@@ -520,7 +521,20 @@ local function cdp_retire(keys, args)
   return 1
 end
 
+-- cdp_find: the customer an identity key resolves to now and the customers merged into it, in one read
+-- (IdentityIndex.find; a lookup asked lookup and absorbedBy in two round trips before).
+-- KEYS[1] identity hash of the account; ARGV[1] the account's key prefix, ARGV[2] the identity key.
+-- Returns {} for an unknown identifier, else {customer, absorbed customers...}.
+local function cdp_find(keys, args)
+  local customer = redis.call('HGET', keys[1], args[2])
+  if not customer then return {} end
+  local out = redis.call('SMEMBERS', args[1] .. 'a:' .. customer)
+  table.insert(out, 1, customer)
+  return out
+end
+
 redis.register_function('${FN.resolve}', cdp_resolve)
 redis.register_function('${FN.apply}', cdp_apply)
 redis.register_function('${FN.retire}', cdp_retire)
+redis.register_function{function_name='${FN.find}', callback=cdp_find, flags={'no-writes'}}
 `;

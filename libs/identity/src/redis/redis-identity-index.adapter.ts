@@ -1,6 +1,11 @@
 import type { DriverHealth } from '@cdp/contracts';
 import { identityKey, type Identifier } from '@cdp/domain';
-import { IdentityIndex, IdentityNotWarmError, type IdentityGraphRows } from '../identity-index.port.js';
+import {
+  IdentityIndex,
+  IdentityNotWarmError,
+  type FoundIdentity,
+  type IdentityGraphRows,
+} from '../identity-index.port.js';
 import { MAX_MERGE, type ResolveInput, type Resolution } from '../resolution.js';
 import { RebuildLocks, type RedisCommands, type RedisConnection } from '@cdp/redis';
 import { fcall } from './redis-functions-loader.js';
@@ -212,6 +217,19 @@ export class RedisIdentityIndex extends IdentityIndex {
 
   async absorbedBy(account: string, customerId: string): Promise<string[]> {
     return (await this.redis.sMembers(keys.absorbed(account, customerId))).sort();
+  }
+
+  /** One call: the identity hash and the survivor's absorbed set share the account's slot. */
+  override async find(account: string, id: Identifier): Promise<FoundIdentity | undefined> {
+    const reply = (await fcall(
+      this.connection,
+      FN.find,
+      [keys.identities(account)],
+      [keys.prefix(account), identityKey(id)],
+    )) as unknown as string[];
+    if (reply.length === 0) return undefined;
+    const [customerId, ...absorbed] = reply;
+    return { customerId: customerId!, absorbed: absorbed.sort() };
   }
 
   async identifiersOf(account: string, customerId: string): Promise<Identifier[]> {

@@ -237,10 +237,11 @@ export class RedisProfileState extends ProfileState {
     customerId: string,
     absorbed: readonly string[] = [],
   ): Promise<ProfileSnapshot | undefined> {
-    const losers = await Promise.all(
-      absorbed.map((c) => this.redis.hGetAll(profileKeys.profile(account, c))),
+    // Every hash at once (one round trip on a single Redis: the client pipelines them).
+    const [ownHash, ...losers] = await Promise.all(
+      [customerId, ...absorbed].map((c) => this.redis.hGetAll(profileKeys.profile(account, c))),
     );
-    const own = snapshotOf(customerId, await this.redis.hGetAll(profileKeys.profile(account, customerId)));
+    const own = snapshotOf(customerId, ownHash!);
     if (absorbed.length === 0) return own;
     const unfolded = losers.flatMap((hash, i) => snapshotOf(absorbed[i]!, hash) ?? []);
     return foldedProfile(customerId, own, unfolded);
