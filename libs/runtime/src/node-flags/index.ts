@@ -6,12 +6,25 @@
  * touched, for a process whose request bodies are garbage within milliseconds: it took the all-in-one
  * process's peak RSS under the ingest benchmark past 1 GB. V8 sizes the young generation when the heap is
  * created, so the flag has to be on the command line: `v8.setFlagsFromString` afterwards does not shrink it.
+ *
+ * `--no-allocation-site-pretenuring`: V8 allocates straight into the old generation from any allocation
+ * site whose objects once survived a young collection in large numbers — which a burst of requests in flight
+ * makes true of every site a request allocates at (GraphQL's parser and executor, Fastify's, the clients').
+ * From then on each request's garbage is old: the API promoted ~2 MB at every scavenge and ran a
+ * mark-compact about every second, the tail of the audience lookups (docs/benchmarks.md "Segments and
+ * GraphQL"). Without it a request's objects die young, as they do. V8 refuses this flag in NODE_OPTIONS.
  */
-export const ROLE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=16'];
+export const ROLE_NODE_FLAGS: readonly string[] = [
+  '--max-semi-space-size=16',
+  '--no-allocation-site-pretenuring',
+];
 
-/** `--name=value` -> `--name`; a flag the operator gave with another value is theirs to keep. */
+/**
+ * `--name=value` -> `--name`, `--no-name` -> `--name`: a flag the operator gave with another value, or
+ * turned the other way, is theirs to keep.
+ */
 function flagName(flag: string): string {
-  return (flag.split('=')[0] ?? flag).replaceAll('_', '-');
+  return (flag.split('=')[0] ?? flag).replaceAll('_', '-').replace(/^--no-/, '--');
 }
 
 /** The role flags neither the command line (`execArgv`) nor `NODE_OPTIONS` gives, with any value. */

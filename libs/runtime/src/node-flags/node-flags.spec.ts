@@ -51,9 +51,16 @@ function runStarted(
 describe('role node flags', () => {
   it('names the flags neither the command line nor NODE_OPTIONS gives, whatever value they give', () => {
     expect(missingRoleNodeFlags([], '')).toEqual(ROLE_NODE_FLAGS);
-    expect(missingRoleNodeFlags(['--max-semi-space-size=16'], '')).toEqual([]);
-    expect(missingRoleNodeFlags(['--max_semi_space_size=64'], '')).toEqual([]);
-    expect(missingRoleNodeFlags([], '--enable-source-maps --max-semi-space-size=32')).toEqual([]);
+    expect(missingRoleNodeFlags(['--max-semi-space-size=16'], '')).toEqual([
+      '--no-allocation-site-pretenuring',
+    ]);
+    expect(
+      missingRoleNodeFlags(['--max_semi_space_size=64', '--no-allocation-site-pretenuring'], ''),
+    ).toEqual([]);
+    expect(missingRoleNodeFlags([], '--enable-source-maps --max-semi-space-size=32')).toEqual([
+      '--no-allocation-site-pretenuring',
+    ]);
+    expect(missingRoleNodeFlags(['--allocation-site-pretenuring'], '--max-semi-space-size=32')).toEqual([]);
   });
 
   it('a process started without them carries on as the same process with them, its arguments intact', () => {
@@ -65,7 +72,11 @@ describe('role node flags', () => {
   });
 
   it("keeps an operator's own value", () => {
-    expect(runStarted(['--max-semi-space-size=32']).execArgv).toEqual(['--max-semi-space-size=32']);
-    expect(runStarted([], { NODE_OPTIONS: '--max-semi-space-size=32' }).execArgv).toEqual([]);
+    const own = ['--max-semi-space-size=32', '--allocation-site-pretenuring'];
+    expect(runStarted(own).execArgv).toEqual(own);
+    // What NODE_OPTIONS gives is kept; a flag V8 refuses there is still added on the command line.
+    expect(runStarted([], { NODE_OPTIONS: '--max-semi-space-size=32' }).execArgv).toEqual([
+      '--no-allocation-site-pretenuring',
+    ]);
   });
 });
