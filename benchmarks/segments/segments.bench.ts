@@ -1,6 +1,6 @@
 // First: the roles' node flags (it may restart this process with them).
 import '../lib/role-node-flags.js';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { join } from 'node:path';
@@ -25,8 +25,9 @@ import { WORKLOAD_OPTIONS, condition, createSegments, lookupLoad, sendEvents, su
  */
 const opt = args(WORKLOAD_OPTIONS);
 
+const dataDir = mkdtempSync(join(tmpdir(), 'cdp-bench-segments-'));
 const config = loadConfig({
-  CDP_DATA_DIR: mkdtempSync(join(tmpdir(), 'cdp-bench-segments-')),
+  CDP_DATA_DIR: dataDir,
   CDP_ADMIN_TOKEN: 'bench-admin',
   LOG_LEVEL: 'warn',
   PORT: '0',
@@ -266,3 +267,5 @@ process.stdout.write(
 );
 process.stdout.write(`results: ${writeResults('segments', { opt, results })}\n`);
 await app.close();
+// The run's store (~200 MB at the defaults) is of no use once its figures are written.
+rmSync(dataDir, { recursive: true, force: true });
