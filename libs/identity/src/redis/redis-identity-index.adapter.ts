@@ -221,6 +221,8 @@ export class RedisIdentityIndex extends IdentityIndex {
 
   /** One call: the identity hash and the survivor's absorbed set share the account's slot. */
   override async find(account: string, id: Identifier): Promise<FoundIdentity | undefined> {
+    // cdp_find answers a Redis array of ids (not the JSON text the batch functions answer; `fcall` is
+    // typed for those).
     const reply = (await fcall(
       this.connection,
       FN.find,
