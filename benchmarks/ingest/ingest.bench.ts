@@ -17,6 +17,7 @@ import {
   cpuByThreadKind,
   cpuSeconds,
   machineCpu,
+  noThreadCpu,
   peakRss,
   resetPeakRss,
   startEmbedded,
@@ -237,7 +238,7 @@ async function drive(
     platformCpu: 0,
     machineBusy: 0,
     machineCpu: 0,
-    threadCpu: { main: 0, codec: 0, 'GC helpers': 0, 'chDB + I/O': 0 },
+    threadCpu: noThreadCpu(),
   };
   const platformCpu = () => platform.roles.reduce((sum, r) => sum + cpuSeconds(r.pid), 0);
   const cpuBefore = platformCpu();

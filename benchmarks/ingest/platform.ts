@@ -158,15 +158,17 @@ const MAIN_THREAD = '(main)';
 /**
  * The CPU seconds between two readings of threadCpuSeconds, by kind of thread: the main thread (HTTP,
  * bus, processor), the codec thread (Node names a worker thread `WorkerThread`), V8's helpers (`V8Worker`:
- * concurrent GC marking and sweeping, compilation), and everything else, which in these processes is
- * chDB's pools and the libuv threads that run its inserts and the file writes. A thread that ended in
- * between is left out (the codec thread ends only with the process).
+ * concurrent GC marking and sweeping, compilation), chDB's merges (its `MergeMutate` pool), and
+ * everything else, which in these processes is chDB's other pools (inserts, reads) and the libuv threads
+ * that run its calls and the file writes. Tables before the merges were counted apart show the last two
+ * together as `chDB + I/O`. A thread that ended in between is left out (the codec thread ends only with
+ * the process).
  */
 export function cpuByThreadKind(
   before: Map<string, { name: string; seconds: number }>,
   after: Map<string, { name: string; seconds: number }>,
 ): Record<ThreadKind, number> {
-  const out: Record<ThreadKind, number> = { main: 0, codec: 0, 'GC helpers': 0, 'chDB + I/O': 0 };
+  const out = noThreadCpu();
   for (const [tid, { name, seconds }] of after) {
     const kind: ThreadKind =
       name === MAIN_THREAD
@@ -175,13 +177,20 @@ export function cpuByThreadKind(
           ? 'codec'
           : name === 'V8Worker'
             ? 'GC helpers'
-            : 'chDB + I/O';
+            : name === 'MergeMutate'
+              ? 'chDB merges'
+              : 'chDB other + I/O';
     out[kind] += seconds - (before.get(tid)?.seconds ?? 0);
   }
   return out;
 }
 
-export type ThreadKind = 'main' | 'codec' | 'GC helpers' | 'chDB + I/O';
+export type ThreadKind = 'main' | 'codec' | 'GC helpers' | 'chDB merges' | 'chDB other + I/O';
+
+/** Zero seconds of every kind of thread, in the order the benchmark's columns show them. */
+export function noThreadCpu(): Record<ThreadKind, number> {
+  return { main: 0, codec: 0, 'GC helpers': 0, 'chDB merges': 0, 'chDB other + I/O': 0 };
+}
 
 /** CPU seconds the whole machine has been busy so far, and the seconds it has been up times its cores (/proc/stat). */
 export function machineCpu(): { busy: number; total: number } {

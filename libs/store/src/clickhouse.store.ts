@@ -29,6 +29,7 @@ import {
 import {
   SINGLE_NODE,
   localTable,
+  mergeSettings,
   mutationTarget,
   retentionTtl,
   storeColumns,
@@ -98,9 +99,10 @@ export class ClickHouseStore extends AnalyticStore {
   }
 
   /**
-   * Whether the account's database already has every table and declared column (one query): then
-   * opening it runs no DDL, where running the ~80 idempotent statements costs most of a second each
-   * time a process first touches the account. Custom columns are not declared and not checked.
+   * Whether the account's database already has every table, declared column and merge setting (two
+   * queries): then opening it runs no DDL, where running the ~80 idempotent statements costs most of a
+   * second each time a process first touches the account. Custom columns are not declared and not
+   * checked.
    */
   private async upToDate(db: string): Promise<boolean> {
     const rows = await this.transport.query<{ table: string; name: string }>(
@@ -109,7 +111,17 @@ export class ClickHouseStore extends AnalyticStore {
     );
     if (rows.length === 0) return false;
     const present = new Set(rows.map((r) => `${r.table}.${r.name}`));
-    return declaredColumns(this.layout).every((c) => present.has(c));
+    if (!declaredColumns(this.layout).every((c) => present.has(c))) return false;
+    const tables = await this.transport.query<{ name: string; engine_full: string }>(
+      'SELECT name, engine_full FROM system.tables WHERE database = {db:String}',
+      { db },
+    );
+    const engines = new Map(tables.map((t) => [t.name, t.engine_full]));
+    return ACCOUNT_TABLES.every((table) =>
+      mergeSettings(table).every((setting) =>
+        engines.get(localTable(table.name, this.layout))?.includes(setting),
+      ),
+    );
   }
 
   /**

@@ -32,14 +32,17 @@ const BEFORE = readFileSync(
 describe('account table declarations', () => {
   /** The partition keys time-ordered tables got later: an older database's tables have none. */
   const unpartitioned = (sql: string) => sql.replaceAll(/ PARTITION BY toYYYYMM\(\w+\)/g, '');
+  /** The merge settings append-only tables got later (table.ts `mergeSettings`), and their ALTERs. */
+  const withoutMergeSettings = (sql: string) =>
+    /MODIFY SETTING merge_selector_base/.test(sql) ? '' : sql.replace(', merge_selector_base = 20', '');
 
-  it('generate the statements the hand-written schema ran, statement for statement, but for partition keys', () => {
+  it('generate the statements the hand-written schema ran, statement for statement, but for partition keys and merge settings', () => {
     const before = BEFORE.split('\n;;\n').map((s) => s.replaceAll('{db}', 'cdp_x'));
     // Fields added since (their columns, and where an older table gets them) are no part of that schema.
     const since = new RegExp(`^.*\\b(${EVENT_FIELDS_SINCE.join('|')})\\b.*$\\n?`, 'gm');
     const generated = [...accountTables('cdp_x')]
       .map((s) =>
-        unpartitioned(s)
+        withoutMergeSettings(unpartitioned(s))
           .replace(since, '')
           .replace(/ AFTER \S+$/, ''),
       )
@@ -110,8 +113,46 @@ describe('account table declarations', () => {
         await databaseShape(transport, databaseName('after_decl')),
       ];
       expect((JSON.parse(a) as unknown[]).length).toBeGreaterThan(ACCOUNT_TABLES.length + 100);
-      // A table added since is created, partitioned, in the older database as in a new one.
-      expect(unpartitioned(a)).toBe(unpartitioned(b));
+      // A table added since is created, partitioned, in the older database as in a new one; a setting
+      // added since is listed last by the engine, after those the table was created with.
+      const settingsSorted = (shape: string) =>
+        shape.replaceAll(
+          /SETTINGS ([^"]*)"/g,
+          (_, list: string) => `SETTINGS ${list.split(', ').sort().join(', ')}"`,
+        );
+      expect(settingsSorted(unpartitioned(a))).toBe(settingsSorted(unpartitioned(b)));
+    });
+
+    it("give an older database's append-only tables the merge settings, then find it up to date", async () => {
+      const old = databaseName('before_merge_settings');
+      // The tables as they were made before merge settings existed.
+      for (const statement of accountTables(old).map(withoutMergeSettings))
+        if (statement) await transport.exec(statement);
+      const engines = async () =>
+        new Map(
+          (
+            await transport.query<{ name: string; engine_full: string }>(
+              'SELECT name, engine_full FROM system.tables WHERE database = {db:String}',
+              { db: old },
+            )
+          ).map((t) => [t.name, t.engine_full]),
+        );
+      expect((await engines()).get('events')).not.toContain('merge_selector_base');
+      const ddl: string[] = [];
+      const counting = Object.create(transport) as ChdbTransport;
+      counting.exec = (sql: string) => (ddl.push(sql), transport.exec(sql));
+      await new ClickHouseStore(counting).ensureAccount('before_merge_settings');
+      expect(ddl.some((sql) => sql.includes('events MODIFY SETTING merge_selector_base = 20'))).toBe(true);
+      const after = await engines();
+      for (const table of ['events', 'identity_links', 'ingest_commits', 'consent_history'])
+        expect(after.get(table)).toContain('merge_selector_base = 20');
+      // Tables whose merges collapse rows keep the engine's default: their reads pay for unmerged parts.
+      for (const table of ['customers', 'orders', 'products', 'ingest_rejections'])
+        expect(after.get(table)).not.toContain('merge_selector_base');
+      // Opened again by a new process: up to date, so no DDL runs.
+      ddl.length = 0;
+      await new ClickHouseStore(counting).ensureAccount('before_merge_settings');
+      expect(ddl.filter((sql) => !sql.includes(' TTL'))).toEqual([]);
     });
   });
 });

@@ -9,7 +9,7 @@ import { redactCustomers } from '../redaction.js';
 import type { ClickHouseTransport } from '../clickhouse-transport.js';
 import { ACCOUNT_TABLES, RETAINED_TABLES, accountTables } from './account-tables.js';
 import { shardLocalJoins } from './distributed-reads.js';
-import { mutationTarget, retentionTtl, SINGLE_NODE, type StoreLayout } from './table.js';
+import { mergeSettings, mutationTarget, retentionTtl, SINGLE_NODE, type StoreLayout } from './table.js';
 
 const CLUSTER: StoreLayout = { cluster: 'cdp' };
 const DB = 'cdp_a1';
@@ -52,6 +52,14 @@ describe('cluster DDL, checked by the engine parser', () => {
       );
       expect(local).toContain('replicated_deduplication_window = 10000');
       if (table.partitionBy) expect(local).toContain(`PARTITION BY toYYYYMM(${table.partitionBy})`);
+      // Merge settings on the replicated table, and brought to an older one on every node.
+      for (const setting of mergeSettings(table)) {
+        expect(local).toContain(setting);
+        const alters = all.filter((s) =>
+          s.startsWith(`ALTER TABLE ${DB}.${table.name}_local ON CLUSTER cdp`),
+        );
+        expect(alters.some((s) => s.includes(`MODIFY SETTING ${setting}`))).toBe(true);
+      }
       const distributed = all.find((s) => s.startsWith(`CREATE TABLE IF NOT EXISTS ${DB}.${table.name} `));
       expect(distributed).toContain(
         `ENGINE = Distributed(cdp, ${DB}, ${table.name}_local, cityHash64(${table.shardBy!.join(', ')}))`,

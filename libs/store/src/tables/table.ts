@@ -4,6 +4,16 @@ import { exportTypeOf, fieldColumnType, fieldExportType } from './column.js';
 /** How many of the last inserts' dedup tokens a table remembers, unless its declaration says otherwise. */
 const DEDUP_WINDOW = 10_000;
 
+/**
+ * The merge selector's base of append-only tables (the engine's default is 5). A higher base lets more
+ * parts of a similar size gather and merges them in one go, so a row is rewritten fewer times on its
+ * way into a large part: under `bench:ingest` the engine's merge threads took about half the CPU an
+ * event (docs/benchmarks.md), for a few dozen more parts a partition between merges. Tables whose
+ * merges collapse rows (Replacing, Summing) keep the default: their reads pay for every part not yet
+ * merged.
+ */
+const APPEND_ONLY_MERGE_SELECTOR_BASE = 20;
+
 /** Names ClickHouse reads as keywords are quoted wherever the store writes them. */
 const RESERVED = new Set(['order']);
 
@@ -277,7 +287,12 @@ export function tableSql(db: string, table: TableDeclaration, layout: StoreLayou
       : [],
   );
   const window = table.dedupWindow === undefined ? DEDUP_WINDOW : table.dedupWindow;
-  const settings = window === null ? '' : ` SETTINGS ${dedupSetting(window, layout)}`;
+  const settingList = [...(window === null ? [] : [dedupSetting(window, layout)]), ...mergeSettings(table)];
+  const settings = settingList.length ? ` SETTINGS ${settingList.join(', ')}` : '';
+  // A table created before a merge setting existed gets it now (its parts are merged by it from then on).
+  const modify = mergeSettings(table).map(
+    (setting) => `ALTER TABLE ${db}.${physical}${onCluster(layout)} MODIFY SETTING ${setting}`,
+  );
   const partition = table.partitionBy ? ` PARTITION BY toYYYYMM(${table.partitionBy})` : '';
   const create = `CREATE TABLE IF NOT EXISTS ${db}.${physical}${onCluster(layout)} (\n${lines.join(',\n')}\n) ENGINE = ${engineSql(table.engine, layout)}${partition} ORDER BY ${key}${settings}`;
   if (layout.cluster && !table.shardBy) throw new Error(`${table.name} declares no shard key`);
@@ -286,5 +301,13 @@ export function tableSql(db: string, table: TableDeclaration, layout: StoreLayou
         `CREATE TABLE IF NOT EXISTS ${db}.${table.name}${onCluster(layout)} AS ${db}.${physical} ENGINE = Distributed(${clusterName(layout.cluster)}, ${db}, ${physical}, cityHash64(${table.shardBy!.join(', ')}))`,
       ]
     : [];
-  return [create, ...distributed, ...later, ...onOpen];
+  return [create, ...distributed, ...later, ...onOpen, ...modify];
+}
+
+/**
+ * The merge settings a table has, as `name = value`: every table has them, an older one once it is
+ * brought up to date (ClickHouseStore checks them against `system.tables`).
+ */
+export function mergeSettings(table: TableDeclaration): string[] {
+  return table.engine === 'MergeTree' ? [`merge_selector_base = ${APPEND_ONLY_MERGE_SELECTOR_BASE}`] : [];
 }
