@@ -26,11 +26,14 @@ describe('recommendation table declarations on chDB', () => {
     for (const statement of BEFORE) await transport.exec(statement.replaceAll('{db}', 'rec_before'));
     for (const statement of REC_TABLES.flatMap((t) => tableSql('rec_after', t)))
       await transport.exec(statement);
-    // Opening a database the old statements made is a no-op.
+    // Opening a database the old statements made changes only what was added since: the append-only
+    // tables' merge settings.
+    expect(await shape('rec_before')).not.toContain('merge_selector_base');
     for (const statement of REC_TABLES.flatMap((t) => tableSql('rec_before', t)))
       await transport.exec(statement);
     const before = await shape('rec_before');
     expect(before).toContain('rec_sales');
+    expect(before).toContain('merge_selector_base = 20');
     expect(await shape('rec_after')).toBe(before);
   });
 });
