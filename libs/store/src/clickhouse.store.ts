@@ -88,7 +88,7 @@ export class ClickHouseStore extends AnalyticStore {
     if (!done) {
       const db = databaseName(account);
       done = (async () => {
-        if (!(await this.upToDate(db)))
+        if (!(await this.upToDate(db, ACCOUNT_TABLES, [SURVIVORS_VIEW_COLUMN])))
           for (const statement of accountTables(db, this.layout)) await this.transport.exec(statement);
         await this.applyRetention(account, true);
       })();
@@ -99,25 +99,34 @@ export class ClickHouseStore extends AnalyticStore {
   }
 
   /**
-   * Whether the account's database already has every table, declared column and merge setting (two
-   * queries): then opening it runs no DDL, where running the ~80 idempotent statements costs most of a
-   * second each time a process first touches the account. Custom columns are not declared and not
-   * checked.
+   * Whether database `db` already has these tables with every declared column and merge setting, and
+   * the `other` columns (`table.column`; two queries): then opening it runs no DDL, where running the
+   * idempotent statements (~80 for an account) costs most of a second each time a process first touches
+   * the account, and on a cluster queues every one of them on every node. Custom columns are not
+   * declared and not checked.
    */
-  private async upToDate(db: string): Promise<boolean> {
+  private async upToDate(
+    db: string,
+    tables: readonly TableDeclaration[],
+    other: readonly string[] = [],
+  ): Promise<boolean> {
     const rows = await this.transport.query<{ table: string; name: string }>(
       'SELECT table, name FROM system.columns WHERE database = {db:String}',
       { db },
     );
     if (rows.length === 0) return false;
     const present = new Set(rows.map((r) => `${r.table}.${r.name}`));
-    if (!declaredColumns(this.layout).every((c) => present.has(c))) return false;
-    const tables = await this.transport.query<{ name: string; engine_full: string }>(
-      'SELECT name, engine_full FROM system.tables WHERE database = {db:String}',
-      { db },
+    const declared = [...declaredColumns(tables, this.layout), ...other];
+    if (!declared.every((c) => present.has(c))) return false;
+    const engines = new Map(
+      (
+        await this.transport.query<{ name: string; engine_full: string }>(
+          'SELECT name, engine_full FROM system.tables WHERE database = {db:String}',
+          { db },
+        )
+      ).map((t) => [t.name, t.engine_full]),
     );
-    const engines = new Map(tables.map((t) => [t.name, t.engine_full]));
-    return ACCOUNT_TABLES.every((table) =>
+    return tables.every((table) =>
       mergeSettings(table).every((setting) =>
         engines.get(localTable(table.name, this.layout))?.includes(setting),
       ),
@@ -436,6 +445,7 @@ export class ClickHouseStore extends AnalyticStore {
   async ensureTables(account: string, tables: readonly TableDeclaration[]): Promise<void> {
     await this.ensureAccount(account);
     const db = databaseName(account);
+    if (await this.upToDate(db, tables)) return;
     for (const table of tables)
       for (const statement of tableSql(db, table, this.layout)) await this.transport.exec(statement);
   }
@@ -474,18 +484,18 @@ export class ClickHouseStore extends AnalyticStore {
   }
 }
 
+/** The survivors view's column: an account's database has it beside its tables (accountTables). */
+const SURVIVORS_VIEW_COLUMN = 'customer_survivors.survivor';
+
 /**
- * `table.column` of every column an account's database declares (on a cluster, of the replicated tables
- * and of the Distributed ones over them), and the survivors view's.
+ * `table.column` of every column these tables declare (on a cluster, of the replicated tables and of the
+ * Distributed ones over them).
  */
-function declaredColumns(layout: StoreLayout): string[] {
+function declaredColumns(tables: readonly TableDeclaration[], layout: StoreLayout): string[] {
   const names = (table: string) => (layout.cluster ? [localTable(table, layout), table] : [table]);
-  return [
-    ...ACCOUNT_TABLES.flatMap((table) =>
-      names(table.name).flatMap((name) => storeColumns(table).map((c) => `${name}.${c.name}`)),
-    ),
-    'customer_survivors.survivor',
-  ];
+  return tables.flatMap((table) =>
+    names(table.name).flatMap((name) => storeColumns(table).map((c) => `${name}.${c.name}`)),
+  );
 }
 
 /** Where a ClickHouseStore's tables live, and where it learns an account's events retention. */

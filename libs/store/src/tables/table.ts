@@ -305,8 +305,8 @@ export function tableSql(db: string, table: TableDeclaration, layout: StoreLayou
 }
 
 /**
- * The merge settings a table has, as `name = value`: every table has them, an older one once it is
- * brought up to date (ClickHouseStore checks them against `system.tables`).
+ * The merge settings a table is declared with, as `name = value`: a new table is created with them, an
+ * older one gets them when it is brought up to date (ClickHouseStore checks them in `system.tables`).
  */
 export function mergeSettings(table: TableDeclaration): string[] {
   return table.engine === 'MergeTree' ? [`merge_selector_base = ${APPEND_ONLY_MERGE_SELECTOR_BASE}`] : [];
