@@ -294,6 +294,29 @@ export function eventBusContract(name: string, makeHarness: () => BusHarness): v
       await second.close();
     });
 
+    it('reports a delivered message as pending in its health until it is settled', async () => {
+      // Whoever waits for "0 message(s) pending" before a clean stop (an operator, a test) must not
+      // stop while a batch is still being processed: JetStream's work queue counts it until its ack.
+      const bus = await harness().open();
+      const pendingNow = async () => Number(/^(\d+) message/.exec((await bus.health()).detail ?? '')?.[1]);
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      const seen: string[] = [];
+      bus.consume(async (batch) => {
+        seen.push(...batch.map((d) => d.message.id));
+        await held;
+        return batch.map((delivery): Settlement => ({ delivery, outcome: 'ack' }));
+      });
+      await bus.publish(message('h1'));
+      await bus.publish(message('h2'));
+      await eventually(() => seen.length > 0);
+      expect(await pendingNow()).toBe(2);
+      release();
+      await eventually(async () => (await pendingNow()) === 0);
+      expect(seen).toEqual(['h1', 'h2']);
+      await bus.close();
+    });
+
     it('hands over whole messages in batches bounded by their record count', async () => {
       const bus = await harness().open({ maxBatchRecords: 25 });
       for (let i = 0; i < 6; i++) await bus.publish(message(`b${i}`, 10));

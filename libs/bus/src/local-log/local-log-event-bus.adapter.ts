@@ -556,11 +556,16 @@ export class LocalLogEventBus extends EventBus {
     this.consumer = undefined;
   }
 
+  /**
+   * Pending counts every message not settled yet, those being processed included, as JetStream's work
+   * queue does: "0 message(s) pending" means a clean stop now has nothing left to finish.
+   */
   health(): Promise<DriverHealth> {
+    const unsettled = this.pending.length + this.inFlight.size;
     return Promise.resolve({
       driver: 'log',
       ready: !this.closed,
-      detail: `${this.pending.length} message(s) pending, ${this.retrying} waiting to retry`,
+      detail: `${unsettled} message(s) pending (${this.inFlight.size} being processed, ${this.retrying} waiting to retry)`,
     });
   }
 
