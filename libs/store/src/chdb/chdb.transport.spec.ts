@@ -21,6 +21,23 @@ describe('ChdbTransport', () => {
     await second.close();
   });
 
+  it("runs the engine with a background queue of 16 tasks, so a redaction's mutation of every part goes at once", async () => {
+    const transport = new ChdbTransport(mkdtempSync(join(tmpdir(), 'cdp-chdb-')));
+    try {
+      const settings = await transport.query<{ name: string; value: string }>(
+        `SELECT name, value FROM system.server_settings
+         WHERE name IN ('background_pool_size', 'background_merges_mutations_concurrency_ratio')`,
+      );
+      const value = (name: string) => Number(settings.find((s) => s.name === name)?.value);
+      expect(value('background_merges_mutations_concurrency_ratio')).toBe(8);
+      expect(
+        value('background_pool_size') * value('background_merges_mutations_concurrency_ratio'),
+      ).toBeGreaterThanOrEqual(16);
+    } finally {
+      await transport.close();
+    }
+  });
+
   it('finishes a streamed read while other queries and statements run before and during it', async () => {
     const transport = new ChdbTransport(mkdtempSync(join(tmpdir(), 'cdp-chdb-')));
     try {
