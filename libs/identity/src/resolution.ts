@@ -92,53 +92,73 @@ export interface IdentityGraph<C = string> {
 }
 
 export function resolveRecord<C>(graph: IdentityGraph<C>, input: ResolveInput): Resolution {
-  const owners = input.ids.map((id) => graph.owner(id));
-  const own = input.ids.findIndex((id) => id.kind === 'customer_id');
-  const recordCid = own >= 0 ? input.ids[own]!.value : undefined;
-
-  const low = new Set(input.low ?? []);
-  const known: C[] = [];
-  owners.forEach((o, i) => {
-    if (o !== undefined && !low.has(i) && !known.includes(o)) known.push(o);
-  });
-  if (known.length === 0) {
-    const lowOwner = owners.find((o, i) => o !== undefined && low.has(i));
-    if (lowOwner !== undefined) known.push(lowOwner);
+  // Written as loops over plain arrays, with the lists most records leave empty shared (NONE): this runs
+  // for every record, and what it allocates outlives the young generation while the batch is written.
+  const { ids, low } = input;
+  const owners: (C | undefined)[] = [];
+  let own = -1;
+  for (let i = 0; i < ids.length; i++) {
+    owners.push(graph.owner(ids[i]!));
+    if (own < 0 && ids[i]!.kind === 'customer_id') own = i;
   }
+  const recordCid = own >= 0 ? ids[own]!.value : undefined;
+
+  const known: C[] = [];
+  for (let i = 0; i < owners.length; i++) {
+    const o = owners[i];
+    if (o !== undefined && !low?.includes(i) && !known.includes(o)) known.push(o);
+  }
+  if (known.length === 0 && low)
+    for (let i = 0; i < owners.length; i++)
+      if (owners[i] !== undefined && low.includes(i)) {
+        known.push(owners[i]!);
+        break;
+      }
   const anchor = recordCid !== undefined ? owners[own] : known[0];
   let cid = recordCid ?? (anchor !== undefined ? graph.customerIdOf(anchor) : undefined);
-  cid ??= known.map((c) => graph.customerIdOf(c)).find((c) => c !== undefined);
+  for (let i = 0; cid === undefined && i < known.length; i++) cid = graph.customerIdOf(known[i]!);
 
-  const conflicts: Resolution['conflicts'] = [];
+  let conflicts: Resolution['conflicts'] = NONE;
   let joined: C[] = [];
   for (const c of known) {
     const other = graph.customerIdOf(c);
     if (other === undefined || other === cid) joined.push(c);
-    else conflicts.push({ customerId: graph.idOf(c), reason: 'customer_id' });
+    else
+      (conflicts = conflicts === NONE ? [] : conflicts).push({
+        customerId: graph.idOf(c),
+        reason: 'customer_id',
+      });
   }
   if (joined.length > MAX_MERGE) {
     const others = joined.filter((c) => c !== anchor).sort((a, b) => byAge(graph, a, b));
     const kept =
       anchor !== undefined ? [anchor, ...others.slice(0, MAX_MERGE - 1)] : others.slice(0, MAX_MERGE);
     for (const c of joined)
-      if (!kept.includes(c)) conflicts.push({ customerId: graph.idOf(c), reason: 'merge_limit' });
+      if (!kept.includes(c))
+        (conflicts = conflicts === NONE ? [] : conflicts).push({
+          customerId: graph.idOf(c),
+          reason: 'merge_limit',
+        });
     joined = kept;
   }
 
   let customer: C;
   let customerId: string;
-  const merged: string[] = [];
+  let merged: string[] = NONE;
   let mergeSeq = 0;
   const created = joined.length === 0;
   if (created) {
     customerId = customerIdFromSeed(input.seed);
     customer = graph.create(customerId, input.born);
   } else {
-    joined.sort((a, b) => byAge(graph, a, b));
+    if (joined.length > 1) joined.sort((a, b) => byAge(graph, a, b));
     customer = joined[0]!;
     customerId = graph.idOf(customer);
-    if (joined.length > 1) mergeSeq = graph.nextMergeSeq();
-    for (const loser of joined.slice(1)) merged.push(...graph.merge(loser, customer));
+    if (joined.length > 1) {
+      mergeSeq = graph.nextMergeSeq();
+      merged = [];
+      for (const loser of joined.slice(1)) merged.push(...graph.merge(loser, customer));
+    }
   }
 
   // A record accepted before every other of its customer, processed after them, makes it older: its
@@ -146,12 +166,13 @@ export function resolveRecord<C>(graph: IdentityGraph<C>, input: ResolveInput): 
   const lowered = !created && input.born < graph.bornOf(customer);
   if (lowered) graph.lowerBorn(customer, input.born);
 
-  const linked: Identifier[] = [];
-  input.ids.forEach((id, i) => {
-    if (owners[i] !== undefined || graph.owner(id) !== undefined) return;
+  let linked: Identifier[] = NONE;
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i]!;
+    if (owners[i] !== undefined || graph.owner(id) !== undefined) continue;
     graph.link(id, customer);
-    linked.push(id);
-  });
+    (linked = linked === NONE ? [] : linked).push(id);
+  }
   return {
     customerId,
     born: linked.length || lowered ? graph.bornOf(customer) : '',
@@ -162,6 +183,12 @@ export function resolveRecord<C>(graph: IdentityGraph<C>, input: ResolveInput): 
     conflicts,
   };
 }
+
+/**
+ * The empty list of every resolution with nothing linked, merged or in conflict: shared, so frozen
+ * (whoever would add to a resolution's list copies it).
+ */
+const NONE = Object.freeze([]) as unknown as never[];
 
 function byAge<C>(graph: IdentityGraph<C>, a: C, b: C): number {
   const x = graph.bornOf(a);

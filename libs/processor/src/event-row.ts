@@ -1,28 +1,53 @@
 import { toStoreTime, type EventRecord } from '@cdp/domain';
 import type { EventRow } from '@cdp/store';
 
-/** The store row of one resolved event: every step that writes events builds it here. */
+/** What every event row of one bus message shares: made once per message, not once per event. */
+export interface EventRowsOf {
+  msgId: string;
+  /** The message's receive time as the store takes it (toStoreTime). */
+  receivedAt: string;
+}
+
+/** The part of an event's rows its bus message gives (eventRowOf). */
+export function eventRowsOf(message: { id: string; receivedAt: number }): EventRowsOf {
+  return { msgId: message.id, receivedAt: toStoreTime(message.receivedAt) };
+}
+
+/**
+ * The store row of one resolved event: every step that writes events builds it here. It runs for
+ * every event, so it allocates only the row: the message's part is shared, and the record's
+ * identifiers are the row's unless a kind holds a list (push tokens), which the store keeps joined.
+ */
 export function eventRowOf(
   e: EventRecord,
-  at: { eventId: string; msgId: string; customerId: string; receivedAt: number },
+  message: EventRowsOf,
+  eventId: string,
+  customerId: string,
 ): EventRow {
-  // By key, not Object.entries: this runs for every event, and the entries are garbage at once.
-  const identifiers: Record<string, string> = {};
-  for (const kind in e.identifiers) {
-    const value = e.identifiers[kind]!;
-    identifiers[kind] = Array.isArray(value) ? value.join(',') : value;
-  }
   return {
-    event_id: at.eventId,
-    msg_id: at.msgId,
-    svc_id: at.customerId,
+    event_id: eventId,
+    msg_id: message.msgId,
+    svc_id: customerId,
     ts: toStoreTime(e.ts),
-    received_at: toStoreTime(at.receivedAt),
+    received_at: message.receivedAt,
     type: e.type,
     action: e.action,
     channel: e.channel,
-    identifiers,
+    identifiers: storedIdentifiers(e.identifiers),
     data: e.data,
     order: e.order ? JSON.stringify(e.order) : null,
   };
+}
+
+function storedIdentifiers(ids: EventRecord['identifiers']): Record<string, string> {
+  // By key, not Object.entries: the entries would be garbage at once.
+  let lists = false;
+  for (const kind in ids) if (Array.isArray(ids[kind])) lists = true;
+  if (!lists) return ids as Record<string, string>;
+  const joined: Record<string, string> = {};
+  for (const kind in ids) {
+    const value = ids[kind]!;
+    joined[kind] = Array.isArray(value) ? value.join(',') : value;
+  }
+  return joined;
 }

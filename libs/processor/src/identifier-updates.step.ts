@@ -15,7 +15,7 @@ import { ProfileState, type ProfileUpdate, type Resolution } from '@cdp/identity
 import type { StoreBatch } from '@cdp/store';
 import { IdentityStep, withMerges } from './identity.step.js';
 import { emptyBatch } from './store-rows.js';
-import { eventRowOf } from './event-row.js';
+import { eventRowOf, eventRowsOf } from './event-row.js';
 
 export interface IdentifierUpdatesInput {
   account: string;
@@ -164,16 +164,10 @@ export class IdentifierUpdatesStep implements Step<IdentifierUpdatesInput, Store
           });
         }
       }
+      const shared = eventRowsOf(message);
       customers.forEach((customerId, n) => {
         const id = n === 0 ? eventId(message.id, index) : `${eventId(message.id, index)}.${n}`;
-        batch.events.push(
-          eventRowOf(record.event, {
-            eventId: id,
-            msgId: message.id,
-            customerId,
-            receivedAt: message.receivedAt,
-          }),
-        );
+        batch.events.push(eventRowOf(record.event, shared, id, customerId));
       });
     });
 

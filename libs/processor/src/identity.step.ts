@@ -15,6 +15,7 @@ import {
   type ProfileSnapshot,
   type ProfileUpdate,
   type Resolution,
+  type ResolveInput,
 } from '@cdp/identity';
 import { Inspector } from '@cdp/inspector';
 import { Metrics } from '@cdp/metrics';
@@ -124,16 +125,18 @@ export class IdentityStep implements Step<IdentityInput, ResolvedBatch> {
     if (items.length === 0) return ok({ resolutions: [], identifiers: [], pooled: new Set<string>() });
     const identifiers = items.map(({ record }) => identifierList(record.identifiers));
     const lowKinds = await this.lowConfidence(account, identifiers);
-    const records = items.map(({ message, index, at }, i) => {
-      const low = lowKinds.size ? positionsOf(identifiers[i]!, lowKinds) : [];
-      return {
+    const records = items.map(({ message, index, at }, i): ResolveInput => {
+      const record: ResolveInput = {
         ids: identifiers[i]!,
         seed: customerIdSeed(message.id, index),
         born: bornKey(at),
         message: message.id,
         index,
-        ...(low.length ? { low } : {}),
       };
+      // Only a batch with a custom identifier reads low kinds; a record without one gets no list.
+      const low = lowKinds.size ? positionsOf(identifiers[i]!, lowKinds) : undefined;
+      if (low?.length) record.low = low;
+      return record;
     });
     const lookUp = async (): Promise<ResolvedBatch> => {
       const [resolutions, pooled] = await Promise.all([

@@ -35,7 +35,7 @@ import { ProductsStep } from './products.step.js';
 import { isOptOutDelivery, OptOutStep } from './optout.step.js';
 import { IdentifierUpdatesStep, isIdentifierUpdatesDelivery } from './identifier-updates.step.js';
 import { StepWriter } from './step-writer.js';
-import { eventRowOf } from './event-row.js';
+import { eventRowOf, eventRowsOf, type EventRowsOf } from './event-row.js';
 import { collectRows, emptyBatch, StepFailed, unwrap } from './store-rows.js';
 
 interface Item {
@@ -205,24 +205,23 @@ export class IngestPipeline {
     const lastMessageOf = new Map<string, string>();
     const orderEvents: OrderEvent[] = [];
 
+    // Items come message by message: what their rows share is made once per message.
+    let shared: { message: IngestMessage; rows: EventRowsOf } | undefined;
     items.forEach((item, i) => {
       const { customerId, created, linked, merged, conflicts } = resolutions[i]!;
       const msgId = item.message.id;
       this.identityStep.addEffectRows(item, resolutions[i]!, now, batch);
       for (const loser of merged) lastMessageOf.set(loser, msgId);
       const update = profileUpdate(item, linked, conflicts.length > 0);
-      if (created || merged.length || !isEmpty(update)) {
-        updates.push(withMerges(customerId, update, merged, item.at));
+      if (created || merged.length || (update && !isEmpty(update))) {
+        updates.push(withMerges(customerId, update ?? {}, merged, item.at));
         lastMessageOf.set(customerId, msgId);
       }
       if (item.message.kind === 'events') {
         const record = item.record as EventRecord;
-        const row = eventRowOf(record, {
-          eventId: eventId(msgId, item.index),
-          msgId,
-          customerId,
-          receivedAt: item.message.receivedAt,
-        });
+        if (shared?.message !== item.message)
+          shared = { message: item.message, rows: eventRowsOf(item.message) };
+        const row = eventRowOf(record, shared.rows, eventId(msgId, item.index), customerId);
         // An order event is stored or not by the orders step, depending on the order's state.
         const order = orderEventOf(row, record, item.at);
         if (order) orderEvents.push(order);
@@ -255,13 +254,17 @@ export class IngestPipeline {
 
 /**
  * What a record changes on its customer's profile. A profile record: its attributes. An event: the
- * profile identifiers (email, customer_id) it linked to the customer just now; an event repeating
- * known identifiers changes nothing, so it costs no profile write.
+ * profile identifiers (email, customer_id) it linked to the customer just now, or nothing (undefined,
+ * no object for most events): an event repeating known identifiers costs no profile write.
  *
  * A record in conflict (its identifiers also name another customer it could not merge with) does not
  * copy onto its customer the email or customer_id that still belong to that other customer.
  */
-function profileUpdate(item: Item, linked: readonly Identifier[], conflicted: boolean): AttributeUpdate {
+function profileUpdate(
+  item: Item,
+  linked: readonly Identifier[],
+  conflicted: boolean,
+): AttributeUpdate | undefined {
   if (item.message.kind === 'profiles') {
     const { attributes } = item.record as ProfileRecord;
     if (!conflicted) return attributes;
@@ -270,8 +273,8 @@ function profileUpdate(item: Item, linked: readonly Identifier[], conflicted: bo
       if (typeof update[kind] === 'string' && !linked.some((id) => id.kind === kind)) delete update[kind];
     return update;
   }
-  const update: AttributeUpdate = {};
-  for (const id of linked) if (isProfileIdentifier(id.kind)) update[id.kind] = id.value;
+  let update: AttributeUpdate | undefined;
+  for (const id of linked) if (isProfileIdentifier(id.kind)) (update ??= {})[id.kind] = id.value;
   return update;
 }
 
