@@ -19,14 +19,14 @@ import { SessionGate } from './session-gate.js';
 const IN_PROCESS_STAGING = `max_threads = 1, max_block_size = 8192, output_format_parquet_row_group_size_bytes = ${8 << 20}`;
 
 /**
- * Server configuration (after `--`). chDB sizes the background pool to the cores (2 here), and its queue
+ * Server configuration (after `--`). chDB's background pool has two threads here, and its queue
  * holds pool × ratio tasks (ClickHouse's ratio: 2). A mutation is one task per part: past four parts
  * it runs in waves, and between waves each table's scheduler sleeps 0.1 s plus up to 1 s at random.
  * A redaction (one mutation a table, waited for) of eight tables of ten parts took 9–12 s, stopping
  * the embedded bus that long; with room for 16 tasks it takes ~0.5 s. The threads stay two, so merges
- * use no more CPU (the ingest benchmark's merge time did not move; docs/benchmarks.md "Redaction").
+ * use no more CPU (the ingest benchmark did not move; docs/benchmarks.md "Waves of a mutation on chDB").
  */
-const BACKGROUND_SCHEDULING = ['--background_merges_mutations_concurrency_ratio=8'];
+const BACKGROUND_QUEUE = ['--background_merges_mutations_concurrency_ratio=8'];
 
 /**
  * ClickHouse in-process. chDB holds one data directory per process, so exactly one transport (one
@@ -46,7 +46,7 @@ export class ChdbTransport implements ClickHouseTransport {
     mkdirSync(path, { recursive: true });
     // Both transports read 64-bit integers as JSON numbers (counts and ids stay far below 2^53).
     this.session = new Session(path, {
-      connectionArgs: ['--output_format_json_quote_64bit_integers=0', '--', ...BACKGROUND_SCHEDULING],
+      connectionArgs: ['--output_format_json_quote_64bit_integers=0', '--', ...BACKGROUND_QUEUE],
     });
     ChdbTransport.openPath = path;
   }
