@@ -123,11 +123,7 @@ export function resolveRecord<C>(graph: IdentityGraph<C>, input: ResolveInput): 
   for (const c of known) {
     const other = graph.customerIdOf(c);
     if (other === undefined || other === cid) joined.push(c);
-    else
-      (conflicts = conflicts === NONE ? [] : conflicts).push({
-        customerId: graph.idOf(c),
-        reason: 'customer_id',
-      });
+    else conflicts = withItem(conflicts, { customerId: graph.idOf(c), reason: 'customer_id' });
   }
   if (joined.length > MAX_MERGE) {
     const others = joined.filter((c) => c !== anchor).sort((a, b) => byAge(graph, a, b));
@@ -135,10 +131,7 @@ export function resolveRecord<C>(graph: IdentityGraph<C>, input: ResolveInput): 
       anchor !== undefined ? [anchor, ...others.slice(0, MAX_MERGE - 1)] : others.slice(0, MAX_MERGE);
     for (const c of joined)
       if (!kept.includes(c))
-        (conflicts = conflicts === NONE ? [] : conflicts).push({
-          customerId: graph.idOf(c),
-          reason: 'merge_limit',
-        });
+        conflicts = withItem(conflicts, { customerId: graph.idOf(c), reason: 'merge_limit' });
     joined = kept;
   }
 
@@ -171,7 +164,7 @@ export function resolveRecord<C>(graph: IdentityGraph<C>, input: ResolveInput): 
     const id = ids[i]!;
     if (owners[i] !== undefined || graph.owner(id) !== undefined) continue;
     graph.link(id, customer);
-    (linked = linked === NONE ? [] : linked).push(id);
+    linked = withItem(linked, id);
   }
   return {
     customerId,
@@ -189,6 +182,13 @@ export function resolveRecord<C>(graph: IdentityGraph<C>, input: ResolveInput): 
  * (whoever would add to a resolution's list copies it).
  */
 const NONE = Object.freeze([]) as unknown as never[];
+
+/** The list with `item` added: a list of its own in place of the shared NONE. */
+function withItem<T>(list: T[], item: T): T[] {
+  const own = list === NONE ? [] : list;
+  own.push(item);
+  return own;
+}
 
 function byAge<C>(graph: IdentityGraph<C>, a: C, b: C): number {
   const x = graph.bornOf(a);

@@ -2,14 +2,14 @@ import { toStoreTime, type EventRecord } from '@cdp/domain';
 import type { EventRow } from '@cdp/store';
 
 /** What every event row of one bus message shares: made once per message, not once per event. */
-export interface EventRowsOf {
+export interface SharedEventColumns {
   msgId: string;
   /** The message's receive time as the store takes it (toStoreTime). */
   receivedAt: string;
 }
 
-/** The part of an event's rows its bus message gives (eventRowOf). */
-export function eventRowsOf(message: { id: string; receivedAt: number }): EventRowsOf {
+/** The columns all event rows of this bus message share (eventRowOf takes them). */
+export function sharedEventColumns(message: { id: string; receivedAt: number }): SharedEventColumns {
   return { msgId: message.id, receivedAt: toStoreTime(message.receivedAt) };
 }
 
@@ -20,7 +20,7 @@ export function eventRowsOf(message: { id: string; receivedAt: number }): EventR
  */
 export function eventRowOf(
   e: EventRecord,
-  message: EventRowsOf,
+  message: SharedEventColumns,
   eventId: string,
   customerId: string,
 ): EventRow {

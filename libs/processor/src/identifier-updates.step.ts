@@ -15,7 +15,7 @@ import { ProfileState, type ProfileUpdate, type Resolution } from '@cdp/identity
 import type { StoreBatch } from '@cdp/store';
 import { IdentityStep, withMerges } from './identity.step.js';
 import { emptyBatch } from './store-rows.js';
-import { eventRowOf, eventRowsOf } from './event-row.js';
+import { eventRowOf, sharedEventColumns } from './event-row.js';
 
 export interface IdentifierUpdatesInput {
   account: string;
@@ -164,7 +164,7 @@ export class IdentifierUpdatesStep implements Step<IdentifierUpdatesInput, Store
           });
         }
       }
-      const shared = eventRowsOf(message);
+      const shared = sharedEventColumns(message);
       customers.forEach((customerId, n) => {
         const id = n === 0 ? eventId(message.id, index) : `${eventId(message.id, index)}.${n}`;
         batch.events.push(eventRowOf(record.event, shared, id, customerId));

@@ -35,7 +35,7 @@ import { ProductsStep } from './products.step.js';
 import { isOptOutDelivery, OptOutStep } from './optout.step.js';
 import { IdentifierUpdatesStep, isIdentifierUpdatesDelivery } from './identifier-updates.step.js';
 import { StepWriter } from './step-writer.js';
-import { eventRowOf, eventRowsOf, type EventRowsOf } from './event-row.js';
+import { eventRowOf, sharedEventColumns, type SharedEventColumns } from './event-row.js';
 import { collectRows, emptyBatch, StepFailed, unwrap } from './store-rows.js';
 
 interface Item {
@@ -206,7 +206,7 @@ export class IngestPipeline {
     const orderEvents: OrderEvent[] = [];
 
     // Items come message by message: what their rows share is made once per message.
-    let shared: { message: IngestMessage; rows: EventRowsOf } | undefined;
+    let shared: { message: IngestMessage; columns: SharedEventColumns } | undefined;
     items.forEach((item, i) => {
       const { customerId, created, linked, merged, conflicts } = resolutions[i]!;
       const msgId = item.message.id;
@@ -220,8 +220,8 @@ export class IngestPipeline {
       if (item.message.kind === 'events') {
         const record = item.record as EventRecord;
         if (shared?.message !== item.message)
-          shared = { message: item.message, rows: eventRowsOf(item.message) };
-        const row = eventRowOf(record, shared.rows, eventId(msgId, item.index), customerId);
+          shared = { message: item.message, columns: sharedEventColumns(item.message) };
+        const row = eventRowOf(record, shared.columns, eventId(msgId, item.index), customerId);
         // An order event is stored or not by the orders step, depending on the order's state.
         const order = orderEventOf(row, record, item.at);
         if (order) orderEvents.push(order);

@@ -118,14 +118,11 @@ export class ClickHouseStore extends AnalyticStore {
     const present = new Set(rows.map((r) => `${r.table}.${r.name}`));
     const declared = [...declaredColumns(tables, this.layout), ...other];
     if (!declared.every((c) => present.has(c))) return false;
-    const engines = new Map(
-      (
-        await this.transport.query<{ name: string; engine_full: string }>(
-          'SELECT name, engine_full FROM system.tables WHERE database = {db:String}',
-          { db },
-        )
-      ).map((t) => [t.name, t.engine_full]),
+    const stored = await this.transport.query<{ name: string; engine_full: string }>(
+      'SELECT name, engine_full FROM system.tables WHERE database = {db:String}',
+      { db },
     );
+    const engines = new Map(stored.map((t) => [t.name, t.engine_full]));
     return tables.every((table) =>
       mergeSettings(table).every((setting) =>
         engines.get(localTable(table.name, this.layout))?.includes(setting),
