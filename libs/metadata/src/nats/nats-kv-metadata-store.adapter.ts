@@ -12,7 +12,7 @@ import { MetadataConflictError, MetadataStore, type Versioned } from '../metadat
  */
 export class NatsKvMetadataStore extends MetadataStore {
   private readonly kvm: Kvm;
-  private readonly buckets = new Map<string, Promise<KV>>();
+  private readonly buckets = new Map<string, Promise<Bucket>>();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -27,25 +27,42 @@ export class NatsKvMetadataStore extends MetadataStore {
     this.kvm = new Kvm(nc);
   }
 
-  private bucket(name: string): Promise<KV> {
+  private async bucket(name: string): Promise<KV> {
+    return (await this.handles(name)).kv;
+  }
+
+  private handles(name: string): Promise<Bucket> {
     if (!/^[a-z0-9_-]+$/.test(name)) throw new Error(`not a bucket name: ${name}`);
     if (this.options.connected && !this.options.connected())
       return Promise.reject(new EngineUnavailableError('NATS', 'the connection is down'));
-    let kv = this.buckets.get(name);
-    if (!kv) {
-      kv = this.kvm.create(`${this.options.prefix ?? 'cdp'}_${name}`, {
-        history: 1,
-        storage: StorageType.File,
-        replicas: this.options.replicas,
-      });
-      kv.catch(() => this.buckets.delete(name));
-      this.buckets.set(name, kv);
+    let handles = this.buckets.get(name);
+    if (!handles) {
+      const full = `${this.options.prefix ?? 'cdp'}_${name}`;
+      handles = (async () => {
+        const kv = await this.kvm.create(full, {
+          history: 1,
+          storage: StorageType.File,
+          replicas: this.options.replicas,
+        });
+        return { kv, leader: await this.kvm.open(full, { allow_direct: false }) };
+      })();
+      handles.catch(() => this.buckets.delete(name));
+      this.buckets.set(name, handles);
     }
-    return kv;
+    return handles;
   }
 
+  /**
+   * A direct get, which any replica answers, and on a miss the same read from the stream's leader: a
+   * replica that is catching up (one just added, or the one a write's quorum left behind) answers "no
+   * such key" for a key written a moment ago, and an account created or moved then would answer 401.
+   * Misses are rare (an unknown key, a deleted entry), so the leader sees little of the reads.
+   */
   async get<T>(bucket: string, key: string): Promise<Versioned<T> | undefined> {
-    const entry = await (await this.bucket(bucket)).get(encodeKey(key));
+    const { kv, leader } = await this.handles(bucket);
+    const encoded = encodeKey(key);
+    let entry = await kv.get(encoded);
+    if (!entry || entry.operation !== 'PUT') entry = await leader.get(encoded);
     if (!entry || entry.operation !== 'PUT') return undefined;
     return { key, value: entry.json<T>(), revision: entry.revision };
   }
@@ -80,9 +97,8 @@ export class NatsKvMetadataStore extends MetadataStore {
     for await (const k of await kv.keys()) keys.push(k);
     const out: Versioned<T>[] = [];
     for (const k of keys) {
-      const entry = await kv.get(k);
-      if (entry && entry.operation === 'PUT')
-        out.push({ key: decodeKey(k), value: entry.json<T>(), revision: entry.revision });
+      const entry = await this.get<T>(bucket, decodeKey(k));
+      if (entry) out.push(entry);
     }
     return out;
   }
@@ -100,6 +116,12 @@ export class NatsKvMetadataStore extends MetadataStore {
   close(): Promise<void> {
     return Promise.resolve();
   }
+}
+
+/** A bucket's handle for writes and direct reads, and one whose reads go to the stream's leader. */
+interface Bucket {
+  kv: KV;
+  leader: KV;
 }
 
 /**
