@@ -12,7 +12,7 @@ import { MetadataConflictError, MetadataStore, type Versioned } from '../metadat
  */
 export class NatsKvMetadataStore extends MetadataStore {
   private readonly kvm: Kvm;
-  private readonly buckets = new Map<string, Promise<Bucket>>();
+  private readonly buckets = new Map<string, Promise<BucketHandles>>();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -31,7 +31,7 @@ export class NatsKvMetadataStore extends MetadataStore {
     return (await this.handles(name)).kv;
   }
 
-  private handles(name: string): Promise<Bucket> {
+  private handles(name: string): Promise<BucketHandles> {
     if (!/^[a-z0-9_-]+$/.test(name)) throw new Error(`not a bucket name: ${name}`);
     if (this.options.connected && !this.options.connected())
       return Promise.reject(new EngineUnavailableError('NATS', 'the connection is down'));
@@ -118,8 +118,11 @@ export class NatsKvMetadataStore extends MetadataStore {
   }
 }
 
-/** A bucket's handle for writes and direct reads, and one whose reads go to the stream's leader. */
-interface Bucket {
+/**
+ * A bucket's handle for writes and direct reads, and one whose reads go to the stream's leader (named
+ * apart from @nats-io/kv's own `Bucket` class).
+ */
+interface BucketHandles {
   kv: KV;
   leader: KV;
 }
