@@ -12,6 +12,11 @@ export class SessionGate {
   private streamsWaiting = 0;
   private waiters: (() => void)[] = [];
 
+  /** Whether a stream holds the session or waits for it: a call given the session now would wait. */
+  reserved(): boolean {
+    return this.streaming || this.streamsWaiting > 0;
+  }
+
   async shared<T>(call: () => Promise<T>): Promise<T> {
     while (this.streaming || this.streamsWaiting > 0) await this.turn();
     this.sharing++;
