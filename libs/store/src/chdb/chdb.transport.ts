@@ -51,12 +51,10 @@ const LANES = {
 };
 type Lane = keyof typeof LANES;
 
-/** One native connection, who may use it now (streams have it to themselves), and its calls. */
+/** One native connection, and who may use it now (streams have it to themselves). */
 interface Connection {
   session: Session;
   gate: SessionGate;
-  /** Calls running on it or waiting for it. */
-  calls: number;
 }
 
 /**
@@ -76,6 +74,7 @@ export class ChdbTransport implements ClickHouseTransport {
     }
     mkdirSync(path, { recursive: true });
     this.connect('calls');
+    this.connect('statements');
     ChdbTransport.openPath = path;
   }
 
@@ -92,7 +91,6 @@ export class ChdbTransport implements ClickHouseTransport {
         ],
       }),
       gate: new SessionGate(),
-      calls: 0,
     };
     this.lanes[lane].push(connection);
     return connection;
@@ -107,24 +105,16 @@ export class ChdbTransport implements ClickHouseTransport {
     if (this.closed) throw new StoreError('the chDB session is closed', undefined);
     const open = this.lanes[lane];
     const free = open.filter((c) => !c.gate.reserved());
-    const least = (free.length > 0 ? free : open).reduce<Connection | undefined>(
-      (a, b) => (a && a.calls <= b.calls ? a : b),
-      undefined,
-    );
-    if ((!least || least.calls > 0 || free.length === 0) && open.length < LANES[lane].size)
+    const least = (free.length > 0 ? free : open).reduce((a, b) => (b.gate.load() < a.gate.load() ? b : a));
+    if ((least.gate.load() > 0 || free.length === 0) && open.length < LANES[lane].size)
       return this.connect(lane);
-    return least!;
+    return least;
   }
 
   /** A call on a connection of the lane, shared with other calls (not with a stream). */
-  private async shared<T>(lane: Lane, call: (session: Session) => Promise<T>): Promise<T> {
-    const connection = this.connection(lane);
-    connection.calls++;
-    try {
-      return await connection.gate.shared(() => storeCall(() => call(connection.session)));
-    } finally {
-      connection.calls--;
-    }
+  private shared<T>(lane: Lane, call: (session: Session) => Promise<T>): Promise<T> {
+    const { session, gate } = this.connection(lane);
+    return gate.shared(() => storeCall(() => call(session)));
   }
 
   async exec(sql: string): Promise<void> {
@@ -164,20 +154,17 @@ export class ChdbTransport implements ClickHouseTransport {
   }
 
   async *stream<T>(sql: string, params: Record<string, unknown> = {}): AsyncIterable<T> {
-    const connection = this.connection('calls');
-    connection.calls++;
-    let release: (() => void) | undefined;
+    const { session, gate } = this.connection('calls');
+    const release = await gate.exclusive();
     let stream: ReturnType<Session['queryStreamBind']> | undefined;
     try {
-      release = await connection.gate.exclusive();
-      stream = connection.session.queryStreamBind(sql, params, { format: 'JSONEachRow' });
+      stream = session.queryStreamBind(sql, params, { format: 'JSONEachRow' });
       for await (const row of stream.rows<T>()) yield row;
     } catch (err) {
       throw toStoreError(err);
     } finally {
       stream?.cancel();
-      release?.();
-      connection.calls--;
+      release();
     }
   }
 

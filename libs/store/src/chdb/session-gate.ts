@@ -11,25 +11,38 @@ export class SessionGate {
   private streaming = false;
   private streamsWaiting = 0;
   private waiters: (() => void)[] = [];
+  /** Calls and streams holding the session or waiting for it. */
+  private users = 0;
 
   /** Whether a stream holds the session or waits for it: a call given the session now would wait. */
   reserved(): boolean {
     return this.streaming || this.streamsWaiting > 0;
   }
 
+  /** How many calls and streams hold the session or wait for it. */
+  load(): number {
+    return this.users;
+  }
+
   async shared<T>(call: () => Promise<T>): Promise<T> {
-    while (this.streaming || this.streamsWaiting > 0) await this.turn();
-    this.sharing++;
+    this.users++;
     try {
-      return await call();
+      while (this.streaming || this.streamsWaiting > 0) await this.turn();
+      this.sharing++;
+      try {
+        return await call();
+      } finally {
+        this.sharing--;
+        this.wake();
+      }
     } finally {
-      this.sharing--;
-      this.wake();
+      this.users--;
     }
   }
 
   /** Takes the session for a stream; call the returned function when the stream ends. */
   async exclusive(): Promise<() => void> {
+    this.users++;
     this.streamsWaiting++;
     try {
       while (this.streaming || this.sharing > 0) await this.turn();
@@ -42,6 +55,7 @@ export class SessionGate {
       if (released) return;
       released = true;
       this.streaming = false;
+      this.users--;
       this.wake();
     };
   }
